@@ -1,0 +1,1 @@
+//! ppc64emu: a multi-threaded POWER8 pseries system emulator.
