@@ -1,1 +1,6 @@
 //! ppc64emu: a multi-threaded POWER8 pseries system emulator.
+//!
+//! Pipeline (one module per stage, see ARCHITECTURE.md): `isa` (table, decoder) →
+//! `cpu` (architected state) → `interp` (reference semantics) → `softmmu` (TLB, RAM).
+
+pub mod isa;
