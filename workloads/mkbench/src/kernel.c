@@ -1,0 +1,773 @@
+/*
+ * kernel.c - boot, console, hypercalls, interrupts, SMP and the "make"
+ * jobserver of the mkbench guest.
+ *
+ * The kernel runs in real mode (MSR[IR] = MSR[DR] = 0) with external
+ * interrupts off, except while idle in H_CEDE.  Jobs run in problem state
+ * with translation on, in their own address spaces (mm.c), with interrupts
+ * on: decrementer ticks at 250 Hz, XICS IPIs, page faults and system calls
+ * enter the kernel through the vectors of head.S and land in trap().
+ */
+#include "kernel.h"
+
+#define TICK_HZ		250
+#define IDLE_TICK_HZ	10	/* tick period while a CPU waits in H_CEDE */
+#define UNITS_PER_DIR	4
+#define VERIFY_EVERY	8	/* about one unit in 8 is compiled twice */
+
+struct config cfg;
+struct percpu percpu[MAX_CPUS];
+
+/* ---- hypercalls ------------------------------------------------------- */
+
+long hcall(struct percpu *pc, u64 *io)
+{
+	int c;
+
+	switch (io[0]) {
+	case H_ENTER: c = C_HC_ENTER; break;
+	case H_REMOVE: c = C_HC_REMOVE; break;
+	case H_BULK_REMOVE: c = C_HC_BULK; break;
+	case H_PROTECT: c = C_HC_PROTECT; break;
+	case H_CEDE: c = C_HC_CEDE; break;
+	case H_IPI: c = C_HC_IPI; break;
+	case H_XIRR: c = C_HC_XIRR; break;
+	case H_EOI: c = C_HC_EOI; break;
+	case H_CPPR: c = C_HC_CPPR; break;
+	case H_PUT_TERM_CHAR: c = C_HC_TERM; break;
+	case H_RTAS: c = C_HC_RTAS; break;
+	default: c = C_HC_OTHER; break;
+	}
+	if (pc)
+		pc->cnt[c]++;
+	return hcall_raw(io);
+}
+
+static long hcall4(u64 op, u64 a, u64 b, u64 c, u64 d)
+{
+	u64 io[10] = { op, a, b, c, d };
+
+	return hcall(this_cpu(), io);
+}
+
+/* ---- console ---------------------------------------------------------- */
+
+static spinlock_t console_lock;
+
+static void console_write(const char *s, size_t n)
+{
+	while (n) {
+		u64 io[10] = { 0 };
+		size_t k = n < 16 ? n : 16;
+		u64 w[2] = { 0, 0 };
+
+		for (size_t i = 0; i < k; i++)
+			w[i / 8] |= (u64)(u8)s[i] << (56 - 8 * (i % 8));
+		io[0] = H_PUT_TERM_CHAR;
+		io[1] = cfg.termno;
+		io[2] = k;
+		io[3] = w[0];
+		io[4] = w[1];
+		if (hcall(this_cpu(), io) == H_BUSY)
+			continue;
+		s += k;
+		n -= k;
+	}
+}
+
+static int vprintk(const char *fmt, __builtin_va_list ap)
+{
+	char buf[512];
+	int n = vsnformat(buf, sizeof(buf), fmt, ap);
+
+	if (n > (int)sizeof(buf) - 1)
+		n = sizeof(buf) - 1;
+	spin_lock(&console_lock);
+	console_write(buf, (size_t)n);
+	spin_unlock(&console_lock);
+	return n;
+}
+
+int printk(const char *fmt, ...)
+{
+	__builtin_va_list ap;
+	int n;
+
+	__builtin_va_start(ap, fmt);
+	n = vprintk(fmt, ap);
+	__builtin_va_end(ap);
+	return n;
+}
+
+/* ---- RTAS (through the H_RTAS hypercall, big-endian argument buffer) -- */
+
+static spinlock_t rtas_lock;
+static u32 rtas_buf[16] __attribute__((aligned(16)));
+
+static u32 bswap32(u32 v) { return __builtin_bswap32(v); }
+
+int rtas_call(u32 token, int nargs, int nret, u32 *ret, ...)
+{
+	__builtin_va_list ap;
+	u64 io[10] = { 0 };
+	int status;
+
+	spin_lock(&rtas_lock);
+	rtas_buf[0] = bswap32(token);
+	rtas_buf[1] = bswap32((u32)nargs);
+	rtas_buf[2] = bswap32((u32)nret);
+	__builtin_va_start(ap, ret);
+	for (int i = 0; i < nargs; i++)
+		rtas_buf[3 + i] = bswap32(__builtin_va_arg(ap, u32));
+	__builtin_va_end(ap);
+	for (int i = 0; i < nret; i++)
+		rtas_buf[3 + nargs + i] = 0;
+	io[0] = H_RTAS;
+	io[1] = (u64)rtas_buf;
+	hcall(this_cpu(), io);
+	status = (int)bswap32(rtas_buf[3 + nargs]);
+	for (int i = 1; ret && i < nret; i++)
+		ret[i - 1] = bswap32(rtas_buf[3 + nargs + i]);
+	spin_unlock(&rtas_lock);
+	return status;
+}
+
+void power_off(void)
+{
+	if (cfg.tok_power_off)
+		rtas_call(cfg.tok_power_off, 2, 1, NULL, 0xffffffffu, 0xffffffffu);
+	for (;;)
+		hcall4(H_CEDE, 0, 0, 0, 0);
+}
+
+static volatile u32 panicking;
+
+void panic(const char *fmt, ...)
+{
+	__builtin_va_list ap;
+	char buf[400];
+	int n;
+
+	irq_disable();
+	if (atomic_inc32(&panicking) != 1)
+		for (;;)
+			;	/* another CPU is reporting */
+	n = snformat(buf, sizeof(buf), "\nMKBENCH-ERROR cpu%u: ", this_cpu()->index);
+	__builtin_va_start(ap, fmt);
+	n += vsnformat(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	__builtin_va_end(ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	console_lock.v = 0;	/* whoever held it is not coming back */
+	console_write(buf, (size_t)n);
+	if (cfg.tok_os_term) {
+		static char msg[] __attribute__((aligned(8))) = "mkbench self-check failed";
+
+		rtas_call(cfg.tok_os_term, 1, 1, NULL, (u32)(u64)msg);
+	}
+	power_off();
+}
+
+/* ---- time ------------------------------------------------------------- */
+
+static u64 tick_period, idle_period;
+
+static void set_dec(u64 ticks)
+{
+	if (ticks > 0x7fffffffUL)
+		ticks = 0x7fffffffUL;
+	if (ticks < 1000)
+		ticks = 1000;
+	mtspr(SPRN_DEC, ticks);
+}
+
+static void tick_start(struct percpu *pc)
+{
+	u64 now = mftb();
+
+	pc->in_idle = 0;
+	pc->next_tick = now + tick_period;
+	set_dec(tick_period);
+}
+
+static void tick(struct percpu *pc)
+{
+	u64 now = mftb();
+
+	if (pc->in_idle) {
+		pc->cnt[C_IDLE_TICK]++;
+		set_dec(idle_period);
+		return;
+	}
+	pc->cnt[C_TICK]++;
+	pc->next_tick += tick_period;
+	if ((s64)(pc->next_tick - now) <= 0)
+		pc->next_tick = now + tick_period;
+	set_dec(pc->next_tick - now);
+}
+
+/* ---- XICS ------------------------------------------------------------- */
+
+static void send_ipi(struct percpu *from, u32 cpu)
+{
+	from->cnt[C_IPI_SENT]++;
+	hcall4(H_IPI, percpu[cpu].server, IPI_PRIORITY, 0, 0);
+}
+
+static void external(struct percpu *pc)
+{
+	u64 io[10] = { H_XIRR, 0xff };
+	u32 xirr, src;
+
+	pc->cnt[C_EXT]++;
+	hcall(pc, io);
+	xirr = (u32)io[1];
+	src = xirr & 0xffffff;
+	if (!src)
+		return;		/* spurious */
+	if (src == XICS_IPI) {
+		pc->cnt[C_IPI_RECV]++;
+		hcall4(H_IPI, pc->server, 0xff, 0, 0);
+	}
+	hcall4(H_EOI, xirr, 0, 0, 0);
+}
+
+/* ---- the make: jobs, dependencies and the jobserver ------------------- */
+
+struct job {
+	u32 kind;
+	u32 unit;		/* compile: unit; link: directory */
+	u32 deps;		/* unfinished prerequisites */
+	u32 parent;		/* job that depends on this one */
+	u32 verify_of;		/* verification compile: the job it repeats */
+	u32 cpu;
+	volatile u32 done;
+	u64 result;
+	u64 t0, t1;
+};
+
+static struct {
+	spinlock_t lock;
+	u32 njobs, nunits, ndirs, nverify;
+	u32 first_link, final;
+	u32 *queue;
+	u32 qhead, qtail;
+	u32 tokens;
+	volatile u32 finished;
+	struct job *jobs;
+} js;
+
+static u64 opt_jobs, opt_units = 8, opt_size = 20, opt_seed = 1;
+static u64 t_start, t_end;
+static u64 base_cnt[NCOUNT];
+static volatile u32 go;
+
+static const char *kind_name(u32 k)
+{
+	return k == JOB_COMPILE ? "cc" : k == JOB_LINK ? "ld" : "ld-final";
+}
+
+static int is_sampled(u32 unit)
+{
+	/* deterministic sample, independent of N; unit 0 always checked */
+	return unit == 0 || mix64(opt_seed * 0x9e3779b97f4a7c15UL + unit) % VERIFY_EVERY == 0;
+}
+
+static u8 boot_pool[256 << 10] __attribute__((aligned(128)));
+
+static void *boot_alloc(u64 size)
+{
+	static u64 next;
+	void *p;
+
+	if (!next)
+		next = (u64)boot_pool;
+	p = (void *)next;
+	next = ALIGN_UP(next + size, 16);
+	if (next > (u64)boot_pool + sizeof(boot_pool))
+		panic("boot pool exhausted");
+	memset(p, 0, size);
+	return p;
+}
+
+static void enqueue(u32 id)
+{
+	js.queue[js.qtail++ % js.njobs] = id;
+}
+
+static void build_dag(void)
+{
+	u32 U = (u32)opt_units, D = (U + UNITS_PER_DIR - 1) / UNITS_PER_DIR, V = 0;
+	u32 id;
+
+	for (u32 u = 0; u < U; u++)
+		V += (u32)is_sampled(u);
+	if (D > MAX_INPUTS)
+		panic("too many directories (%u > %u)", D, MAX_INPUTS);
+	js.nunits = U;
+	js.ndirs = D;
+	js.nverify = V;
+	js.njobs = U + V + D + 1;
+	js.first_link = U + V;
+	js.final = U + V + D;
+	js.jobs = boot_alloc(js.njobs * sizeof(struct job));
+	js.queue = boot_alloc(js.njobs * sizeof(u32));
+	for (u32 d = 0; d < D; d++) {
+		struct job *l = &js.jobs[js.first_link + d];
+
+		l->kind = JOB_LINK;
+		l->unit = d;
+		l->parent = js.final;
+		l->verify_of = ~0u;
+	}
+	js.jobs[js.final].kind = JOB_FINAL;
+	js.jobs[js.final].deps = D;
+	js.jobs[js.final].parent = ~0u;
+	js.jobs[js.final].verify_of = ~0u;
+	id = U;
+	for (u32 u = 0; u < U; u++) {
+		struct job *c = &js.jobs[u];
+
+		c->kind = JOB_COMPILE;
+		c->unit = u;
+		c->parent = js.first_link + u / UNITS_PER_DIR;
+		c->verify_of = ~0u;
+		js.jobs[c->parent].deps++;
+		if (is_sampled(u)) {
+			struct job *v = &js.jobs[id++];
+
+			*v = *c;
+			v->verify_of = u;
+			js.jobs[c->parent].deps++;
+		}
+	}
+	/* ready queue: compiles in unit order, each verification after its unit */
+	for (u32 u = 0, v = U; u < U; u++) {
+		enqueue(u);
+		if (is_sampled(u))
+			enqueue(v++);
+	}
+	js.tokens = (u32)opt_jobs;
+}
+
+static void fill_args(struct job_args *a, u32 id)
+{
+	struct job *j = &js.jobs[id];
+
+	memset(a, 0, sizeof(*a));
+	a->kind = j->kind;
+	a->seed = opt_seed;
+	a->unit = j->unit;
+	a->size = opt_size;
+	if (j->kind == JOB_LINK) {
+		u32 d = j->unit;
+
+		for (u32 u = d * UNITS_PER_DIR; u < js.nunits && u < (d + 1) * UNITS_PER_DIR; u++)
+			a->input[a->ninputs++] = js.jobs[u].result;
+	} else if (j->kind == JOB_FINAL) {
+		for (u32 d = 0; d < js.ndirs; d++)
+			a->input[a->ninputs++] = js.jobs[js.first_link + d].result;
+	}
+}
+
+static void sum_counters(u64 *out)
+{
+	memset(out, 0, NCOUNT * sizeof(u64));
+	for (u32 i = 0; i < cfg.ncpus; i++)
+		for (u32 c = 0; c < NCOUNT; c++)
+			out[c] += ((volatile u64 *)percpu[i].cnt)[c];
+}
+
+static void report(void)
+{
+	u64 c[NCOUNT];
+	u64 hcalls = 0, el = t_end - t_start;
+	u64 ms = el / (cfg.tb_hz / 1000);
+
+	sum_counters(c);
+	for (u32 i = 0; i < NCOUNT; i++)
+		c[i] -= base_cnt[i];
+	for (u32 i = C_HC_ENTER; i <= C_HC_OTHER; i++)
+		hcalls += c[i];
+	printk("mkbench: done in %lu.%03lu s guest time: %lu processes, %lu faults "
+	       "(%lu DSI, %lu ISI), %lu pages in, %lu pages out, %lu munmaps, "
+	       "%lu idle ticks, %lu lock spins\n",
+	       ms / 1000, ms % 1000, c[C_PROCS], c[C_DSI] + c[C_ISI], c[C_DSI], c[C_ISI],
+	       c[C_PAGES_IN], c[C_PAGES_OUT], c[C_MUNMAP], c[C_IDLE_TICK], c[C_LOCK_SPINS]);
+	printk("MKBENCH-STATS h_enter=%lu h_remove=%lu h_bulk_remove=%lu h_protect=%lu "
+	       "h_cede=%lu h_ipi=%lu h_xirr=%lu h_eoi=%lu h_put_term_char=%lu h_other=%lu "
+	       "procs=%lu\n",
+	       c[C_HC_ENTER], c[C_HC_REMOVE], c[C_HC_BULK], c[C_HC_PROTECT], c[C_HC_CEDE],
+	       c[C_HC_IPI], c[C_HC_XIRR], c[C_HC_EOI], c[C_HC_TERM],
+	       c[C_HC_CPPR] + c[C_HC_RTAS] + c[C_HC_OTHER], c[C_PROCS]);
+	printk("MKBENCH-RESULT cpus=%u jobs=%lu units=%lu size=%lu checksum=0x%016lx "
+	       "elapsed_tb=%lu tb_hz=%lu faults=%lu hcalls=%lu flush_hcalls=%lu ipis=%lu "
+	       "ticks=%lu\n",
+	       cfg.ncpus, opt_jobs, opt_units, opt_size, js.jobs[js.final].result, el,
+	       cfg.tb_hz, c[C_DSI] + c[C_ISI], hcalls,
+	       c[C_HC_REMOVE] + c[C_HC_BULK] + c[C_HC_PROTECT], c[C_IPI_SENT], c[C_TICK]);
+}
+
+/* a job finished: record it, release its dependants, wake idle CPUs */
+static void complete_job(struct percpu *pc, u32 id, u64 result)
+{
+	struct job *j = &js.jobs[id];
+	u32 wake[MAX_CPUS], nwake = 0, last = 0;
+	u64 ms = (j->t1 - j->t0) / (cfg.tb_hz / 1000);
+
+	if (j->kind == JOB_COMPILE)
+		printk("mkbench: cpu%u %s unit %u%s -> %016lx (%lu ms)\n", pc->index,
+		       kind_name(j->kind), j->unit, j->verify_of != ~0u ? " (again)" : "",
+		       result, ms);
+	else
+		printk("mkbench: cpu%u %s dir %u -> %016lx (%lu ms)\n", pc->index,
+		       kind_name(j->kind), j->unit, result, ms);
+
+	spin_lock(&js.lock);
+	j->result = result;
+	j->done = 1;
+	js.tokens++;
+	if (j->parent != ~0u) {
+		struct job *p = &js.jobs[j->parent];
+
+		if (--p->deps == 0) {
+			enqueue(j->parent);
+			for (u32 i = 0; i < cfg.ncpus && nwake < 1; i++)
+				if (percpu[i].idle && i != pc->index) {
+					percpu[i].idle = 0;
+					wake[nwake++] = i;
+				}
+		}
+	} else {
+		js.finished = 1;
+		last = 1;
+	}
+	spin_unlock(&js.lock);
+	for (u32 i = 0; i < nwake; i++)
+		send_ipi(pc, wake[i]);
+	if (last) {
+		t_end = j->t1;
+		report();
+		power_off();
+	}
+}
+
+/* before a link runs: the repeated compiles must agree with the originals */
+static void verify_inputs(u32 id)
+{
+	for (u32 v = js.nunits; v < js.first_link; v++) {
+		struct job *a = &js.jobs[v], *b = &js.jobs[a->verify_of];
+
+		if (a->parent != id)
+			continue;
+		if (a->result != b->result)
+			panic("unit %u compiled twice gave different checksums: 0x%016lx on cpu%u, "
+			      "0x%016lx on cpu%u", b->unit, b->result, b->cpu, a->result, a->cpu);
+	}
+}
+
+static void run_one(struct percpu *pc, u32 id)
+{
+	struct job *j = &js.jobs[id];
+	struct job_args args;
+	struct frame jf;
+	u64 result;
+
+	if (j->kind == JOB_LINK)
+		verify_inputs(id);
+	fill_args(&args, id);
+	j->cpu = pc->index;
+	j->t0 = mftb();
+	pc->cur_job = id;
+	proc_create(pc, &args);
+
+	memset(&jf, 0, sizeof(jf));
+	jf.srr0 = (u64)job_main;
+	jf.srr1 = MSR_JOB;
+	jf.gpr[1] = JOB_STACK_TOP - 128;
+	jf.gpr[2] = pc->toc;
+	jf.gpr[3] = JOB_ARGS_BASE;
+	jf.gpr[12] = (u64)job_main;
+	pc->job_status = 0;
+	result = run_job(&jf, pc);
+
+	proc_exit(pc);
+	j->t1 = mftb();
+	complete_job(pc, id, result);
+}
+
+static void idle_wait(struct percpu *pc)
+{
+	/* interrupts are off: an IPI sent after we set idle is still pending */
+	pc->in_idle = 1;
+	set_dec(idle_period);
+	hcall4(H_CEDE, 0, 0, 0, 0);	/* enables EE; interrupts are taken on return */
+	irq_disable();
+	tick_start(pc);
+}
+
+static void scheduler(struct percpu *pc) __attribute__((noreturn));
+static void scheduler(struct percpu *pc)
+{
+	while (!go)
+		idle_wait(pc);
+	for (;;) {
+		spin_lock(&js.lock);
+		if (js.finished) {
+			spin_unlock(&js.lock);
+			for (;;)
+				idle_wait(pc);
+		}
+		if (js.qhead != js.qtail && js.tokens) {
+			u32 id = js.queue[js.qhead++ % js.njobs];
+
+			js.tokens--;
+			spin_unlock(&js.lock);
+			run_one(pc, id);
+			continue;
+		}
+		pc->idle = 1;
+		spin_unlock(&js.lock);
+		idle_wait(pc);
+		pc->idle = 0;
+	}
+}
+
+/* ---- interrupts ------------------------------------------------------- */
+
+static void do_syscall(struct percpu *pc, struct frame *f)
+{
+	u64 nr = f->gpr[3];
+
+	pc->cnt[C_SYSCALL]++;
+	switch (nr) {
+	case SYS_EXIT:
+		resume_sched(pc, f->gpr[4]);
+	case SYS_MUNMAP:
+		f->gpr[3] = (u64)sys_munmap(pc, f->gpr[4], f->gpr[5]);
+		break;
+	case SYS_MPROTECT:
+		f->gpr[3] = (u64)sys_mprotect(pc, f->gpr[4], f->gpr[5]);
+		break;
+	case SYS_FAIL:
+		panic("job %u (%s %u) self-check failed: code %lu, 0x%016lx 0x%016lx",
+		      pc->cur_job, kind_name(js.jobs[pc->cur_job].kind),
+		      js.jobs[pc->cur_job].unit, f->gpr[4], f->gpr[5], f->gpr[6]);
+	default:
+		panic("job %u: bad system call %lu", pc->cur_job, nr);
+	}
+}
+
+void trap(struct frame *f);
+void trap(struct frame *f)
+{
+	struct percpu *pc = this_cpu();
+	int user = !!(f->srr1 & MSR_PR);
+
+	switch (f->vec) {
+	case 0x900:
+		tick(pc);
+		return;
+	case 0x500:
+		external(pc);
+		return;
+	case 0x300:
+		if (user) {
+			page_fault(pc, f, f->dar, f->dsisr, 0);
+			return;
+		}
+		break;
+	case 0x400:
+		if (user) {
+			page_fault(pc, f, f->srr0, f->srr1, 1);
+			return;
+		}
+		break;
+	case 0xc00:
+		if (user) {
+			do_syscall(pc, f);
+			return;
+		}
+		break;
+	}
+	panic("unexpected interrupt 0x%lx in %s mode: srr0 0x%lx srr1 0x%lx dar 0x%lx "
+	      "dsisr 0x%lx lr 0x%lx", f->vec, user ? "job" : "kernel", f->srr0, f->srr1,
+	      f->dar, f->dsisr, f->lr);
+}
+
+/* ---- boot ------------------------------------------------------------- */
+
+static u64 parse_num(const char *s)
+{
+	u64 v = 0;
+	int base = 10;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	for (;; s++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			break;
+		v = v * (u64)base + (u64)d;
+	}
+	return v;
+}
+
+static void parse_bootargs(void)
+{
+	char *s = cfg.bootargs;
+
+	while (*s) {
+		char *w = s, *eq;
+
+		while (*s && *s != ' ')
+			s++;
+		if (*s)
+			*s++ = 0;
+		eq = w;
+		while (*eq && *eq != '=')
+			eq++;
+		if (!*eq)
+			continue;
+		*eq++ = 0;
+		if (!strcmp(w, "jobs"))
+			opt_jobs = parse_num(eq);
+		else if (!strcmp(w, "units"))
+			opt_units = parse_num(eq);
+		else if (!strcmp(w, "size"))
+			opt_size = parse_num(eq);
+		else if (!strcmp(w, "seed"))
+			opt_seed = parse_num(eq);
+		else
+			printk("mkbench: ignoring unknown parameter %s=%s\n", w, eq);
+		eq[-1] = '=';
+		if (s > w && !s[-1] && *s)
+			s[-1] = ' ';
+	}
+	if (!opt_jobs)
+		opt_jobs = cfg.ncpus;
+	if (!opt_units)
+		opt_units = 1;
+	if (!opt_size)
+		opt_size = 1;
+	if (opt_units > 2000)
+		opt_units = 2000;
+}
+
+static void cpu_setup(struct percpu *pc)
+{
+	u64 toc;
+
+	__asm__ __volatile__("mr %0, 2" : "=r"(toc));
+	pc->toc = toc;
+	mtspr(SPRN_SPRG0, pc);
+	irq_disable();
+	hcall4(H_CPPR, 0xff, 0, 0, 0);
+	tick_start(pc);
+}
+
+void kmain_secondary(u64 index);
+void kmain_secondary(u64 index)
+{
+	struct percpu *pc = &percpu[index];
+
+	cpu_setup(pc);
+	sync();
+	pc->online = 1;
+	scheduler(pc);
+}
+
+static void start_secondaries(void)
+{
+	for (u32 i = 1; i < cfg.ncpus; i++) {
+		int st = rtas_call(cfg.tok_start_cpu, 3, 1, NULL, cfg.server[i],
+				   (u32)(u64)secondary_entry, i);
+		u64 t0 = mftb();
+
+		if (st)
+			panic("start-cpu of server %u failed: %d", cfg.server[i], st);
+		while (!percpu[i].online)
+			if (mftb() - t0 > 5 * cfg.tb_hz)
+				panic("cpu%u (server %u) did not come up", i, cfg.server[i]);
+	}
+}
+
+void kmain_boot(const void *fdt);
+void kmain_boot(const void *fdt)
+{
+	struct percpu *pc = &percpu[0];
+	u64 io[10] = { 0 };
+	int rc;
+
+	/* SPRG0 first: locks and hcall counters use it */
+	mtspr(SPRN_SPRG0, pc);
+	cfg.termno = 0;
+	rc = fdt_parse(fdt);
+	if (!cfg.termno)
+		cfg.termno = 0x71000000;	/* QEMU's first vty */
+
+	/* interrupt vectors at physical 0, then little-endian interrupts */
+	memcpy((void *)0, vectors_start, (u64)(vectors_end - vectors_start));
+	for (u64 a = 0; a < (u64)(vectors_end - vectors_start); a += 32)
+		__asm__ __volatile__("dcbst 0, %0; sync; icbi 0, %0" : : "r"(a) : "memory");
+	sync();
+	isync();
+	io[0] = H_SET_MODE;
+	io[1] = 1;	/* mflags: little-endian interrupts */
+	io[2] = 4;	/* resource: H_SET_MODE_RESOURCE_LE */
+	hcall(pc, io);
+	if (io[0] != H_SUCCESS)
+		panic("H_SET_MODE(LE) failed: %ld", (long)io[0]);
+
+	printk("\nmkbench: make -j N in a bottle\n");
+	if (rc)
+		panic("bad device tree at %p (%d)", fdt, rc);
+	/* order the CPUs with the boot CPU first */
+	for (u32 i = 0; i < cfg.ncpus; i++)
+		if (cfg.server[i] == cfg.boot_server && i) {
+			u32 t = cfg.server[0];
+
+			cfg.server[0] = cfg.server[i];
+			cfg.server[i] = t;
+		}
+	if (!cfg.ncpus || !cfg.tb_hz || !cfg.pft_shift || !cfg.mem_size || !cfg.tok_start_cpu)
+		panic("device tree lacks cpus (%u), timebase (%lu), ibm,pft-size (%u), "
+		      "memory (%lu) or start-cpu (%u)", cfg.ncpus, cfg.tb_hz, cfg.pft_shift,
+		      cfg.mem_size, cfg.tok_start_cpu);
+	if (!cfg.dcbz_size)
+		cfg.dcbz_size = 128;
+	for (u32 i = 0; i < cfg.ncpus; i++) {
+		percpu[i].index = i;
+		percpu[i].server = cfg.server[i];
+	}
+	tick_period = cfg.tb_hz / TICK_HZ;
+	idle_period = cfg.tb_hz / IDLE_TICK_HZ;
+	printk("mkbench: %u cpus, timebase %lu Hz, bootargs \"%s\"%s\n", cfg.ncpus, cfg.tb_hz,
+	       cfg.bootargs, cfg.have_bulk ? "" : ", no H_BULK_REMOVE");
+	parse_bootargs();
+	cpu_setup(pc);
+	mm_init();
+	build_dag();
+	printk("mkbench: jobs=%lu units=%lu size=%lu seed=%lu: %u compiles (%u repeated), "
+	       "%u directory links, 1 final link\n", opt_jobs, opt_units, opt_size, opt_seed,
+	       js.nunits, js.nverify, js.ndirs);
+	start_secondaries();
+
+	sum_counters(base_cnt);
+	t_start = mftb();
+	sync();
+	go = 1;
+	for (u32 i = 1; i < cfg.ncpus; i++)
+		send_ipi(pc, i);
+	scheduler(pc);
+}
