@@ -337,7 +337,7 @@ fn generate(insns: &[Insn]) -> String {
     s.push_str("];\n\n");
 
     // X-macro: `for_each_insn!(callback)` expands to `callback! { (Ident, func, "mnemonic"), … }`.
-    s.push_str("/// Calls `$m! { (Op, function_name, \"mnemonic\"), … }` with every instruction.\n#[macro_export]\nmacro_rules! for_each_insn {\n    ($m:ident) => {\n        $m! {\n");
+    s.push_str("/// Calls `$m! { (Op, function_name, \"mnemonic\"), … }` with every instruction.\nmacro_rules! for_each_insn {\n    ($m:ident) => {\n        $m! {\n");
     for i in insns {
         let _ = writeln!(s, "            ({}, {}, {:?}),", i.ident, i.func, i.mnemonic);
     }

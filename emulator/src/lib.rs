@@ -4,3 +4,6 @@
 //! `cpu` (architected state) → `interp` (reference semantics) → `softmmu` (TLB, RAM).
 
 pub mod isa;
+pub mod cpu;
+pub mod softmmu;
+pub mod interp;

@@ -139,6 +139,8 @@ pub struct OpInfo {
 }
 
 include!(concat!(env!("OUT_DIR"), "/isa_table.rs"));
+#[allow(unused_imports)]
+pub(crate) use for_each_insn;
 
 impl Op {
     #[inline]

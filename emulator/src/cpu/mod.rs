@@ -1,0 +1,8 @@
+//! Architected CPU state and the exceptions instructions can raise.
+
+mod exception;
+mod state;
+pub mod spr;
+
+pub use exception::{Exception, ProgramKind};
+pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, msr};

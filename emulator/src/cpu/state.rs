@@ -1,0 +1,242 @@
+//! `CpuState`: the architected registers of one POWER8 thread.
+//!
+//! `#[repr(C)]` with the fields every block touches first, so that translated code reaches
+//! them at small constant offsets (`core::mem::offset_of!`) and they share cache lines.
+
+/// MSR bits (Book III-S 4.2.1), as masks on the 64-bit register.
+pub mod msr {
+    pub const SF: u64 = 1 << 63;
+    pub const HV: u64 = 1 << 60;
+    pub const TM_TS: u64 = 3 << 33;
+    pub const VEC: u64 = 1 << 25;
+    pub const VSX: u64 = 1 << 23;
+    pub const EE: u64 = 1 << 15;
+    pub const PR: u64 = 1 << 14;
+    pub const FP: u64 = 1 << 13;
+    pub const ME: u64 = 1 << 12;
+    pub const FE0: u64 = 1 << 11;
+    pub const SE: u64 = 1 << 10;
+    pub const BE: u64 = 1 << 9;
+    pub const FE1: u64 = 1 << 8;
+    pub const IR: u64 = 1 << 5;
+    pub const DR: u64 = 1 << 4;
+    pub const PMM: u64 = 1 << 2;
+    pub const RI: u64 = 1 << 1;
+    pub const LE: u64 = 1 << 0;
+}
+
+/// No reservation held (`reserve_addr` value).
+pub const NO_RESERVATION: u64 = u64::MAX;
+
+#[repr(C)]
+#[derive(Clone, Debug)]
+pub struct CpuState {
+    // --- hot: every block ---
+    pub gpr: [u64; 32],
+    /// Condition register, CR0 in the most significant nibble (as `mfcr` reads it).
+    pub cr: u32,
+    /// XER[SO], XER[OV], XER[CA] as 0/1, and the string byte count (bits 57-63).
+    pub so: u8,
+    pub ov: u8,
+    pub ca: u8,
+    pub xer_bc: u8,
+    pub lr: u64,
+    pub ctr: u64,
+    /// Address of the current instruction.
+    pub pc: u64,
+    pub msr: u64,
+    /// Reservation of `l?arx`: address (or `NO_RESERVATION`), size and the value read, so that
+    /// `st?cx.` can succeed by compare-and-swap against it.
+    pub reserve_addr: u64,
+    pub reserve_size: u64,
+    pub reserve_val: [u64; 2],
+
+    // --- floating point and vector ---
+    /// VSR 0-63. VSR i (i < 32) has FPR i as its high doubleword; VSR 32+i is VR i.
+    /// Element numbering is big-endian: byte 0 is bits 127..120.
+    pub vsr: [u128; 64],
+    pub fpscr: u64,
+    pub vscr: u32,
+    pub vrsave: u32,
+
+    // --- user-visible SPRs ---
+    pub tar: u64,
+    pub dscr: u64,
+    pub ppr: u64,
+    pub ctrl: u64,
+    pub ebbhr: u64,
+    pub ebbrr: u64,
+    pub bescr: u64,
+    pub sprg3: u64,
+
+    // --- supervisor SPRs ---
+    pub srr0: u64,
+    pub srr1: u64,
+    pub dar: u64,
+    pub dsisr: u64,
+    pub sprg: [u64; 4],
+    pub cfar: u64,
+    pub amr: u64,
+    pub iamr: u64,
+    pub uamor: u64,
+    pub pidr: u64,
+    pub fscr: u64,
+    pub lpcr: u64,
+    pub pvr: u64,
+    pub pir: u64,
+    /// Decrementer: value written and the timebase at the time of the write (it counts
+    /// down at the timebase frequency from there).
+    pub dec_value: u64,
+    pub dec_tb: u64,
+    /// Segment lookaside buffer.
+    pub slb: [SlbEntry; SLB_SIZE],
+}
+
+/// Number of SLB entries of POWER8 (`ibm,slb-size`).
+pub const SLB_SIZE: usize = 32;
+
+/// One SLB entry in the register formats of `slbmte`: `esid` as RB (ESID, V bit 36 → mask
+/// `SLB_VALID`), `vsid` as RS (B, VSID, Ks, Kp, N, L, C, LP).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlbEntry {
+    pub esid: u64,
+    pub vsid: u64,
+}
+
+/// Valid bit of `SlbEntry::esid` (bit 36).
+pub const SLB_VALID: u64 = 1 << 27;
+
+impl CpuState {
+    /// A thread in the reset state of a POWER8: 64-bit, big-endian, MMU off, machine checks on.
+    pub fn new() -> Self {
+        Self {
+            gpr: [0; 32],
+            cr: 0,
+            so: 0,
+            ov: 0,
+            ca: 0,
+            xer_bc: 0,
+            lr: 0,
+            ctr: 0,
+            pc: 0,
+            msr: msr::SF | msr::ME,
+            reserve_addr: NO_RESERVATION,
+            reserve_size: 0,
+            reserve_val: [0; 2],
+            vsr: [0; 64],
+            fpscr: 0,
+            vscr: 0x0001_0000, // NJ set, as after reset
+            vrsave: 0,
+            tar: 0,
+            dscr: 0,
+            ppr: 0x000c_0000_0000_0000, // medium priority
+            ctrl: 0,
+            ebbhr: 0,
+            ebbrr: 0,
+            bescr: 0,
+            sprg3: 0,
+            srr0: 0,
+            srr1: 0,
+            dar: 0,
+            dsisr: 0,
+            sprg: [0; 4],
+            cfar: 0,
+            amr: 0,
+            iamr: 0,
+            uamor: 0,
+            pidr: 0,
+            fscr: 0,
+            lpcr: 0,
+            pvr: 0x004d_0200,
+            pir: 0,
+            dec_value: 0,
+            dec_tb: 0,
+            slb: [SlbEntry::default(); SLB_SIZE],
+        }
+    }
+
+    /// XER as `mfxer` reads it.
+    pub fn xer(&self) -> u64 {
+        ((self.so as u64) << 31) | ((self.ov as u64) << 30) | ((self.ca as u64) << 29) | self.xer_bc as u64
+    }
+
+    pub fn set_xer(&mut self, v: u64) {
+        self.so = ((v >> 31) & 1) as u8;
+        self.ov = ((v >> 30) & 1) as u8;
+        self.ca = ((v >> 29) & 1) as u8;
+        self.xer_bc = (v & 0x7f) as u8;
+    }
+
+    /// CR field `n` (0-7) as a 4-bit value LT|GT|EQ|SO.
+    #[inline]
+    pub fn crf(&self, n: u32) -> u32 {
+        (self.cr >> (28 - 4 * n)) & 0xf
+    }
+
+    #[inline]
+    pub fn set_crf(&mut self, n: u32, v: u32) {
+        let sh = 28 - 4 * n;
+        self.cr = (self.cr & !(0xf << sh)) | ((v & 0xf) << sh);
+    }
+
+    /// CR bit `n` (0 = CR0[LT]).
+    #[inline]
+    pub fn cr_bit(&self, n: u32) -> bool {
+        (self.cr >> (31 - n)) & 1 != 0
+    }
+
+    #[inline]
+    pub fn set_cr_bit(&mut self, n: u32, v: bool) {
+        let m = 1 << (31 - n);
+        self.cr = if v { self.cr | m } else { self.cr & !m };
+    }
+
+    /// FPR `n`: the high doubleword of VSR `n`.
+    #[inline]
+    pub fn fpr(&self, n: u32) -> u64 {
+        (self.vsr[n as usize] >> 64) as u64
+    }
+
+    /// Writes FPR `n`, leaving the low doubleword of the VSR as it was (as QEMU does).
+    #[inline]
+    pub fn set_fpr(&mut self, n: u32, v: u64) {
+        let r = &mut self.vsr[n as usize];
+        *r = (*r & u64::MAX as u128) | ((v as u128) << 64);
+    }
+
+    /// VR `n` (VSR 32 + n).
+    #[inline]
+    pub fn vr(&self, n: u32) -> u128 {
+        self.vsr[32 + n as usize]
+    }
+
+    #[inline]
+    pub fn set_vr(&mut self, n: u32, v: u128) {
+        self.vsr[32 + n as usize] = v;
+    }
+
+    /// Data accesses are little-endian.
+    #[inline]
+    pub fn le(&self) -> bool {
+        self.msr & msr::LE != 0
+    }
+
+    /// 64-bit mode (MSR[SF]); in 32-bit mode effective addresses are truncated.
+    #[inline]
+    pub fn sf(&self) -> bool {
+        self.msr & msr::SF != 0
+    }
+
+    /// Problem state (user mode).
+    #[inline]
+    pub fn pr(&self) -> bool {
+        self.msr & msr::PR != 0
+    }
+}
+
+impl Default for CpuState {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,569 @@
+//! Fixed-point arithmetic, compare, logical, rotate/shift and trap instructions.
+
+use super::{Cpu, Exec, record_cr0};
+use crate::cpu::{Exception, ProgramKind};
+use crate::isa::Insn;
+
+// --- shared routines ---
+
+/// Writes RT/RA and sets CR0 when the instruction's Rc bit is set.
+#[inline(always)]
+fn set_rc(c: &mut Cpu, i: Insn, r: u32, v: u64) {
+    c.st.gpr[r as usize] = v;
+    if i.rc() {
+        record_cr0(&mut c.st, v);
+    }
+}
+
+/// `a + b + cin` with XER[CA] (when `ca`) and XER[OV]/[SO] (when OE is set) per the mode.
+#[inline(always)]
+fn add_ext(c: &mut Cpu, i: Insn, a: u64, b: u64, cin: u64, ca: bool, oe: bool) -> Exec {
+    let r = a.wrapping_add(b).wrapping_add(cin);
+    let sf = c.st.sf();
+    if ca {
+        c.st.ca = if sf {
+            ((a as u128 + b as u128 + cin as u128) >> 64) as u8
+        } else {
+            (((a & 0xffff_ffff) + (b & 0xffff_ffff) + cin) >> 32) as u8
+        };
+    }
+    if oe && i.oe() {
+        let bit = if sf { 63 } else { 31 };
+        set_ov(c, ((a ^ r) & (b ^ r)) >> bit & 1 != 0);
+    }
+    set_rc(c, i, i.rt(), r);
+    Ok(())
+}
+
+#[inline(always)]
+fn set_ov(c: &mut Cpu, ov: bool) {
+    c.st.ov = ov as u8;
+    c.st.so |= ov as u8;
+}
+
+#[inline(always)]
+fn ra(c: &Cpu, i: Insn) -> u64 {
+    c.st.gpr[i.ra() as usize]
+}
+#[inline(always)]
+fn rb(c: &Cpu, i: Insn) -> u64 {
+    c.st.gpr[i.rb() as usize]
+}
+#[inline(always)]
+fn rs(c: &Cpu, i: Insn) -> u64 {
+    c.st.gpr[i.rs() as usize]
+}
+
+// --- add / subtract ---
+
+pub(super) fn addi(c: &mut Cpu, i: Insn) -> Exec {
+    c.st.gpr[i.rt() as usize] = c.ra0(i.ra()).wrapping_add(i.si() as u64);
+    Ok(())
+}
+pub(super) fn addis(c: &mut Cpu, i: Insn) -> Exec {
+    c.st.gpr[i.rt() as usize] = c.ra0(i.ra()).wrapping_add((i.si() << 16) as u64);
+    Ok(())
+}
+pub(super) fn addic(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, Insn(i.0 & !1), ra(c, i), i.si() as u64, 0, true, false)
+}
+pub(super) fn addic_(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, Insn(i.0 | 1), ra(c, i), i.si() as u64, 0, true, false)
+}
+pub(super) fn subfic(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, Insn(i.0 & !1), !ra(c, i), i.si() as u64, 1, true, false)
+}
+pub(super) fn add(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, i, ra(c, i), rb(c, i), 0, false, true)
+}
+pub(super) fn addc(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, i, ra(c, i), rb(c, i), 0, true, true)
+}
+pub(super) fn adde(c: &mut Cpu, i: Insn) -> Exec {
+    let ca = c.st.ca as u64;
+    add_ext(c, i, ra(c, i), rb(c, i), ca, true, true)
+}
+pub(super) fn addme(c: &mut Cpu, i: Insn) -> Exec {
+    let ca = c.st.ca as u64;
+    add_ext(c, i, ra(c, i), u64::MAX, ca, true, true)
+}
+pub(super) fn addze(c: &mut Cpu, i: Insn) -> Exec {
+    let ca = c.st.ca as u64;
+    add_ext(c, i, ra(c, i), 0, ca, true, true)
+}
+pub(super) fn subf(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, i, !ra(c, i), rb(c, i), 1, false, true)
+}
+pub(super) fn subfc(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, i, !ra(c, i), rb(c, i), 1, true, true)
+}
+pub(super) fn subfe(c: &mut Cpu, i: Insn) -> Exec {
+    let ca = c.st.ca as u64;
+    add_ext(c, i, !ra(c, i), rb(c, i), ca, true, true)
+}
+pub(super) fn subfme(c: &mut Cpu, i: Insn) -> Exec {
+    let ca = c.st.ca as u64;
+    add_ext(c, i, !ra(c, i), u64::MAX, ca, true, true)
+}
+pub(super) fn subfze(c: &mut Cpu, i: Insn) -> Exec {
+    let ca = c.st.ca as u64;
+    add_ext(c, i, !ra(c, i), 0, ca, true, true)
+}
+pub(super) fn neg(c: &mut Cpu, i: Insn) -> Exec {
+    add_ext(c, i, !ra(c, i), 0, 1, false, true)
+}
+
+// --- multiply / divide ---
+
+pub(super) fn mulli(c: &mut Cpu, i: Insn) -> Exec {
+    c.st.gpr[i.rt() as usize] = ra(c, i).wrapping_mul(i.si() as u64);
+    Ok(())
+}
+
+pub(super) fn mullw(c: &mut Cpu, i: Insn) -> Exec {
+    let p = (ra(c, i) as i32 as i64) * (rb(c, i) as i32 as i64);
+    if i.oe() {
+        set_ov(c, p != p as i32 as i64);
+    }
+    set_rc(c, i, i.rt(), p as u64);
+    Ok(())
+}
+
+pub(super) fn mulld(c: &mut Cpu, i: Insn) -> Exec {
+    let p = (ra(c, i) as i64 as i128) * (rb(c, i) as i64 as i128);
+    if i.oe() {
+        set_ov(c, p != p as i64 as i128);
+    }
+    set_rc(c, i, i.rt(), p as u64);
+    Ok(())
+}
+
+pub(super) fn mulhw(c: &mut Cpu, i: Insn) -> Exec {
+    let p = (ra(c, i) as i32 as i64) * (rb(c, i) as i32 as i64);
+    set_rc_word(c, i, (p >> 32) as u32);
+    Ok(())
+}
+
+pub(super) fn mulhwu(c: &mut Cpu, i: Insn) -> Exec {
+    let p = (ra(c, i) & 0xffff_ffff) * (rb(c, i) & 0xffff_ffff);
+    set_rc_word(c, i, (p >> 32) as u32);
+    Ok(())
+}
+
+pub(super) fn mulhd(c: &mut Cpu, i: Insn) -> Exec {
+    let p = (ra(c, i) as i64 as i128) * (rb(c, i) as i64 as i128);
+    set_rc(c, i, i.rt(), (p >> 64) as u64);
+    Ok(())
+}
+
+pub(super) fn mulhdu(c: &mut Cpu, i: Insn) -> Exec {
+    let p = ra(c, i) as u128 * rb(c, i) as u128;
+    set_rc(c, i, i.rt(), (p >> 64) as u64);
+    Ok(())
+}
+
+/// Word results whose high half the ISA leaves undefined: zero-extended, and CR0 is set from
+/// the 32-bit value (what QEMU does, our oracle).
+#[inline(always)]
+fn set_rc_word(c: &mut Cpu, i: Insn, w: u32) {
+    c.st.gpr[i.rt() as usize] = w as u64;
+    if i.rc() {
+        let sf = c.st.msr;
+        c.st.msr &= !crate::cpu::msr::SF;
+        record_cr0(&mut c.st, w as u64);
+        c.st.msr = sf;
+    }
+}
+
+/// Shared by all divides: `q` is `None` for an undefined quotient (divide by zero,
+/// overflow), which sets OV when OE is set and leaves RT zero.
+#[inline(always)]
+fn div_result(c: &mut Cpu, i: Insn, q: Option<u64>, word: bool) -> Exec {
+    if i.oe() {
+        set_ov(c, q.is_none());
+    }
+    let v = q.unwrap_or(0);
+    if word {
+        set_rc_word(c, i, v as u32);
+    } else {
+        set_rc(c, i, i.rt(), v);
+    }
+    Ok(())
+}
+
+pub(super) fn divw(c: &mut Cpu, i: Insn) -> Exec {
+    let (a, b) = (ra(c, i) as i32, rb(c, i) as i32);
+    div_result(c, i, a.checked_div(b).map(|q| q as u32 as u64), true)
+}
+pub(super) fn divwu(c: &mut Cpu, i: Insn) -> Exec {
+    let (a, b) = (ra(c, i) as u32, rb(c, i) as u32);
+    div_result(c, i, a.checked_div(b).map(|q| q as u64), true)
+}
+pub(super) fn divd(c: &mut Cpu, i: Insn) -> Exec {
+    let (a, b) = (ra(c, i) as i64, rb(c, i) as i64);
+    div_result(c, i, a.checked_div(b).map(|q| q as u64), false)
+}
+pub(super) fn divdu(c: &mut Cpu, i: Insn) -> Exec {
+    div_result(c, i, ra(c, i).checked_div(rb(c, i)), false)
+}
+pub(super) fn divwe(c: &mut Cpu, i: Insn) -> Exec {
+    let a = ((ra(c, i) as u32 as u64) << 32) as i64;
+    let b = rb(c, i) as i32 as i64;
+    let q = a.checked_div(b).filter(|q| *q == *q as i32 as i64);
+    div_result(c, i, q.map(|q| q as u32 as u64), true)
+}
+pub(super) fn divweu(c: &mut Cpu, i: Insn) -> Exec {
+    let a = (ra(c, i) as u32 as u64) << 32;
+    let b = rb(c, i) as u32 as u64;
+    let q = a.checked_div(b).filter(|q| *q <= u32::MAX as u64);
+    div_result(c, i, q, true)
+}
+pub(super) fn divde(c: &mut Cpu, i: Insn) -> Exec {
+    let a = (ra(c, i) as i64 as i128) << 64;
+    let b = rb(c, i) as i64 as i128;
+    let q = a.checked_div(b).filter(|q| *q == *q as i64 as i128);
+    div_result(c, i, q.map(|q| q as u64), false)
+}
+pub(super) fn divdeu(c: &mut Cpu, i: Insn) -> Exec {
+    let a = (ra(c, i) as u128) << 64;
+    let b = rb(c, i) as u128;
+    let q = a.checked_div(b).filter(|q| *q <= u64::MAX as u128);
+    div_result(c, i, q.map(|q| q as u64), false)
+}
+
+// --- compare ---
+
+#[inline(always)]
+fn compare(c: &mut Cpu, bf: u32, lt: bool, gt: bool) {
+    let v = if lt { 8 } else if gt { 4 } else { 2 };
+    c.st.set_crf(bf, v | c.st.so as u32);
+}
+
+#[inline(always)]
+fn cmp_signed(c: &mut Cpu, i: Insn, b: i64) {
+    let a = if i.l10() != 0 { ra(c, i) as i64 } else { ra(c, i) as i32 as i64 };
+    let b = if i.l10() != 0 { b } else { b as i32 as i64 };
+    compare(c, i.bf(), a < b, a > b);
+}
+
+#[inline(always)]
+fn cmp_unsigned(c: &mut Cpu, i: Insn, b: u64) {
+    let a = if i.l10() != 0 { ra(c, i) } else { ra(c, i) & 0xffff_ffff };
+    let b = if i.l10() != 0 { b } else { b & 0xffff_ffff };
+    compare(c, i.bf(), a < b, a > b);
+}
+
+pub(super) fn cmp(c: &mut Cpu, i: Insn) -> Exec {
+    cmp_signed(c, i, rb(c, i) as i64);
+    Ok(())
+}
+pub(super) fn cmpi(c: &mut Cpu, i: Insn) -> Exec {
+    cmp_signed(c, i, i.si());
+    Ok(())
+}
+pub(super) fn cmpl(c: &mut Cpu, i: Insn) -> Exec {
+    cmp_unsigned(c, i, rb(c, i));
+    Ok(())
+}
+pub(super) fn cmpli(c: &mut Cpu, i: Insn) -> Exec {
+    cmp_unsigned(c, i, i.ui());
+    Ok(())
+}
+
+// --- trap ---
+
+#[inline(always)]
+fn trap(to: u32, a: i64, b: i64) -> Exec {
+    let hit = (to & 16 != 0 && a < b)
+        || (to & 8 != 0 && a > b)
+        || (to & 4 != 0 && a == b)
+        || (to & 2 != 0 && (a as u64) < (b as u64))
+        || (to & 1 != 0 && (a as u64) > (b as u64));
+    if hit { Err(Exception::Program(ProgramKind::Trap)) } else { Ok(()) }
+}
+
+// Word traps compare the low words sign-extended, which keeps their unsigned order too.
+pub(super) fn tw(c: &mut Cpu, i: Insn) -> Exec {
+    trap(i.rt(), ra(c, i) as i32 as i64, rb(c, i) as i32 as i64)
+}
+pub(super) fn twi(c: &mut Cpu, i: Insn) -> Exec {
+    trap(i.rt(), ra(c, i) as i32 as i64, i.si() as i32 as i64)
+}
+pub(super) fn td(c: &mut Cpu, i: Insn) -> Exec {
+    trap(i.rt(), ra(c, i) as i64, rb(c, i) as i64)
+}
+pub(super) fn tdi(c: &mut Cpu, i: Insn) -> Exec {
+    trap(i.rt(), ra(c, i) as i64, i.si())
+}
+
+// --- logical ---
+
+macro_rules! logical_x {
+    ($($name:ident => |$a:ident, $b:ident| $e:expr;)*) => {
+        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec {
+            let ($a, $b) = (rs(c, i), rb(c, i));
+            set_rc(c, i, i.ra(), $e);
+            Ok(())
+        })*
+    };
+}
+
+logical_x! {
+    and => |a, b| a & b;
+    andc => |a, b| a & !b;
+    or => |a, b| a | b;
+    orc => |a, b| a | !b;
+    xor => |a, b| a ^ b;
+    nor => |a, b| !(a | b);
+    nand => |a, b| !(a & b);
+    eqv => |a, b| !(a ^ b);
+    slw => |a, b| if b & 0x20 != 0 { 0 } else { ((a as u32 as u64) << (b & 0x1f)) & 0xffff_ffff };
+    srw => |a, b| if b & 0x20 != 0 { 0 } else { (a as u32 as u64) >> (b & 0x1f) };
+    sld => |a, b| if b & 0x40 != 0 { 0 } else { a << (b & 0x3f) };
+    srd => |a, b| if b & 0x40 != 0 { 0 } else { a >> (b & 0x3f) };
+}
+
+macro_rules! logical_imm {
+    ($($name:ident => |$a:ident, $u:ident| $e:expr, $rc:literal;)*) => {
+        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec {
+            let ($a, $u) = (rs(c, i), i.ui());
+            let v = $e;
+            c.st.gpr[i.ra() as usize] = v;
+            if $rc {
+                record_cr0(&mut c.st, v);
+            }
+            Ok(())
+        })*
+    };
+}
+
+logical_imm! {
+    ori => |a, u| a | u, false;
+    oris => |a, u| a | (u << 16), false;
+    xori => |a, u| a ^ u, false;
+    xoris => |a, u| a ^ (u << 16), false;
+    andi_ => |a, u| a & u, true;
+    andis_ => |a, u| a & (u << 16), true;
+}
+
+macro_rules! unary_x {
+    ($($name:ident => |$a:ident| $e:expr;)*) => {
+        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec {
+            let $a = rs(c, i);
+            set_rc(c, i, i.ra(), $e);
+            Ok(())
+        })*
+    };
+}
+
+unary_x! {
+    cntlzw => |a| (a as u32).leading_zeros() as u64;
+    cntlzd => |a| a.leading_zeros() as u64;
+    extsb => |a| a as i8 as i64 as u64;
+    extsh => |a| a as i16 as i64 as u64;
+    extsw => |a| a as i32 as i64 as u64;
+}
+
+/// Popcount, byte-wise parity and the like ignore Rc (the bit is reserved).
+macro_rules! unary_norc {
+    ($($name:ident => |$a:ident| $e:expr;)*) => {
+        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec {
+            let $a = rs(c, i);
+            c.st.gpr[i.ra() as usize] = $e;
+            Ok(())
+        })*
+    };
+}
+
+unary_norc! {
+    popcntb => |a| lanes(a, 8, |x| x.count_ones() as u64);
+    popcntw => |a| lanes(a, 32, |x| x.count_ones() as u64);
+    popcntd => |a| a.count_ones() as u64;
+    prtyw => |a| lanes(a, 32, |x| (x & 0x0101_0101).count_ones() as u64 & 1);
+    prtyd => |a| (a & 0x0101_0101_0101_0101).count_ones() as u64 & 1;
+}
+
+/// Applies `f` to each `bits`-wide lane of `a`.
+#[inline(always)]
+fn lanes(a: u64, bits: u32, f: impl Fn(u64) -> u64) -> u64 {
+    let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
+    (0..64 / bits).fold(0, |acc, k| acc | (f((a >> (k * bits)) & mask) << (k * bits)))
+}
+
+pub(super) fn cmpb(c: &mut Cpu, i: Insn) -> Exec {
+    let (a, b) = (rs(c, i), rb(c, i));
+    c.st.gpr[i.ra() as usize] = lanes(a ^ b, 8, |x| if x == 0 { 0xff } else { 0 });
+    Ok(())
+}
+
+pub(super) fn bpermd(c: &mut Cpu, i: Insn) -> Exec {
+    let (s, b) = (rs(c, i), rb(c, i));
+    let mut r = 0;
+    for k in 0..8 {
+        let index = (s >> (56 - 8 * k)) & 0xff;
+        let bit = if index < 64 { (b >> (63 - index)) & 1 } else { 0 };
+        r |= bit << (7 - k);
+    }
+    c.st.gpr[i.ra() as usize] = r;
+    Ok(())
+}
+
+pub(super) fn isel(c: &mut Cpu, i: Insn) -> Exec {
+    let v = if c.st.cr_bit(i.frc()) { c.ra0(i.ra()) } else { rb(c, i) };
+    c.st.gpr[i.rt() as usize] = v;
+    Ok(())
+}
+
+// --- rotate and shift ---
+
+/// MASK(mb, me) of the ISA (IBM bit numbering; wraps when mb > me).
+#[inline(always)]
+pub(crate) fn mask64(mb: u32, me: u32) -> u64 {
+    let a = u64::MAX >> mb;
+    let b = u64::MAX << (63 - me);
+    if mb <= me { a & b } else { a | b }
+}
+
+/// ROTL32: rotate the low word, replicated into both halves.
+#[inline(always)]
+fn rotl32(x: u64, n: u32) -> u64 {
+    let w = x & 0xffff_ffff;
+    (w | (w << 32)).rotate_left(n)
+}
+
+pub(super) fn rlwinm(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rotl32(rs(c, i), i.sh()) & mask64(i.mb() + 32, i.me() + 32);
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rlwnm(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rotl32(rs(c, i), (rb(c, i) & 0x1f) as u32) & mask64(i.mb() + 32, i.me() + 32);
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rlwimi(c: &mut Cpu, i: Insn) -> Exec {
+    let m = mask64(i.mb() + 32, i.me() + 32);
+    let v = (rotl32(rs(c, i), i.sh()) & m) | (ra(c, i) & !m);
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rldicl(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rs(c, i).rotate_left(i.sh6()) & mask64(i.mb6(), 63);
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rldicr(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rs(c, i).rotate_left(i.sh6()) & mask64(0, i.mb6());
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rldic(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rs(c, i).rotate_left(i.sh6()) & mask64(i.mb6(), 63 - i.sh6());
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rldimi(c: &mut Cpu, i: Insn) -> Exec {
+    let m = mask64(i.mb6(), 63 - i.sh6());
+    let v = (rs(c, i).rotate_left(i.sh6()) & m) | (ra(c, i) & !m);
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rldcl(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rs(c, i).rotate_left((rb(c, i) & 0x3f) as u32) & mask64(i.mb6(), 63);
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+pub(super) fn rldcr(c: &mut Cpu, i: Insn) -> Exec {
+    let v = rs(c, i).rotate_left((rb(c, i) & 0x3f) as u32) & mask64(0, i.mb6());
+    set_rc(c, i, i.ra(), v);
+    Ok(())
+}
+
+/// Algebraic right shift of a `bits`-wide value by `n` (already range-checked by the
+/// caller's field width): sign-extended result, CA = negative and ones shifted out.
+#[inline(always)]
+fn sra(c: &mut Cpu, i: Insn, v: i64, n: u32, bits: u32) -> Exec {
+    let (r, lost) = if n >= bits {
+        (if v < 0 { -1 } else { 0 }, v != 0)
+    } else {
+        (v >> n, n > 0 && (v as u64) << (64 - n) != 0)
+    };
+    c.st.ca = (v < 0 && lost) as u8;
+    set_rc(c, i, i.ra(), r as u64);
+    Ok(())
+}
+
+pub(super) fn sraw(c: &mut Cpu, i: Insn) -> Exec {
+    sra(c, i, rs(c, i) as i32 as i64, (rb(c, i) & 0x3f) as u32, 32)
+}
+pub(super) fn srawi(c: &mut Cpu, i: Insn) -> Exec {
+    sra(c, i, rs(c, i) as i32 as i64, i.sh(), 32)
+}
+pub(super) fn srad(c: &mut Cpu, i: Insn) -> Exec {
+    sra(c, i, rs(c, i) as i64, (rb(c, i) & 0x7f) as u32, 64)
+}
+pub(super) fn sradi(c: &mut Cpu, i: Insn) -> Exec {
+    sra(c, i, rs(c, i) as i64, i.sh6(), 64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{cpu, run};
+    use super::*;
+
+    #[test]
+    fn masks() {
+        assert_eq!(mask64(0, 63), u64::MAX);
+        assert_eq!(mask64(32, 63), 0xffff_ffff);
+        assert_eq!(mask64(63, 0), 0x8000_0000_0000_0001);
+        assert_eq!(mask64(60, 3), 0xf000_0000_0000_000f);
+    }
+
+    #[test]
+    fn carries_and_overflow() {
+        let mut c = cpu();
+        c.st.gpr[4] = u64::MAX;
+        c.st.gpr[5] = 1;
+        c.st.gpr[6] = i64::MAX as u64;
+        // addc r3,r4,r5 ; adde r7,r5,r5 (1+1+CA) ; addo. r8,r6,r5 (overflow)
+        run(&mut c, &[0x7c64_2814, 0x7ce5_2914, 0x7d06_2e15]);
+        assert_eq!(c.st.gpr[3], 0);
+        assert_eq!(c.st.gpr[7], 3);
+        assert_eq!(c.st.gpr[8], 1 << 63);
+        assert_eq!((c.st.ov, c.st.so), (1, 1));
+        assert_eq!(c.st.cr >> 28, 0b1001); // LT and SO
+    }
+
+    #[test]
+    fn shifts_and_rotates() {
+        let mut c = cpu();
+        c.st.gpr[4] = 0xffff_ffff_8000_0001;
+        c.st.gpr[5] = 4;
+        // srawi r3,r4,4 ; rlwinm r6,r4,4,0,31 ; sradi r7,r4,63 ; slw r8,r4,r5
+        run(&mut c, &[0x7c83_2670, 0x5486_203e, 0x7c87_fe76, 0x7c88_2830]);
+        assert_eq!(c.st.gpr[3], 0xffff_ffff_f800_0000);
+        assert_eq!(c.st.ca, 1);
+        assert_eq!(c.st.gpr[6], 0x0000_0000_0000_0018);
+        assert_eq!(c.st.gpr[7], u64::MAX);
+        assert_eq!(c.st.gpr[8], 0x10);
+    }
+
+    #[test]
+    fn compares_set_the_field() {
+        let mut c = cpu();
+        c.st.gpr[3] = u64::MAX;
+        // cmpdi cr7,r3,0 ; cmpldi cr6,r3,0 ; cmpwi cr5,r3,-1
+        run(&mut c, &[0x2fa3_0000, 0x2b23_0000, 0x2e83_ffff]);
+        assert_eq!(c.st.crf(7), 8);
+        assert_eq!(c.st.crf(6), 4);
+        assert_eq!(c.st.crf(5), 2);
+    }
+
+    #[test]
+    fn divide_by_zero_sets_ov() {
+        let mut c = cpu();
+        c.st.gpr[4] = 7;
+        run(&mut c, &[0x7c64_2fd6]); // divwo r3,r4,r5 with r5 = 0
+        assert_eq!((c.st.ov, c.st.so), (1, 1));
+    }
+}

@@ -1,0 +1,39 @@
+//! A flat RAM address space: effective address = offset into one host buffer. Used by tests
+//! and by single-program benches where no MMU is involved.
+
+use super::{Access, AddressSpace, PageMapping, PAGE_MASK};
+use crate::cpu::{CpuState, Exception};
+
+pub struct FlatRam {
+    mem: Box<[u8]>,
+}
+
+// The buffer is only reached through the TLB's raw pointers by the owning vCPU.
+unsafe impl Send for FlatRam {}
+
+impl FlatRam {
+    pub fn new(size: usize) -> Self {
+        Self { mem: vec![0u8; size].into_boxed_slice() }
+    }
+}
+
+impl AddressSpace for FlatRam {
+    fn translate(&mut self, _st: &CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception> {
+        let page = ea & PAGE_MASK;
+        if page >= self.mem.len() as u64 {
+            return Err(match access {
+                Access::Exec => Exception::Isi { ea, srr1: 0x4000_0000 },
+                Access::Read => Exception::Dsi { ea, dsisr: 0x4000_0000 },
+                Access::Write => Exception::Dsi { ea, dsisr: 0x4200_0000 },
+            });
+        }
+        Ok(PageMapping {
+            host: unsafe { self.mem.as_mut_ptr().add(page as usize) },
+            pa: page,
+            read: true,
+            write: true,
+            exec: true,
+            watch_writes: false,
+        })
+    }
+}
