@@ -7,3 +7,5 @@ pub mod isa;
 pub mod cpu;
 pub mod softmmu;
 pub mod interp;
+pub mod machine;
+pub mod user;

@@ -1,0 +1,3 @@
+//! Emulated machines.
+
+pub mod pseries;

@@ -1,0 +1,3 @@
+//! The POWER8 pseries (sPAPR) machine: device tree, loader, hypercalls, RTAS, XICS, console.
+
+pub mod cli;
