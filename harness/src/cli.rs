@@ -1,0 +1,320 @@
+//! The command line (clap derive). Every command has `--help` that says what it does and
+//! what it writes; the long texts here are the user-facing documentation of each option.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::model::PinPolicy;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lockscale",
+    version,
+    about = "Scalability benchmarking harness for the locking strategies of ppc64emu",
+    long_about = "lockscale builds ppc64emu once per locking strategy (baseline, per-cpu-lock, \
+cputlb-no-bql), runs a guest `make -j N` (the bundled mkbench) over N vCPUs, stores every run \
+in a JSON results file, draws speedup curves, compares sweeps and gates pull requests on \
+regressions.\n\nExit codes: 0 success; 1 the gate found a regression; 2 bad input, refused or \
+failed command; 3 a sweep finished but some runs failed.",
+    after_help = "Quick start:  lockscale sweep --quick     (builds, runs, plots)"
+)]
+pub struct Cli {
+    /// Repository root (default: the nearest ancestor of the current directory holding
+    /// emulator/Cargo.toml). Relative default paths (results/, plots/, workloads/, target/)
+    /// are taken from here.
+    #[arg(short = 'C', long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build ppc64emu once per locking strategy and record where each binary came from.
+    #[command(long_about = "Builds ppc64emu once per locking strategy with \
+`cargo build --release -p ppc64emu --no-default-features --features <variant>`, one variant \
+after another in one target directory (only the emulator crate recompiles), and copies each \
+binary to target/lockscale/bin/ppc64emu-<variant> next to a JSON record of its git revision, \
+dirty flag (uncommitted changes under emulator/, Cargo.toml, Cargo.lock), rustc version, \
+features and SHA-256.\n\nWith --rev the revision is checked out in a git worktree under \
+target/lockscale/worktrees/ and built there; its binaries go to target/lockscale/bin/<rev>/.")]
+    Build(BuildArgs),
+
+    /// Run every variant over N vCPUs and repetitions, interleaved; write a results file.
+    #[command(long_about = "Runs variant × N × repetition, interleaved (repetition-major, the \
+variants taking turns in a rotating order) so that drift of the host hits every variant alike. \
+Each run boots the guest with `jobs=N units=U size=S seed=X`; the guest's MKBENCH-RESULT line \
+gives the checksum (which must be the same in every run, else the run fails loudly) and the \
+guest-measured elapsed time, from which all speedups are computed. The emulator's run report \
+(--report) is stored whole in the results file.\n\nThe results file is rewritten atomically \
+after every run: kill the sweep at any time and continue with --resume FILE. Failed runs (wrong \
+checksum, no result line, guest error, timeout, non-zero exit) are recorded with their reason \
+and the sweep goes on.\n\nWith no options: builds the three variants, runs N = 1, 2, 4, … up to \
+2 × host cores (at most 28), 5 repetitions, the default guest (sized for about 5 minutes on a \
+2-core machine), then writes plots/<name>.png and .svg and prints the ASCII chart.\n\nPeers: \
+--peer NAME=CMD adds an external emulator as one more variant. CMD is an executable name or \
+path; it is given the qemu-style command line `CMD -M pseries -cpu power8 -accel \
+tcg,thread=multi -smp N -m 1G -nographic -no-reboot -bios <boot-rom> -kernel <guest> -append \
+\"…\"` (qemu-system-ppc64 accepts it as is) and timed by the guest's result line like ours. \
+Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nSeveral hosts: --plan prints the \
+points as a job list; --only I/K runs share I of K (e.g. as a Slurm array task); `lockscale \
+merge` combines the files.")]
+    Sweep(SweepArgs),
+
+    /// Draw speedup vs vCPUs (PNG/SVG) or print the ASCII chart.
+    #[command(long_about = "Draws speedup T(1)/T(N) against N for every variant of every \
+FILE (series are prefixed by the file name when there are several): 95% confidence bars \
+(bootstrap), the ideal line, the host's core count, and oversubscribed points (N > host cores) \
+drawn hollow. --reference posted overlays the curve posted with the per-CPU locks series \
+(results/reference/posted-curve.json). Failed runs are left out and the plot says how many.\n\n\
+The format follows the extension of -o (.png or .svg; default plots/<name>.png). --ascii \
+prints a terminal chart in the style of the posted one instead.")]
+    Plot(PlotArgs),
+
+    /// Markdown table per variant and N: median time, 95% CI, speedup, efficiency, locks.
+    Report(ReportArgs),
+
+    /// Per (variant, N) the ratio NEW/OLD of guest times with CI and significance.
+    #[command(long_about = "Compares two results files point by point: the ratio of median \
+guest times NEW/OLD with a 95% bootstrap interval and a two-sided permutation test on the \
+repetitions. Refuses files of different guests or different checksums. -o draws both files' \
+speedup curves in one plot (OLD dashed).")]
+    Compare(CompareArgs),
+
+    /// Pull-request gate: exit 1 only on a significant regression beyond the threshold.
+    #[command(long_about = "Decides whether a candidate is slower than a base. For every \
+(variant, N) in both: a regression is a median guest time slower by more than --threshold \
+with p < --alpha in a one-sided permutation test of the repetitions. Exit 1 when there is a \
+regression, 0 otherwise (a large but noisy slowdown is reported as inconclusive and passes), \
+2 when the gate refuses: fewer repetitions per side than the test needs to ever reach \
+p < alpha (5 at α = 0.01, since the smallest p with n per side is 1/C(2n, n)), or results \
+that are not comparable. A markdown summary (for a PR comment) goes to stdout and to \
+--summary.\n\nFile form: --base OLD.json --candidate NEW.json.\n\nRevision form: --base-rev A \
+--candidate-rev B builds both revisions in git worktrees and runs an interleaved A/B sweep \
+itself (quick guest, N = 1 and 2, 5 repetitions unless told otherwise), writes both results \
+files to --out-dir, then gates them.")]
+    Gate(GateArgs),
+
+    /// Combine results files of one sweep (shares from --only I/K, or repeated sweeps).
+    Merge(MergeArgs),
+
+    /// Write the JSON Schema of the results file (default results/schema.json).
+    Schema(SchemaArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// Variants to build (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "baseline,per-cpu-lock,cputlb-no-bql")]
+    pub variants: Vec<String>,
+    /// Build this git revision in a worktree instead of the working tree.
+    #[arg(long, value_name = "REV")]
+    pub rev: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SweepArgs {
+    /// Our variants to run (comma-separated; default all three).
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Option<Vec<String>>,
+    /// vCPU counts, e.g. 1,2,4,8 or 1-4 (default: 1, 2, 4, … up to 2 × host cores, max 28).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Repetitions per (variant, N) (default 5; --quick 3).
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Smoke test: N = 1 and 2, 3 repetitions, a small guest (about a minute).
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// The posted sweep: N = 1, 2, 4, 8, 12, 16, 20, 24, 28 with a guest of 8 × 28 units.
+    #[arg(long)]
+    pub full: bool,
+    /// Guest compile units (`units=`), overriding the preset.
+    #[arg(long)]
+    pub units: Option<u32>,
+    /// Guest work per unit (`size=`), overriding the preset.
+    #[arg(long)]
+    pub size: Option<u32>,
+    /// Guest seed (`seed=`).
+    #[arg(long)]
+    pub seed: Option<u32>,
+    /// Add an external emulator as a variant, e.g. qemu=qemu-system-ppc64 (repeatable).
+    #[arg(long = "peer", value_name = "NAME=CMD")]
+    pub peers: Vec<String>,
+    /// Pinning for every emulator: auto = compact when N ≤ host cores, else none.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub pin: PinPolicy,
+    /// Per-run timeout in seconds, handed to the emulator (--timeout); the harness kills a run
+    /// that outlives it by a grace period. Default 300 (quick 120, full 3600).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Warn when the sweep is projected to take longer than this many seconds (default 300,
+    /// quick 60, full none; 0 disables).
+    #[arg(long, value_name = "SECS")]
+    pub budget: Option<f64>,
+    /// Guest image (default workloads/mkbench/mkbench.elf).
+    #[arg(long, value_name = "PATH")]
+    pub kernel: Option<PathBuf>,
+    /// Boot ROM given to peers with -bios (default workloads/mkbench/boot-rom.bin).
+    #[arg(long, value_name = "PATH")]
+    pub bios: Option<PathBuf>,
+    /// Use this binary for a variant instead of building it (repeatable).
+    #[arg(long = "bin", value_name = "VARIANT=PATH")]
+    pub bins: Vec<String>,
+    /// Do not build: use the binaries of the last `lockscale build`.
+    #[arg(long)]
+    pub no_build: bool,
+    /// The checksum every run must print (default: the first successful run's).
+    #[arg(long, value_name = "0xHEX")]
+    pub expect_checksum: Option<String>,
+    /// Name of the sweep (default <mode>-<UTC timestamp>); the file is results/<name>.json.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Results file to write (default results/<name>.json).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Continue an interrupted sweep: runs already recorded are not run again. The
+    /// configuration comes from the file.
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
+    /// With --resume: run again the runs recorded as failed.
+    #[arg(long, requires = "resume")]
+    pub retry_failed: bool,
+    /// Print the points of the sweep as a job list and exit.
+    #[arg(long)]
+    pub plan: bool,
+    /// Run only share I of K of the points (e.g. 2/4), for several hosts.
+    #[arg(long, value_name = "I/K")]
+    pub only: Option<String>,
+    /// Do not write plots or print the ASCII chart at the end.
+    #[arg(long)]
+    pub no_plot: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Results files (several: one set of curves each).
+    pub files: Vec<PathBuf>,
+    /// Output file, .png or .svg (default plots/<name of the first file>.png).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the terminal chart instead of writing an image.
+    #[arg(long)]
+    pub ascii: bool,
+    /// Overlay a reference curve: `posted` (results/reference/posted-curve.json) or a path.
+    #[arg(long, value_name = "posted|FILE")]
+    pub reference: Option<String>,
+    /// Speedups against this variant's N = 1 time instead of each variant's own.
+    #[arg(long, value_name = "VARIANT")]
+    pub relative_to: Option<String>,
+    /// Width of the ASCII chart in characters.
+    #[arg(long, default_value_t = 80)]
+    pub width: usize,
+    /// Title of the image.
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results file.
+    pub file: PathBuf,
+    /// Speedups against this variant's N = 1 time.
+    #[arg(long, value_name = "VARIANT")]
+    pub relative_to: Option<String>,
+    /// Lock sites to list per variant (0: none).
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    pub old: PathBuf,
+    pub new: PathBuf,
+    /// Significance level for the verdict column.
+    #[arg(long, default_value_t = 0.01)]
+    pub alpha: f64,
+    /// Also draw both files' speedup curves in one plot (.png or .svg).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    /// Base results file.
+    #[arg(long, value_name = "FILE", requires = "candidate", conflicts_with_all = ["base_rev", "candidate_rev"])]
+    pub base: Option<PathBuf>,
+    /// Candidate results file.
+    #[arg(long, value_name = "FILE", requires = "base")]
+    pub candidate: Option<PathBuf>,
+    /// Base git revision (builds and sweeps it).
+    #[arg(long, value_name = "REV", requires = "candidate_rev")]
+    pub base_rev: Option<String>,
+    /// Candidate git revision.
+    #[arg(long, value_name = "REV", requires = "base_rev")]
+    pub candidate_rev: Option<String>,
+    /// Smallest slowdown that counts as a regression: 5%, 5 or 0.05.
+    #[arg(long, default_value = "5%")]
+    pub threshold: String,
+    /// Significance level of the one-sided permutation test.
+    #[arg(long, default_value_t = 0.01)]
+    pub alpha: f64,
+    /// Also write the markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Revision form: where the two results files go (default target/lockscale/gate).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Revision form: variants (default all three).
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Option<Vec<String>>,
+    /// Revision form: vCPU counts (default 1,2).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Revision form: repetitions per side (default 5).
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Revision form: guest units (default: the quick guest).
+    #[arg(long)]
+    pub units: Option<u32>,
+    /// Revision form: guest work per unit.
+    #[arg(long)]
+    pub size: Option<u32>,
+    /// Revision form: per-run timeout in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Revision form: guest image (default workloads/mkbench/mkbench.elf of the working tree).
+    #[arg(long, value_name = "PATH")]
+    pub kernel: Option<PathBuf>,
+    /// Revision form: pinning.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub pin: PinPolicy,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Results files to combine.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Output file.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Name of the merged sweep (default: the output file's stem).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Merge results from hosts of different types.
+    #[arg(long)]
+    pub allow_mixed_hosts: bool,
+    /// Merge results where a variant was built from different sources.
+    #[arg(long)]
+    pub allow_mixed_builds: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Output file (default results/schema.json); `-` for stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}

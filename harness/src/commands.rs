@@ -1,0 +1,703 @@
+//! The commands: argument checking, wiring of the modules, and what is printed where
+//! (results on stdout and in files, progress and diagnostics on stderr).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::analysis::analyze;
+use crate::builder::{self, BuildRequest, VARIANTS};
+use crate::charts::{self, Labelled};
+use crate::cli::*;
+use crate::model::*;
+use crate::plan::{parse_share, points};
+use crate::plot::LineKind;
+use crate::runner::{EmulatorCmd, GuestSpec, find_in_path};
+use crate::sizes::{self, Mode};
+use crate::sweep::{self, Sweep};
+use crate::util::{file_stamp, now_rfc3339, parse_cpu_list, sha256_file, unix_now};
+use crate::{compare, host, merge, reference, report};
+
+/// Exit code of a sweep that finished with failed runs.
+pub const EXIT_FAILED_RUNS: i32 = 3;
+
+const DEFAULT_KERNEL: &str = "workloads/mkbench/mkbench.elf";
+const DEFAULT_BIOS: &str = "workloads/mkbench/boot-rom.bin";
+
+/// Reads and checks a results file.
+pub fn load_results(path: &Path) -> Result<ResultsFile> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(SCHEMA_ID) => {}
+        Some(other) => bail!("{} has schema {other:?}; this lockscale reads {SCHEMA_ID}", path.display()),
+        None => bail!("{} is not a lockscale results file (no \"schema\" field)", path.display()),
+    }
+    serde_json::from_value(v).with_context(|| format!("{} does not follow {SCHEMA_ID}", path.display()))
+}
+
+fn abs(repo: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { repo.join(p) }
+}
+
+/// Paths on the command line are relative to the current directory; defaults to the repo.
+fn user_path(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+// ---------------------------------------------------------------- build
+
+pub fn build(repo: &Path, a: &BuildArgs) -> Result<i32> {
+    let built = builder::build(&BuildRequest { repo, variants: &a.variants, rev: a.rev.as_deref() })?;
+    for b in built {
+        println!(
+            "{}\t{}\t{}\t{}",
+            b.variant,
+            b.binary.display(),
+            b.info.version.as_deref().unwrap_or("(no --version output)"),
+            b.info.binary_sha256.as_deref().unwrap_or("")
+        );
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- sweep
+
+fn parse_pairs(items: &[String], what: &str) -> Result<Vec<(String, String)>> {
+    items
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+            _ => bail!("{what} takes NAME=VALUE, got {s:?}"),
+        })
+        .collect()
+}
+
+fn normalise_checksum(s: &str) -> Result<String> {
+    let hex = s.trim().trim_start_matches("0x").trim_start_matches("0X");
+    if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!("--expect-checksum {s:?} is not a hexadecimal number");
+    }
+    Ok(format!("0x{}", hex.to_ascii_lowercase()))
+}
+
+struct Resolved {
+    mode: Mode,
+    variants: Vec<String>,
+    peers: Vec<(String, String)>,
+    cpus: Vec<u32>,
+    reps: u32,
+    guest: sizes::GuestSize,
+    timeout_s: f64,
+    budget_s: Option<f64>,
+    share: Option<Share>,
+}
+
+fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
+    let base_mode = if a.quick {
+        Mode::Quick
+    } else if a.full {
+        Mode::Full
+    } else {
+        Mode::Default
+    };
+    let preset = sizes::preset(base_mode, host_cores);
+    let custom = a.cpus.is_some() || a.units.is_some() || a.size.is_some() || a.seed.is_some() || a.reps.is_some();
+    let variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    builder::check_variants(&variants)?;
+    let peers = parse_pairs(&a.peers, "--peer")?;
+    for (i, (name, _)) in peers.iter().enumerate() {
+        if VARIANTS.contains(&name.as_str()) || peers[..i].iter().any(|p| &p.0 == name) {
+            bail!("--peer {name}: the name is already taken");
+        }
+    }
+    let cpus = match &a.cpus {
+        Some(s) => parse_cpu_list(s)?,
+        None => preset.cpus,
+    };
+    let reps = a.reps.unwrap_or(preset.reps);
+    if reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    let guest = sizes::GuestSize {
+        units: a.units.unwrap_or(preset.guest.units),
+        size: a.size.unwrap_or(preset.guest.size),
+        seed: a.seed.unwrap_or(preset.guest.seed),
+    };
+    if guest.units == 0 || guest.size == 0 {
+        bail!("--units and --size must be at least 1");
+    }
+    let timeout_s = a.timeout.unwrap_or(preset.timeout_s);
+    if !(timeout_s > 0.0 && timeout_s.is_finite()) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let budget_s = match a.budget {
+        Some(b) if b <= 0.0 => None,
+        Some(b) => Some(b),
+        None => preset.budget_s,
+    };
+    Ok(Resolved {
+        mode: if custom { Mode::Custom } else { base_mode },
+        variants,
+        peers,
+        cpus,
+        reps,
+        guest,
+        timeout_s,
+        budget_s,
+        share: a.only.as_deref().map(parse_share).transpose()?,
+    })
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Default => "default",
+        Mode::Quick => "quick",
+        Mode::Full => "full",
+        Mode::Custom => "custom",
+    }
+}
+
+fn print_plan(r: &Resolved) {
+    let mut all = r.variants.clone();
+    all.extend(r.peers.iter().map(|p| p.0.clone()));
+    let pts = points(&all, &r.cpus);
+    println!(
+        "# lockscale sweep plan: {} variants × {} vCPU counts × {} repetitions = {} runs in {} points",
+        all.len(),
+        r.cpus.len(),
+        r.reps,
+        all.len() * r.cpus.len() * r.reps as usize,
+        pts.len()
+    );
+    println!("# run share I of K on host I: lockscale sweep <same options> --only I/K; then lockscale merge");
+    println!("# point\tvariant\tvcpus\treps{}", if r.share.is_some() { "\tin-share" } else { "" });
+    for (p, v, n) in pts {
+        match r.share {
+            None => println!("{p}\t{v}\t{n}\t{}", r.reps),
+            Some(s) => println!("{p}\t{v}\t{n}\t{}\t{}", r.reps, if crate::plan::in_share(p, Some(s)) { "yes" } else { "no" }),
+        }
+    }
+}
+
+pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
+    if let Some(path) = &a.resume {
+        return resume(repo, &user_path(path), a);
+    }
+    let host = host::collect();
+    let r = resolve_args(a, host.logical_cores)?;
+    if a.plan {
+        print_plan(&r);
+        return Ok(0);
+    }
+    // Cheap checks first: a missing guest should not cost a build.
+    let kernel = a.kernel.as_deref().map(user_path).unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
+    if !kernel.is_file() {
+        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+    }
+    let bios = a.bios.as_deref().map(user_path).or_else(|| (!r.peers.is_empty()).then(|| repo.join(DEFAULT_BIOS)));
+    if !r.peers.is_empty()
+        && let Some(b) = &bios
+        && !b.is_file()
+    {
+        bail!("boot ROM {} for the peers not found (pass --bios PATH)", b.display());
+    }
+    let mut emulators = Vec::new();
+    let mut builds = BTreeMap::new();
+    let mut peer_cmds = Vec::new();
+    for (name, cmd) in &r.peers {
+        let Some(path) = find_in_path(cmd) else {
+            bail!("--peer {name}={cmd}: {cmd} not found (give an executable name on PATH or a path)");
+        };
+        let path = user_path(&path);
+        builds.insert(name.clone(), builder::describe_binary(name, &path, BuildKind::Peer)?);
+        peer_cmds.push(EmulatorCmd { label: name.clone(), kind: BuildKind::Peer, program: path });
+    }
+    let bins: BTreeMap<String, String> = parse_pairs(&a.bins, "--bin")?.into_iter().collect();
+    for v in bins.keys() {
+        if !r.variants.contains(v) {
+            bail!("--bin {v}=…: {v} is not one of the variants of this sweep ({})", r.variants.join(", "));
+        }
+    }
+    let to_build: Vec<String> = r.variants.iter().filter(|v| !bins.contains_key(*v)).cloned().collect();
+    let mut built: BTreeMap<String, (PathBuf, BuildInfo)> = BTreeMap::new();
+    if !to_build.is_empty() {
+        let list = if a.no_build {
+            let dir = builder::bin_dir(repo, None);
+            to_build.iter().map(|v| builder::load_built(&dir, v)).collect::<Result<Vec<_>>>()?
+        } else {
+            builder::build(&BuildRequest { repo, variants: &to_build, rev: None })?
+        };
+        for b in list {
+            built.insert(b.variant.clone(), (b.binary, b.info));
+        }
+    }
+    for (v, p) in &bins {
+        let path = user_path(Path::new(p));
+        built.insert(v.clone(), (path.clone(), builder::describe_binary(v, &path, BuildKind::Ours)?));
+    }
+    for v in &r.variants {
+        let (path, info) = built.remove(v).expect("every variant built or given");
+        builds.insert(v.clone(), info);
+        emulators.push(EmulatorCmd { label: v.clone(), kind: BuildKind::Ours, program: path });
+    }
+    emulators.extend(peer_cmds);
+
+    let stamp = file_stamp(unix_now());
+    let mut name = a.name.clone().unwrap_or_else(|| format!("{}-{stamp}", mode_name(r.mode)));
+    if let Some(s) = r.share
+        && a.name.is_none()
+    {
+        name = format!("{name}-part-{}-of-{}", s.index, s.count);
+    }
+    let out = a.output.as_deref().map(user_path).unwrap_or_else(|| repo.join("results").join(format!("{name}.json")));
+    if out.exists() {
+        bail!("{} already exists: continue it with --resume {0}, or choose another --name/-o", out.display());
+    }
+    let guest = GuestSpec {
+        kernel: kernel.clone(),
+        bios: bios.clone(),
+        memory: sizes::GUEST_MEMORY.into(),
+        units: r.guest.units,
+        size: r.guest.size,
+        seed: r.guest.seed,
+    };
+    let mut all_variants = r.variants.clone();
+    all_variants.extend(r.peers.iter().map(|p| p.0.clone()));
+    let now = now_rfc3339();
+    let mut file = ResultsFile {
+        schema: SCHEMA_ID.into(),
+        name: name.clone(),
+        created: now.clone(),
+        updated: now,
+        complete: false,
+        harness: HarnessInfo { version: env!("CARGO_PKG_VERSION").into(), git_rev: crate::git::head(repo) },
+        host,
+        config: SweepConfig {
+            mode: r.mode,
+            variants: all_variants,
+            cpus: r.cpus.clone(),
+            reps: r.reps,
+            pin: a.pin,
+            timeout_s: r.timeout_s,
+            memory: sizes::GUEST_MEMORY.into(),
+            order: "interleaved".into(),
+            share: r.share,
+        },
+        builds,
+        workload: WorkloadInfo {
+            name: "mkbench".into(),
+            image: kernel.display().to_string(),
+            image_sha256: sha256_file(&kernel)?,
+            bios: if r.peers.is_empty() { None } else { bios.as_ref().map(|b| b.display().to_string()) },
+            bios_sha256: match (&bios, r.peers.is_empty()) {
+                (Some(b), false) => Some(sha256_file(b)?),
+                _ => None,
+            },
+            bootargs: guest.bootargs_template(),
+            units: r.guest.units,
+            size: r.guest.size,
+            seed: r.guest.seed,
+            expected_checksum: a.expect_checksum.as_deref().map(normalise_checksum).transpose()?,
+        },
+        runs: Vec::new(),
+        merged_from: Vec::new(),
+    };
+    let s = Sweep {
+        path: out,
+        work_dir: repo.join("target/lockscale/runs").join(&name),
+        emulators,
+        guest,
+        budget_s: r.budget_s,
+        retry_failed: false,
+    };
+    run_and_finish(repo, &s, &mut file, a.no_plot)
+}
+
+fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
+    let given: Vec<&str> = [
+        (a.variants.is_some(), "--variants"),
+        (a.cpus.is_some(), "--cpus"),
+        (a.reps.is_some(), "--reps"),
+        (a.quick, "--quick"),
+        (a.full, "--full"),
+        (a.units.is_some(), "--units"),
+        (a.size.is_some(), "--size"),
+        (a.seed.is_some(), "--seed"),
+        (!a.peers.is_empty(), "--peer"),
+        (!a.bins.is_empty(), "--bin"),
+        (a.kernel.is_some(), "--kernel"),
+        (a.only.is_some(), "--only"),
+        (a.timeout.is_some(), "--timeout"),
+        (a.name.is_some(), "--name"),
+        (a.output.is_some(), "--output"),
+        (a.plan, "--plan"),
+    ]
+    .into_iter()
+    .filter_map(|(set, n)| set.then_some(n))
+    .collect();
+    if !given.is_empty() {
+        bail!("--resume takes the configuration from the results file; drop {}", given.join(", "));
+    }
+    let mut file = load_results(path)?;
+    let mut emulators = Vec::new();
+    for v in &file.config.variants {
+        let Some(b) = file.builds.get(v) else { bail!("{}: no build recorded for {v}", path.display()) };
+        let bin = PathBuf::from(&b.binary);
+        if !bin.is_file() {
+            bail!("{}: the binary of {v} ({}) is gone; start a new sweep", path.display(), bin.display());
+        }
+        if let Some(sha) = &b.binary_sha256
+            && &sha256_file(&bin)? != sha
+        {
+            bail!("the binary of {v} ({}) changed since the sweep started; start a new sweep", bin.display());
+        }
+        emulators.push(EmulatorCmd { label: v.clone(), kind: b.kind, program: bin });
+    }
+    let w = &file.workload;
+    let kernel = PathBuf::from(&w.image);
+    if sha256_file(&kernel).ok().as_deref() != Some(w.image_sha256.as_str()) {
+        bail!("the guest image {} is missing or changed since the sweep started", kernel.display());
+    }
+    let guest = GuestSpec {
+        kernel,
+        bios: w.bios.as_ref().map(PathBuf::from),
+        memory: file.config.memory.clone(),
+        units: w.units,
+        size: w.size,
+        seed: w.seed,
+    };
+    let s = Sweep {
+        path: path.to_path_buf(),
+        work_dir: repo.join("target/lockscale/runs").join(&file.name),
+        emulators,
+        guest,
+        budget_s: None,
+        retry_failed: a.retry_failed,
+    };
+    if sweep::pending(&file).is_empty() && !a.retry_failed {
+        eprintln!("lockscale: {} is already complete", path.display());
+    }
+    run_and_finish(repo, &s, &mut file, a.no_plot)
+}
+
+fn run_and_finish(repo: &Path, s: &Sweep, file: &mut ResultsFile, no_plot: bool) -> Result<i32> {
+    eprintln!("lockscale: sweep {} → {}", file.name, s.path.display());
+    let o = sweep::execute(s, file)?;
+    let failed_total = file.failed_runs().count();
+    eprintln!(
+        "lockscale: ran {} runs now ({} failed){}; {} in the file, {} failed in all",
+        o.ran,
+        o.failed,
+        if o.skipped > 0 { format!(", {} were already recorded", o.skipped) } else { String::new() },
+        file.runs.len(),
+        failed_total
+    );
+    if !no_plot {
+        let a = analyze(file, None)?;
+        let series = charts::series(&[Labelled { prefix: String::new(), analysis: &a, kind: LineKind::Solid }], None);
+        let notes = plot_notes(&[&a]);
+        for ext in ["png", "svg"] {
+            let p = repo.join("plots").join(format!("{}.{ext}", file.name));
+            match charts::write_plot(&p, &series, &format!("lockscale: {}", file.name), None, Some(file.host.logical_cores), notes.clone()) {
+                Ok(()) => eprintln!("lockscale: wrote {}", p.display()),
+                Err(e) => eprintln!("lockscale: could not write {}: {e:#}", p.display()),
+            }
+        }
+        print!("{}", charts::ascii_chart(&series, 80));
+        for n in &a.notes {
+            println!("note: {n}");
+        }
+    }
+    Ok(if failed_total > 0 { EXIT_FAILED_RUNS } else { 0 })
+}
+
+fn plot_notes(analyses: &[&crate::analysis::Analysis]) -> Vec<String> {
+    let failed: usize = analyses.iter().map(|a| a.failures.len()).sum();
+    let mut v = Vec::new();
+    if failed > 0 {
+        v.push(format!("{failed} failed run(s) left out (see `lockscale report`)"));
+    }
+    v
+}
+
+// ---------------------------------------------------------------- plot, report, compare
+
+pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
+    if a.files.is_empty() && a.reference.is_none() {
+        bail!("nothing to plot: give results files and/or --reference posted");
+    }
+    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_results(&user_path(p))).collect::<Result<_>>()?;
+    let analyses: Vec<_> = files.iter().map(|f| analyze(f, a.relative_to.as_deref())).collect::<Result<_>>()?;
+    let labelled: Vec<Labelled> = files
+        .iter()
+        .zip(&analyses)
+        .map(|(f, an)| Labelled {
+            prefix: if files.len() > 1 { format!("{}: ", f.name) } else { String::new() },
+            analysis: an,
+            kind: LineKind::Solid,
+        })
+        .collect();
+    let refc = a.reference.as_deref().map(|r| reference::load(&abs(repo, &reference::resolve(repo, r)))).transpose()?;
+    let series = charts::series(&labelled, refc.as_ref());
+    for an in &analyses {
+        for f in &an.failures {
+            eprintln!("lockscale: left out failed run {f}");
+        }
+    }
+    let refs: Vec<&crate::analysis::Analysis> = analyses.iter().collect();
+    let mut notes = plot_notes(&refs);
+    if let Some(r) = &refc {
+        notes.push(format!("posted: {}", r.source));
+    }
+    if a.ascii {
+        print!("{}", charts::ascii_chart(&series, a.width));
+        for n in &notes {
+            println!("note: {n}");
+        }
+        return Ok(0);
+    }
+    let stem = files.first().map(|f| f.name.clone()).unwrap_or_else(|| "posted-reference".into());
+    let out = a.output.as_deref().map(user_path).unwrap_or_else(|| repo.join("plots").join(format!("{stem}.png")));
+    let host_cores = files.first().map(|f| f.host.logical_cores).filter(|c| files.iter().all(|f| f.host.logical_cores == *c));
+    let title = a.title.clone().unwrap_or_else(|| {
+        if files.is_empty() { "Posted speedup curve (per-CPU locks series)".into() } else { format!("lockscale: {}", files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(" vs ")) }
+    });
+    charts::write_plot(&out, &series, &title, a.relative_to.as_deref(), host_cores, notes)?;
+    eprintln!("lockscale: wrote {}", out.display());
+    Ok(0)
+}
+
+pub fn report(a: &ReportArgs) -> Result<i32> {
+    let f = load_results(&user_path(&a.file))?;
+    print!("{}", report::render(&f, a.relative_to.as_deref(), a.top)?);
+    Ok(0)
+}
+
+pub fn compare(a: &CompareArgs) -> Result<i32> {
+    let old = load_results(&user_path(&a.old))?;
+    let new = load_results(&user_path(&a.new))?;
+    let c = compare::compare(&old, &new)?;
+    print!("{}", compare::render_compare(&old, &new, &c, a.alpha));
+    if let Some(o) = &a.output {
+        let (ao, an) = (analyze(&old, None)?, analyze(&new, None)?);
+        let series = charts::series(
+            &[
+                Labelled { prefix: format!("{}: ", old.name), analysis: &ao, kind: LineKind::Dashed },
+                Labelled { prefix: format!("{}: ", new.name), analysis: &an, kind: LineKind::Solid },
+            ],
+            None,
+        );
+        let out = user_path(o);
+        charts::write_plot(&out, &series, &format!("{} vs {}", old.name, new.name), None, Some(new.host.logical_cores), plot_notes(&[&ao, &an]))?;
+        eprintln!("lockscale: wrote {}", out.display());
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- gate
+
+fn emit_gate(outcome: &compare::GateOutcome, summary: Option<&Path>) -> Result<i32> {
+    print!("{}", outcome.markdown);
+    if let Some(p) = summary {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("opening {}", p.display()))?;
+        f.write_all(outcome.markdown.as_bytes())?;
+    }
+    if outcome.exit_code == 2 {
+        eprintln!("lockscale: gate refused: {}", outcome.markdown.lines().skip(2).collect::<Vec<_>>().join(" ").trim());
+    }
+    Ok(outcome.exit_code)
+}
+
+pub fn gate(repo: &Path, a: &GateArgs) -> Result<i32> {
+    let threshold = crate::util::parse_fraction(&a.threshold)?;
+    let summary = a.summary.as_deref().map(user_path);
+    match (&a.base, &a.candidate, &a.base_rev, &a.candidate_rev) {
+        (Some(b), Some(c), None, None) => {
+            let base = load_results(&user_path(b))?;
+            let cand = load_results(&user_path(c))?;
+            emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary.as_deref())
+        }
+        (None, None, Some(br), Some(cr)) => gate_revs(repo, a, br, cr, threshold, summary.as_deref()),
+        _ => bail!("give either --base FILE --candidate FILE, or --base-rev REV --candidate-rev REV"),
+    }
+}
+
+const BASE: &str = "base:";
+const CAND: &str = "candidate:";
+
+fn split_side(combined: &ResultsFile, prefix: &str, name: String) -> ResultsFile {
+    let mut f = combined.clone();
+    f.name = name;
+    let strip = |v: &str| v.strip_prefix(prefix).map(String::from);
+    f.config.variants = combined.config.variants.iter().filter_map(|v| strip(v)).collect();
+    f.builds = combined.builds.iter().filter_map(|(k, b)| strip(k).map(|k| (k, b.clone()))).collect();
+    f.runs = combined
+        .runs
+        .iter()
+        .filter_map(|r| {
+            strip(&r.variant).map(|v| {
+                let mut r = r.clone();
+                r.variant = v;
+                r
+            })
+        })
+        .collect();
+    f
+}
+
+fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshold: f64, summary: Option<&Path>) -> Result<i32> {
+    let variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    builder::check_variants(&variants)?;
+    let cpus = match &a.cpus {
+        Some(s) => parse_cpu_list(s)?,
+        None => sizes::QUICK_CPUS.to_vec(),
+    };
+    let reps = a.reps.unwrap_or(sizes::GATE_REPS);
+    let need = crate::stats::min_reps_for_alpha(a.alpha) as u32;
+    if reps < need {
+        return emit_gate(
+            &compare::GateOutcome {
+                exit_code: 2,
+                markdown: format!(
+                    "## lockscale gate: REFUSED\n\n--reps {reps} is too few: at α = {} the permutation test needs at least {need} \
+                     repetitions per side to ever reach p < α.\n",
+                    a.alpha
+                ),
+            },
+            summary,
+        );
+    }
+    let kernel = a.kernel.as_deref().map(user_path).unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
+    if !kernel.is_file() {
+        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+    }
+    let base_commit = crate::git::resolve(repo, base_rev)?;
+    let cand_commit = crate::git::resolve(repo, cand_rev)?;
+    let mut emulators = Vec::new();
+    let mut builds = BTreeMap::new();
+    let mut labels = Vec::new();
+    let base_built = builder::build(&BuildRequest { repo, variants: &variants, rev: Some(&base_commit) })?;
+    let cand_built = builder::build(&BuildRequest { repo, variants: &variants, rev: Some(&cand_commit) })?;
+    for (b, c) in base_built.into_iter().zip(cand_built) {
+        for (prefix, x) in [(BASE, b), (CAND, c)] {
+            let label = format!("{prefix}{}", x.variant);
+            builds.insert(label.clone(), x.info);
+            emulators.push(EmulatorCmd { label: label.clone(), kind: BuildKind::Ours, program: x.binary });
+            labels.push(label);
+        }
+    }
+    let host = host::collect();
+    let g = sizes::QUICK_GUEST;
+    let guest = GuestSpec {
+        kernel: kernel.clone(),
+        bios: None,
+        memory: sizes::GUEST_MEMORY.into(),
+        units: a.units.unwrap_or(g.units),
+        size: a.size.unwrap_or(g.size),
+        seed: g.seed,
+    };
+    let name = format!(
+        "gate-{}-{}-{}",
+        crate::util::short_rev(&base_commit),
+        crate::util::short_rev(&cand_commit),
+        file_stamp(unix_now())
+    );
+    let out_dir = a.out_dir.as_deref().map(user_path).unwrap_or_else(|| repo.join("target/lockscale/gate"));
+    let now = now_rfc3339();
+    let mut file = ResultsFile {
+        schema: SCHEMA_ID.into(),
+        name: name.clone(),
+        created: now.clone(),
+        updated: now,
+        complete: false,
+        harness: HarnessInfo { version: env!("CARGO_PKG_VERSION").into(), git_rev: crate::git::head(repo) },
+        host,
+        config: SweepConfig {
+            mode: Mode::Custom,
+            variants: labels,
+            cpus,
+            reps,
+            pin: a.pin,
+            timeout_s: a.timeout.unwrap_or(sizes::QUICK_TIMEOUT_S),
+            memory: sizes::GUEST_MEMORY.into(),
+            order: "interleaved".into(),
+            share: None,
+        },
+        builds,
+        workload: WorkloadInfo {
+            name: "mkbench".into(),
+            image: kernel.display().to_string(),
+            image_sha256: sha256_file(&kernel)?,
+            bios: None,
+            bios_sha256: None,
+            bootargs: guest.bootargs_template(),
+            units: guest.units,
+            size: guest.size,
+            seed: guest.seed,
+            expected_checksum: None,
+        },
+        runs: Vec::new(),
+        merged_from: Vec::new(),
+    };
+    let s = Sweep {
+        path: out_dir.join(format!("{name}.json")),
+        work_dir: repo.join("target/lockscale/runs").join(&name),
+        emulators,
+        guest,
+        budget_s: None,
+        retry_failed: false,
+    };
+    eprintln!("lockscale: A/B sweep {} (base {base_rev}) vs {} (candidate {cand_rev})", crate::util::short_rev(&base_commit), crate::util::short_rev(&cand_commit));
+    sweep::execute(&s, &mut file)?;
+    let base = split_side(&file, BASE, format!("{name}-base"));
+    let cand = split_side(&file, CAND, format!("{name}-candidate"));
+    for f in [&base, &cand] {
+        let mut f = f.clone();
+        let p = out_dir.join(format!("{}.json", f.name));
+        sweep::save(&p, &mut f)?;
+        eprintln!("lockscale: wrote {}", p.display());
+    }
+    emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary)
+}
+
+// ---------------------------------------------------------------- merge, schema
+
+pub fn merge(a: &MergeArgs) -> Result<i32> {
+    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_results(&user_path(p))).collect::<Result<_>>()?;
+    let out = user_path(&a.output);
+    let name = a.name.clone().unwrap_or_else(|| out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into()));
+    let mut merged = merge::merge(&files, &merge::MergeOptions { name, allow_mixed_hosts: a.allow_mixed_hosts, allow_mixed_builds: a.allow_mixed_builds })?;
+    sweep::save(&out, &mut merged)?;
+    eprintln!(
+        "lockscale: merged {} files, {} runs{} → {}",
+        files.len(),
+        merged.runs.len(),
+        if merged.complete { "" } else { " (plan not complete)" },
+        out.display()
+    );
+    Ok(0)
+}
+
+pub fn schema(repo: &Path, a: &SchemaArgs) -> Result<i32> {
+    let text = schema_json();
+    match a.output.as_deref() {
+        Some(p) if p == Path::new("-") => print!("{text}"),
+        other => {
+            let p = other.map(user_path).unwrap_or_else(|| repo.join("results/schema.json"));
+            crate::util::write_atomic(&p, text.as_bytes())?;
+            eprintln!("lockscale: wrote {}", p.display());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,245 @@
+//! The results file (`lockscale.results/1`): one JSON document per sweep.
+//!
+//! These types are the single definition of the format: serde reads and writes them and
+//! schemars derives results/schema.json from them, so the schema cannot drift from the code.
+//! Fields are only ever added (with defaults), never renamed, within one schema version.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::sizes::Mode;
+
+/// The value of the `schema` field of every results file this version writes.
+pub const SCHEMA_ID: &str = "lockscale.results/1";
+
+/// One sweep: where it ran, what it ran, and every run.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ResultsFile {
+    /// Always `lockscale.results/1`.
+    pub schema: String,
+    /// Name of the sweep; plots default to `plots/<name>.png`.
+    pub name: String,
+    /// When the sweep started (UTC, RFC 3339).
+    pub created: String,
+    /// When the file was last written (UTC, RFC 3339).
+    pub updated: String,
+    /// True once every planned run of this file's share has a recorded outcome.
+    pub complete: bool,
+    /// The harness that wrote the file.
+    pub harness: HarnessInfo,
+    /// The machine the runs ran on.
+    pub host: HostInfo,
+    /// What was asked for: the plan the runs come from.
+    pub config: SweepConfig,
+    /// Per variant (our builds and peers): what binary ran.
+    pub builds: BTreeMap<String, BuildInfo>,
+    /// The guest.
+    pub workload: WorkloadInfo,
+    /// Every run, in the order it ran.
+    pub runs: Vec<Run>,
+    /// For merged files: the names of the files merged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct HarnessInfo {
+    /// `lockscale` version.
+    pub version: String,
+    /// Git revision of the checkout the harness ran in, when known.
+    pub git_rev: Option<String>,
+}
+
+/// Host metadata, enough to tell whether two result files are comparable.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct HostInfo {
+    pub cpu_model: String,
+    pub arch: String,
+    pub logical_cores: u32,
+    pub physical_cores: Option<u32>,
+    pub memory_bytes: u64,
+    pub os: String,
+    pub kernel: String,
+    /// First 16 hex digits of SHA-256 of the host name (identifies a host without naming it).
+    pub hostname_hash: String,
+    /// 1, 5 and 15 minute load averages before the first run.
+    pub load_before: Option<[f64; 3]>,
+    /// 1, 5 and 15 minute load averages after the last run.
+    pub load_after: Option<[f64; 3]>,
+}
+
+/// Pinning policy of a sweep: `auto` is compact when N ≤ host cores, none above.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PinPolicy {
+    Auto,
+    Compact,
+    None,
+}
+
+/// `--only I/K`: this file holds share `index` (1-based) of `count`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Share {
+    pub index: u32,
+    pub count: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SweepConfig {
+    pub mode: Mode,
+    /// Variants in plan order: ours (`baseline`, …) and peers (`qemu`, …).
+    pub variants: Vec<String>,
+    /// vCPU counts.
+    pub cpus: Vec<u32>,
+    /// Repetitions per (variant, N).
+    pub reps: u32,
+    pub pin: PinPolicy,
+    /// Per-run timeout handed to the emulator, seconds.
+    pub timeout_s: f64,
+    /// Guest memory (`-m`).
+    pub memory: String,
+    /// Always `interleaved`: repetition-major, variants rotated within each round.
+    pub order: String,
+    /// Set when this file holds only one share of the plan.
+    pub share: Option<Share>,
+}
+
+/// What ran for one variant.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct BuildInfo {
+    /// `ours` (a ppc64emu build) or `peer` (an external emulator, qemu-style command line).
+    pub kind: BuildKind,
+    /// Path of the binary that ran.
+    pub binary: String,
+    /// SHA-256 of that binary.
+    pub binary_sha256: Option<String>,
+    /// First line of `<binary> --version`.
+    pub version: Option<String>,
+    /// Cargo features the binary was built with (ours only).
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Git revision the binary was built from (ours only).
+    pub git_rev: Option<String>,
+    /// Whether the emulator sources had uncommitted changes when built.
+    pub git_dirty: Option<bool>,
+    /// `rustc --version` of the toolchain that built it.
+    pub rustc: Option<String>,
+    /// When it was built (UTC, RFC 3339).
+    pub built_at: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildKind {
+    Ours,
+    Peer,
+}
+
+/// The guest every emulator of the sweep ran.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct WorkloadInfo {
+    /// `mkbench`.
+    pub name: String,
+    /// Path of the guest image (`-kernel`).
+    pub image: String,
+    pub image_sha256: String,
+    /// Boot ROM for qemu-style peers (`-bios`), when peers ran.
+    pub bios: Option<String>,
+    pub bios_sha256: Option<String>,
+    /// Bootargs with `{N}` standing for the vCPU count, e.g. `jobs={N} units=32 size=400 seed=1`.
+    pub bootargs: String,
+    pub units: u32,
+    pub size: u32,
+    pub seed: u32,
+    /// The checksum every run must print: the first successful run's, or given on the command line.
+    pub expected_checksum: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    Ok,
+    Failed,
+}
+
+/// One emulator invocation.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Run {
+    pub variant: String,
+    /// vCPUs (`-smp N`).
+    pub cpus: u32,
+    /// Repetition, 1-based.
+    pub rep: u32,
+    /// Position in the full plan (1-based), to show the interleaving.
+    pub seq: u32,
+    /// When the run started (UTC, RFC 3339).
+    pub started: String,
+    pub status: RunStatus,
+    /// Why a failed run failed (wrong checksum, no result line, timeout, …).
+    pub reason: Option<String>,
+    /// Guest-measured elapsed seconds (`elapsed_tb / tb_hz`): the figure speedups use.
+    pub guest_elapsed_s: Option<f64>,
+    /// Host wall-clock seconds of the whole invocation (boot to exit).
+    pub host_wall_s: f64,
+    /// Exit code, when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Terminating signal, when it was killed.
+    pub signal: Option<i32>,
+    /// Whether the harness killed it at the timeout.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// The guest's checksum (`0x…`).
+    pub checksum: Option<String>,
+    /// The parsed `MKBENCH-RESULT` line.
+    pub result: Option<GuestResult>,
+    /// `MKBENCH-STATS` key=value pairs, when the guest printed any.
+    #[serde(default)]
+    pub stats: BTreeMap<String, String>,
+    /// The `MKBENCH-ERROR` reason, when the guest printed one.
+    pub guest_error: Option<String>,
+    /// Pinning asked of the emulator: `compact` or `none`.
+    pub pin: String,
+    /// N greater than the host's logical cores.
+    pub oversubscribed: bool,
+    /// The emulator's run report (`--report`), stored whole; absent for peers.
+    pub report: Option<serde_json::Value>,
+    /// Why the report is missing or unreadable, when it is.
+    pub report_error: Option<String>,
+    /// Where the run's console output was saved.
+    pub log: Option<String>,
+}
+
+/// The guest's `MKBENCH-RESULT` line.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct GuestResult {
+    pub cpus: u32,
+    pub jobs: u32,
+    pub units: u32,
+    pub size: u32,
+    pub checksum: String,
+    pub elapsed_tb: u64,
+    pub tb_hz: u64,
+    /// Every other `key=value` of the line (faults, hcalls, flush_hcalls, ipis, ticks, …).
+    #[serde(default)]
+    pub counters: BTreeMap<String, String>,
+}
+
+impl ResultsFile {
+    pub fn ok_runs(&self) -> impl Iterator<Item = &Run> {
+        self.runs.iter().filter(|r| r.status == RunStatus::Ok && r.guest_elapsed_s.is_some())
+    }
+
+    pub fn failed_runs(&self) -> impl Iterator<Item = &Run> {
+        self.runs.iter().filter(|r| r.status != RunStatus::Ok || r.guest_elapsed_s.is_none())
+    }
+}
+
+/// The JSON Schema of the results file, as written to results/schema.json.
+pub fn schema_json() -> String {
+    let schema = schemars::schema_for!(ResultsFile);
+    let mut s = serde_json::to_string_pretty(&schema).expect("schema serialises");
+    s.push('\n');
+    s
+}

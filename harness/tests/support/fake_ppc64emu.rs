@@ -1,0 +1,205 @@
+//! A stand-in for ppc64emu (and for a qemu-style peer) used by lockscale's test suite.
+//!
+//! It accepts the emulator's command line, sleeps briefly, writes a run report and prints the
+//! guest's result line, without emulating anything. The reported guest time is synthetic
+//! (computed, not measured), so tests never depend on timing. Its behaviour is steered by
+//! environment variables:
+//!
+//! - `FAKE_EMU_SLEEP_MS`: real time each run takes (default 5).
+//! - `FAKE_EMU_T1`: guest seconds at N = 1 (default 2.0); at N it is T1 · (0.1 + 0.9 / N).
+//! - `FAKE_EMU_SLOW`: `variant=factor,…` multiplies the guest time of a variant.
+//! - `FAKE_EMU_NOISE`: relative noise amplitude of the guest time (default 0.01).
+//! - `FAKE_EMU_FAIL`: `variant/N/kind,…` (`*` matches anything); kind is `checksum` (wrong
+//!   checksum), `noresult` (exits 0 without a result line), `hang` (sleeps past the timeout),
+//!   `exit` (result line, then exit code 1), `error` (MKBENCH-ERROR line).
+//! - `FAKE_EMU_REPORT`: `full` (default), `none`, `garbage` or `partial`.
+//! - `FAKE_EMU_LOG`: file to which every run appends `variant N`.
+//!
+//! The variant is the part of the program name after `ppc64emu-` (tests link the binary under
+//! per-variant names), else `FAKE_EMU_STRATEGY`, else `fake`.
+
+use std::io::Write;
+use std::time::Duration;
+
+/// Replaced by the test suite when this source is built as a real `ppc64emu` crate.
+const BUILD_STRATEGY: &str = "";
+
+fn env_f64(name: &str, default: f64) -> f64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn variant(argv0: &str) -> String {
+    if !BUILD_STRATEGY.is_empty() {
+        return BUILD_STRATEGY.to_string();
+    }
+    let name = std::path::Path::new(argv0).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(v) = name.strip_prefix("ppc64emu-") {
+        return v.to_string();
+    }
+    if name.starts_with("qemu") {
+        return name;
+    }
+    std::env::var("FAKE_EMU_STRATEGY").unwrap_or_else(|_| "fake".into())
+}
+
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+fn failure_for(v: &str, n: u32) -> Option<String> {
+    let spec = std::env::var("FAKE_EMU_FAIL").ok()?;
+    for rule in spec.split(',') {
+        let parts: Vec<&str> = rule.split('/').collect();
+        if parts.len() != 3 {
+            continue;
+        }
+        let vm = parts[0] == "*" || parts[0] == v;
+        let nm = parts[1] == "*" || parts[1].parse::<u32>().ok() == Some(n);
+        if vm && nm {
+            return Some(parts[2].to_string());
+        }
+    }
+    None
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let v = variant(&args[0]);
+    if args.iter().any(|a| a == "--version") {
+        println!("ppc64emu 0.0.0-fake (strategy: {v})");
+        return;
+    }
+    let mut smp = 1u32;
+    let mut append = String::new();
+    let mut report = None;
+    let mut timeout = None;
+    let mut kernel = None;
+    let mut i = 1;
+    while i < args.len() {
+        let next = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "-smp" => smp = next.split(',').next().unwrap_or("1").parse().unwrap_or(1),
+            "-append" => append = next,
+            "--report" => report = Some(next),
+            "--timeout" => timeout = next.parse::<f64>().ok(),
+            "-kernel" => kernel = Some(next),
+            "-M" | "-cpu" | "-accel" | "-m" | "-bios" | "--pin" => {}
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    if let Some(k) = &kernel
+        && !std::path::Path::new(k).exists()
+    {
+        eprintln!("fake-ppc64emu: cannot open kernel {k}");
+        std::process::exit(1);
+    }
+    let kv: std::collections::HashMap<&str, &str> = append.split_whitespace().filter_map(|t| t.split_once('=')).collect();
+    let get = |k: &str, d: u64| kv.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (jobs, units, size, seed) = (get("jobs", smp as u64), get("units", 8), get("size", 10), get("seed", 1));
+
+    if let Ok(log) = std::env::var("FAKE_EMU_LOG")
+        && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+    {
+        let _ = writeln!(f, "{v} {smp}");
+    }
+    let fail = failure_for(&v, smp);
+    println!("mkbench: {smp} cpus, jobs={jobs} units={units} size={size} seed={seed}");
+    std::thread::sleep(Duration::from_millis(env_f64("FAKE_EMU_SLEEP_MS", 5.0) as u64));
+
+    if fail.as_deref() == Some("hang") {
+        match timeout {
+            Some(t) => {
+                std::thread::sleep(Duration::from_secs_f64(t));
+                eprintln!("ppc64emu: guest did not power off within {t} s");
+                std::process::exit(124);
+            }
+            None => loop {
+                std::thread::sleep(Duration::from_secs(1));
+            },
+        }
+    }
+
+    // Synthetic guest time: Amdahl-like curve, per-variant factor, a little noise.
+    let t1 = env_f64("FAKE_EMU_T1", 2.0);
+    let slow: f64 = std::env::var("FAKE_EMU_SLOW")
+        .ok()
+        .and_then(|s| {
+            s.split(',').find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == v).and_then(|(_, f)| f.parse().ok()))
+        })
+        .unwrap_or(1.0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let r = (fnv(&format!("{}{nanos}", std::process::id())) % 10_000) as f64 / 10_000.0 * 2.0 - 1.0;
+    let noise = env_f64("FAKE_EMU_NOISE", 0.01);
+    let elapsed = t1 * (0.1 + 0.9 / smp as f64) * slow * (1.0 + noise * r);
+    let tb_hz: u64 = 512_000_000;
+    let elapsed_tb = (elapsed * tb_hz as f64) as u64;
+
+    let mut checksum = fnv(&format!("{units}/{size}/{seed}"));
+    if fail.as_deref() == Some("checksum") {
+        checksum ^= 0xbad;
+    }
+
+    if let Some(path) = report {
+        let mode = std::env::var("FAKE_EMU_REPORT").unwrap_or_else(|_| "full".into());
+        let n = smp as u64;
+        let text = match mode.as_str() {
+            "none" => None,
+            "garbage" => Some("{ not json".to_string()),
+            "partial" => Some(format!("{{\"strategy\": \"{v}\", \"smp\": {smp}}}")),
+            _ => {
+                let bql_wait = if v == "baseline" { 4_000_000 * n } else { 1_000_000 * n };
+                let vcpus: Vec<String> = (0..smp).map(|i| format!("{{\"index\": {i}, \"insns\": {}}}", 1_000_000 + i)).collect();
+                Some(format!(
+                    "{{\"strategy\": \"{v}\", \"tlb_flush_mode\": \"async\", \"accel\": \"jit\", \"smp\": {smp}, \
+                     \"host_wall_s\": {elapsed}, \"guest_elapsed_s\": {elapsed}, \"vcpus\": [{}], \"locks\": {{\
+                     \"bql.exec_loop\": {{\"acquisitions\": {a}, \"contended\": {c}, \"wait_ns\": {bql_wait}, \"max_wait_ns\": 50000, \"hold_ns\": 9000000}}, \
+                     \"bql.hcall\": {{\"acquisitions\": {a2}, \"contended\": {c2}, \"wait_ns\": 2000000, \"max_wait_ns\": 20000, \"hold_ns\": 3000000}}, \
+                     \"bql.tlb_flush_item\": {{\"acquisitions\": 100, \"contended\": 5, \"wait_ns\": 100000, \"max_wait_ns\": 9000, \"hold_ns\": 200000}}, \
+                     \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000}}}}}}",
+                    vcpus.join(", "),
+                    a = 1000 * n,
+                    c = 100 * n,
+                    a2 = 3000 * n,
+                    c2 = 50 * n,
+                ))
+            }
+        };
+        if let Some(t) = text {
+            let _ = std::fs::write(&path, t);
+        }
+    }
+
+    match fail.as_deref() {
+        Some("noresult") => {
+            println!("mkbench: powering off");
+            return;
+        }
+        Some("error") => {
+            println!("MKBENCH-ERROR unit 3: object checksum mismatch");
+            std::process::exit(1);
+        }
+        _ => {}
+    }
+    println!("MKBENCH-STATS procs={} pages={}", units + 1, units * 16);
+    println!(
+        "MKBENCH-RESULT cpus={smp} jobs={jobs} units={units} size={size} checksum=0x{checksum:016x} elapsed_tb={elapsed_tb} \
+         tb_hz={tb_hz} faults={} hcalls={} flush_hcalls={} ipis={} ticks={}",
+        units * 40,
+        units * 90,
+        units * 10,
+        smp * 7,
+        (elapsed * 250.0) as u64 * smp as u64
+    );
+    if fail.as_deref() == Some("exit") {
+        std::process::exit(1);
+    }
+}
