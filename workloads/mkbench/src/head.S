@@ -145,6 +145,8 @@ vectors_end:
 	.globl	exc_common
 exc_common:
 	std	r4, PC_R4(r13)
+	mfcr	r4			/* before anything touches CR0 */
+	std	r4, PC_CR(r13)
 	mfsrr1	r4
 	andi.	r4, r4, MSR_PR
 	beq	1f
@@ -192,7 +194,7 @@ exc_common:
 	std	r29, F_GPR(29)(r1)
 	std	r30, F_GPR(30)(r1)
 	std	r31, F_GPR(31)(r1)
-	mfcr	r0
+	ld	r0, PC_CR(r13)
 	std	r0, F_CR(r1)
 	mflr	r0
 	std	r0, F_LR(r1)

@@ -481,7 +481,7 @@ static struct token *expect(struct parser *p, u16 kind)
 	struct token *t = &p->t[p->pos];
 
 	if (t->kind != kind)
-		job_fail(30, kind, ((u64)t->kind << 32) | p->pos);
+		job_fail(30, kind, (u64)t);
 	p->pos++;
 	return t;
 }
@@ -545,7 +545,7 @@ static struct node *parse_primary(struct parser *p)
 		n->a = parse_primary(p);
 		return n;
 	}
-	job_fail(31, t->kind, p->pos);
+	job_fail(31, t->kind, (u64)t);
 }
 
 static struct node *parse_expr(struct parser *p, int min_prec)
@@ -619,7 +619,7 @@ static struct node *parse_stmt(struct parser *p)
 		expect(p, T_SEMI);
 		return n;
 	}
-	job_fail(32, t->kind, p->pos);
+	job_fail(32, t->kind, (u64)t);
 }
 
 static struct node *parse_block(struct parser *p)

@@ -18,6 +18,19 @@
 struct config cfg;
 struct percpu percpu[MAX_CPUS];
 
+/* the assembly uses these offsets */
+_Static_assert(__builtin_offsetof(struct percpu, r1) == PC_R1, "PC_R1");
+_Static_assert(__builtin_offsetof(struct percpu, r3) == PC_R3, "PC_R3");
+_Static_assert(__builtin_offsetof(struct percpu, r4) == PC_R4, "PC_R4");
+_Static_assert(__builtin_offsetof(struct percpu, ksp) == PC_KSP, "PC_KSP");
+_Static_assert(__builtin_offsetof(struct percpu, toc) == PC_TOC, "PC_TOC");
+_Static_assert(__builtin_offsetof(struct percpu, sched) == PC_SCHED, "PC_SCHED");
+_Static_assert(__builtin_offsetof(struct percpu, cr_save) == PC_CR, "PC_CR");
+_Static_assert(__builtin_offsetof(struct frame, gpr[31]) == F_GPR(31), "F_GPR");
+_Static_assert(__builtin_offsetof(struct frame, vec) == F_VEC, "F_VEC");
+_Static_assert(sizeof(struct frame) == FRAME_SIZE, "FRAME_SIZE");
+_Static_assert(sizeof(struct job_args) <= PAGE_SIZE, "job_args");
+
 /* ---- hypercalls ------------------------------------------------------- */
 
 long hcall(struct percpu *pc, u64 *io)
@@ -536,6 +549,25 @@ static void scheduler(struct percpu *pc)
 
 /* ---- interrupts ------------------------------------------------------- */
 
+static void debug_ea(struct percpu *pc, u64 ea)
+{
+	struct proc *p = &pc->proc;
+	struct region *r = &p->rg[RG_HEAP];
+	u64 idx = (ea - r->base) >> PAGE_SHIFT;
+
+	if (ea < r->base || idx >= r->npages)
+		return;
+	printk("debug: ea 0x%lx idx %lu pfn 0x%x slot 0x%x lo %u hi %u\n", ea, idx,
+	       r->pte[idx].pfn, r->pte[idx].slot, r->lo, r->hi);
+	if (r->pte[idx].pfn) {
+		u64 *q = (u64 *)(((u64)r->pte[idx].pfn << PAGE_SHIFT) + (ea & 0xff8));
+		printk("debug: phys 0x%lx: %016lx %016lx %016lx\n", (u64)q, q[-1], q[0], q[1]);
+	}
+	for (int k = -3; k <= 3; k++)
+		if (idx + k < r->npages)
+			printk("debug: idx %lu pfn 0x%x slot 0x%x\n", idx + k, r->pte[idx + k].pfn, r->pte[idx + k].slot);
+}
+
 static void do_syscall(struct percpu *pc, struct frame *f)
 {
 	u64 nr = f->gpr[3];
@@ -551,6 +583,7 @@ static void do_syscall(struct percpu *pc, struct frame *f)
 		f->gpr[3] = (u64)sys_mprotect(pc, f->gpr[4], f->gpr[5]);
 		break;
 	case SYS_FAIL:
+		debug_ea(pc, f->gpr[6]);
 		panic("job %u (%s %u) self-check failed: code %lu, 0x%016lx 0x%016lx",
 		      pc->cur_job, kind_name(js.jobs[pc->cur_job].kind),
 		      js.jobs[pc->cur_job].unit, f->gpr[4], f->gpr[5], f->gpr[6]);

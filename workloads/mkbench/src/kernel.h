@@ -109,6 +109,7 @@ struct percpu {
 	/* the first fields are used by head.S (PC_* offsets) */
 	u64 r1, r3, r4, ksp, toc;
 	u64 sched[22];
+	u64 cr_save;
 	/* C only */
 	u32 index, server;
 	volatile u32 online;

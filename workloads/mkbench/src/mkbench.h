@@ -46,6 +46,7 @@
 #define PC_TOC		32
 #define PC_SCHED	40	/* r1, r2, lr, cr, r14..r31: 22 doublewords */
 #define PC_SCHED_SIZE	(22 * 8)
+#define PC_CR		(PC_SCHED + PC_SCHED_SIZE)	/* interrupted CR */
 
 /* exception frame (from r1 upwards); the first 32 bytes are the ELFv2 header */
 #define F_GPR(n)	(32 + 8 * (n))
