@@ -90,7 +90,8 @@ static void heap_init(struct heap *h)
 
 /* ---- the source generator --------------------------------------------- */
 
-#define SRC_CHUNK	(16 << 10)	/* "file buffer": munmapped once consumed */
+#define SRC_CHUNK	(32 << 10)	/* "file buffer" the source is read into */
+#define SRC_REFILLS	2		/* refills of one buffer before it is munmapped */
 #define FUNC_MAX_TEXT	(6 << 10)
 
 struct out {
@@ -815,6 +816,109 @@ static u16 label(struct node *n)
 	return n->regs;
 }
 
+/* ---- interpretation: run each function on a few inputs ------------------- */
+
+#define ENV_SIZE	8192
+#define RUNS		4	/* test inputs per function */
+#define RUN_BUDGET	3000	/* tree nodes visited per run */
+
+struct interp {
+	s32 *env;			/* variables, by symbol number */
+	struct function **fn;		/* functions, by symbol number */
+	u64 steps, budget;
+	u32 depth;
+};
+
+static s32 run_stmts(struct interp *in, struct node *s, int *returned);
+
+static s32 run_expr(struct interp *in, struct node *n)
+{
+	s32 x, y;
+
+	if (in->steps++ >= in->budget)
+		return 0;
+	switch (n->kind) {
+	case N_NUM:
+		return n->value;
+	case N_VAR:
+		return in->env[n->sym % ENV_SIZE];
+	case N_UN:
+		return eval_op(n->op, run_expr(in, n->a), 0);
+	case N_BIN:
+		x = run_expr(in, n->a);
+		if (n->op == OP_LAND && !x)
+			return 0;
+		if (n->op == OP_LOR && x)
+			return 1;
+		y = run_expr(in, n->b);
+		return eval_op(n->op, x, y);
+	case N_CALL: {
+		struct function *f = in->fn[n->sym % ENV_SIZE];
+		int ret = 0;
+		s32 r;
+
+		x = run_expr(in, n->a);
+		y = run_expr(in, n->b);
+		if (!f || in->depth >= 3)
+			return (s32)mix64(((u64)(u32)x << 32) | (u32)y);
+		in->env[f->params[0] % ENV_SIZE] = x;
+		in->env[f->params[1] % ENV_SIZE] = y;
+		in->depth++;
+		r = run_stmts(in, f->body, &ret);
+		in->depth--;
+		return r;
+	}
+	}
+	return 0;
+}
+
+static s32 run_stmts(struct interp *in, struct node *s, int *returned)
+{
+	s32 v = 0;
+
+	for (; s && !*returned && in->steps < in->budget; s = s->next) {
+		switch (s->kind) {
+		case N_DECL:
+		case N_ASSIGN:
+			in->env[s->sym % ENV_SIZE] = run_expr(in, s->a);
+			break;
+		case N_IF:
+			if (run_expr(in, s->a))
+				v = run_stmts(in, s->b, returned);
+			else
+				v = run_stmts(in, s->c, returned);
+			break;
+		case N_WHILE:
+			for (int i = 0; i < 4 && !*returned && run_expr(in, s->a); i++)
+				v = run_stmts(in, s->b, returned);
+			break;
+		case N_RETURN:
+			v = run_expr(in, s->a);
+			*returned = 1;
+			break;
+		}
+	}
+	return v;
+}
+
+static u64 run_function(struct interp *in, struct function *f, u64 seed)
+{
+	u64 h = 0;
+
+	for (u32 r = 0; r < RUNS; r++) {
+		u64 x = mix64(seed + r);
+		int ret = 0;
+
+		in->env[f->params[0] % ENV_SIZE] = (s32)x;
+		in->env[f->params[1] % ENV_SIZE] = (s32)(x >> 32);
+		in->steps = 0;
+		in->budget = RUN_BUDGET;
+		in->depth = 0;
+		h = mix64(h + (u32)run_stmts(in, f->body, &ret) + in->steps);
+	}
+	return h;
+}
+
 /* ---- code emission ---------------------------------------------------------- */
 
 struct obj {
@@ -927,7 +1031,8 @@ static u64 compile(struct job_args *a)
 	struct obj o;
 	struct function *funcs = NULL, **ftail = &funcs;
 	u64 nfuncs = a->size, folds = 0, dups = 0, tree_sum = 0, nodes = 0;
-	u64 chunk = 0, chunk_used = SRC_CHUNK, check, h;
+	u64 chunk = 0, chunk_used = SRC_CHUNK, refills = 0, check, h, runs = 0;
+	struct interp in;
 	struct vn **vtab;
 
 	heap_init(&hp);
@@ -940,6 +1045,10 @@ static u64 compile(struct job_args *a)
 	o.sum = 0xcbf29ce484222325UL;
 	r.s = mix64(a->seed * 0x2545f4914f6cdd1dUL + a->unit);
 	g.r = r;
+	in.env = halloc(&hp, ENV_SIZE * sizeof(*in.env));
+	memset(in.env, 0, ENV_SIZE * sizeof(*in.env));
+	in.fn = halloc(&hp, ENV_SIZE * sizeof(*in.fn));
+	memset(in.fn, 0, ENV_SIZE * sizeof(*in.fn));
 
 	for (u64 fn = 0; fn < nfuncs; fn++) {
 		struct out src;
@@ -947,11 +1056,16 @@ static u64 compile(struct job_args *a)
 		struct parser p;
 		struct function *f;
 
-		/* "read" the next part of the file into the current buffer chunk */
+		/*
+		 * "read" the next part of the file into the buffer; a buffer is
+		 * refilled a few times, then munmapped and a fresh one mapped
+		 */
 		if (chunk_used + FUNC_MAX_TEXT > SRC_CHUNK) {
-			if (chunk)
-				job_syscall(SYS_MUNMAP, (long)chunk, SRC_CHUNK, 0);
-			chunk = mmap_chunk(&hp, SRC_CHUNK);
+			if (!chunk || ++refills % SRC_REFILLS == 0) {
+				if (chunk)
+					job_syscall(SYS_MUNMAP, (long)chunk, SRC_CHUNK, 0);
+				chunk = mmap_chunk(&hp, SRC_CHUNK);
+			}
 			chunk_used = 0;
 		}
 		src.p = (char *)(chunk + chunk_used);
@@ -975,7 +1089,9 @@ static u64 compile(struct job_args *a)
 		*ftail = f;
 		ftail = &f->next;
 
+		in.fn[f->name % ENV_SIZE] = f;
 		folds += fold_stmts(f->body);
+		runs = mix64(runs ^ run_function(&in, f, r.s + fn));
 		vtab = halloc(&hp, VN_BUCKETS * sizeof(*vtab));
 		memset(vtab, 0, VN_BUCKETS * sizeof(*vtab));
 		dups += number_stmts(&hp, vtab, f->body);
@@ -1010,7 +1126,7 @@ static u64 compile(struct job_args *a)
 	for (u32 b = 0; b < SYMTAB_BUCKETS; b++)
 		for (struct sym *s = st.bucket[b]; s; s = s->next)
 			h ^= mix64(s->hash + s->uses * 0x9e3779b97f4a7c15UL + s->id);
-	return mix64(o.sum ^ mix64(h + o.len) ^ (folds << 40) ^ (dups << 20) ^ nodes);
+	return mix64(o.sum ^ mix64(h + o.len) ^ (folds << 40) ^ (dups << 20) ^ nodes) + runs;
 }
 
 /* ---- link ------------------------------------------------------------------- */
@@ -1066,7 +1182,9 @@ static u64 link(struct job_args *a)
 {
 	struct heap hp;
 	struct lsym **tab, **vec, **tmp;
-	u64 n = a->ninputs, per = 24 * a->size, nrel = 48 * a->size;
+	/* about the same work for every link, whatever its number of inputs */
+	u64 n = a->ninputs ? a->ninputs : 1;
+	u64 per = 160 * a->size / n + 16, nrel = 2 * per;
 	u64 total = n * per, k = 0, h = 0x243f6a8885a308d3UL, addr = 0x10000000UL;
 
 	heap_init(&hp);

@@ -271,7 +271,7 @@ static struct {
 	struct job *jobs;
 } js;
 
-static u64 opt_jobs, opt_units = 8, opt_size = 20, opt_seed = 1;
+static u64 opt_jobs, opt_units = 6, opt_size = 350, opt_seed = 1;
 static u64 t_start, t_end;
 static u64 base_cnt[NCOUNT];
 static volatile u32 go;
