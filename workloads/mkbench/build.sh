@@ -30,7 +30,7 @@ done
 for f in kernel.c mm.c fdt.c format.c lib.c job.c; do
 	${CROSS}gcc $CFLAGS -c src/$f -o "$obj/${f%.c}.o"
 done
-${CROSS}ld -N -static -nostdlib --no-dynamic-linker --build-id=none -z noexecstack \
+${CROSS}ld -N -static -nostdlib --no-dynamic-linker --build-id=none -z noexecstack --no-warn-rwx-segments \
 	-T src/mkbench.ld -o "$out/mkbench.elf" \
 	"$obj/head.o" "$obj/kernel.o" "$obj/mm.o" "$obj/fdt.o" "$obj/format.o" \
 	"$obj/lib.o" "$obj/job.o"

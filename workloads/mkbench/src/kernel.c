@@ -17,6 +17,7 @@
 
 struct config cfg;
 struct percpu percpu[MAX_CPUS];
+u32 inject;
 
 /* the assembly uses these offsets */
 _Static_assert(__builtin_offsetof(struct percpu, r1) == PC_R1, "PC_R1");
@@ -172,7 +173,10 @@ void panic(const char *fmt, ...)
 	if (n > (int)sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
-	console_lock.v = 0;	/* whoever held it is not coming back */
+	/* wait a little for a line being printed, then take the console anyway */
+	for (u64 t0 = mftb(); console_lock.v && mftb() - t0 < cfg.tb_hz / 20;)
+		;
+	console_lock.v = 1;
 	console_write(buf, (size_t)n);
 	if (cfg.tok_os_term) {
 		static char msg[] __attribute__((aligned(8))) = "mkbench self-check failed";
@@ -507,6 +511,15 @@ static void run_one(struct percpu *pc, u32 id)
 
 	proc_exit(pc);
 	j->t1 = mftb();
+	if ((inject & INJECT_POISON) && pc->nfree) {
+		/* as if a stale translation let the job write after the free */
+		inject &= ~INJECT_POISON;
+		((volatile u64 *)((u64)pc->free[pc->nfree - 1] << PAGE_SHIFT))[7] = 0x1234;
+	}
+	if ((inject & INJECT_RESULT) && j->verify_of != ~0u) {
+		inject &= ~INJECT_RESULT;
+		result ^= 1;
+	}
 	complete_job(pc, id, result);
 }
 
@@ -681,6 +694,10 @@ static void parse_bootargs(void)
 			opt_size = parse_num(eq);
 		else if (!strcmp(w, "seed"))
 			opt_seed = parse_num(eq);
+		else if (!strcmp(w, "inject"))
+			inject = !strcmp(eq, "poison") ? INJECT_POISON :
+				 !strcmp(eq, "result") ? INJECT_RESULT :
+				 !strcmp(eq, "hpte") ? INJECT_HPTE : 0;
 		else
 			printk("mkbench: ignoring unknown parameter %s=%s\n", w, eq);
 		eq[-1] = '=';

@@ -196,7 +196,13 @@ struct config {
 	char bootargs[256];
 };
 
+/* inject= : deliberate faults, to test that the self-checks catch them */
+#define INJECT_POISON	1	/* write into a freed frame */
+#define INJECT_RESULT	2	/* corrupt the result of a repeated compile */
+#define INJECT_HPTE	4	/* remove an HPTE behind a process's back */
+
 extern struct config cfg;
+extern u32 inject;
 extern struct percpu percpu[MAX_CPUS];
 extern u64 hpt_mask;
 

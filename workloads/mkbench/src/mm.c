@@ -464,6 +464,14 @@ long sys_munmap(struct percpu *pc, u64 ea, u64 len)
 		if (r->pte[idx].pfn)
 			unmap_single(pc, r, idx);
 	}
+	if ((inject & INJECT_HPTE) && r->pte[r->lo].pfn) {
+		/* drop the HPTE of the first heap page but keep it in the table */
+		u64 io[10] = { H_REMOVE, H_AVPN, r->pte[r->lo].slot,
+			       hpte_avpn(region_vsid(p, r), region_ea(r, r->lo)) };
+
+		inject &= ~INJECT_HPTE;
+		hcall(pc, io);
+	}
 	return 0;
 }
 
