@@ -9,3 +9,4 @@ pub mod softmmu;
 pub mod interp;
 pub mod machine;
 pub mod user;
+pub mod sync;

@@ -1,0 +1,118 @@
+//! The synchronisation primitives every protocol in `sync` and `accel` is written against.
+//!
+//! Normally parking_lot's; under `--cfg loom` loom's, so the model checker explores the real
+//! protocol code (kick/halt, work queues, exclusive sections) rather than a copy of it.
+
+#[cfg(not(loom))]
+mod imp {
+    pub use std::sync::Arc;
+    pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+    pub use std::thread;
+
+    pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    /// A mutex (parking_lot: short spin, then park; eventually fair).
+    #[derive(Default)]
+    pub struct Mutex<T>(parking_lot::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub fn new(t: T) -> Self {
+            Self(parking_lot::Mutex::new(t))
+        }
+        #[inline]
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock()
+        }
+        #[inline]
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock()
+        }
+    }
+
+    #[derive(Default)]
+    pub struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        pub fn new() -> Self {
+            Self(parking_lot::Condvar::new())
+        }
+        #[inline]
+        pub fn wait<T>(&self, g: &mut MutexGuard<'_, T>) {
+            self.0.wait(g);
+        }
+        /// Waits at most `d`; returns true on timeout.
+        #[inline]
+        pub fn wait_for<T>(&self, g: &mut MutexGuard<'_, T>, d: std::time::Duration) -> bool {
+            self.0.wait_for(g, d).timed_out()
+        }
+        #[inline]
+        pub fn notify_all(&self) {
+            self.0.notify_all();
+        }
+        #[inline]
+        pub fn notify_one(&self) {
+            self.0.notify_one();
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub use loom::sync::Arc;
+    pub use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+    pub use loom::thread;
+
+    pub type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    pub struct Mutex<T>(loom::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub fn new(t: T) -> Self {
+            Self(loom::sync::Mutex::new(t))
+        }
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap()
+        }
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
+    }
+
+    impl<T: Default> Default for Mutex<T> {
+        fn default() -> Self {
+            Self::new(T::default())
+        }
+    }
+
+    #[derive(Default)]
+    pub struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub fn new() -> Self {
+            Self(loom::sync::Condvar::new())
+        }
+        pub fn wait<'a, T>(&self, g: &mut MutexGuard<'a, T>) {
+            // loom's wait takes the guard by value; swap it out and back in place.
+            // SAFETY: `g` is overwritten with the returned guard before anyone reads it; a
+            // panic in between aborts the model anyway.
+            unsafe {
+                let owned = std::ptr::read(g);
+                let back = self.0.wait(owned).unwrap();
+                std::ptr::write(g, back);
+            }
+        }
+        /// loom has no time: a timed wait is an untimed one that may also return spuriously.
+        pub fn wait_for<T>(&self, g: &mut MutexGuard<'_, T>, _d: std::time::Duration) -> bool {
+            self.wait(g);
+            false
+        }
+        pub fn notify_all(&self) {
+            self.0.notify_all();
+        }
+        pub fn notify_one(&self) {
+            self.0.notify_one();
+        }
+    }
+}
+
+pub use imp::*;
