@@ -219,11 +219,9 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         peer_cmds.push(EmulatorCmd { label: name.clone(), kind: BuildKind::Peer, program: path });
     }
     let bins: BTreeMap<String, String> = parse_pairs(&a.bins, "--bin")?.into_iter().collect();
-    for v in bins.keys() {
-        if !r.variants.contains(v) {
-            bail!("--bin {v}=…: {v} is not one of the variants of this sweep ({})", r.variants.join(", "));
-        }
-    }
+    // A --bin for a variant left out by --variants is ignored; a misspelt variant is not.
+    builder::check_variants(&bins.keys().cloned().collect::<Vec<_>>())?;
+    let bins: BTreeMap<String, String> = bins.into_iter().filter(|(v, _)| r.variants.contains(v)).collect();
     let to_build: Vec<String> = r.variants.iter().filter(|v| !bins.contains_key(*v)).cloned().collect();
     let mut built: BTreeMap<String, (PathBuf, BuildInfo)> = BTreeMap::new();
     if !to_build.is_empty() {

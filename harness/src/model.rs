@@ -18,6 +18,7 @@ pub const SCHEMA_ID: &str = "lockscale.results/1";
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ResultsFile {
     /// Always `lockscale.results/1`.
+    #[schemars(extend("const" = "lockscale.results/1"))]
     pub schema: String,
     /// Name of the sweep; plots default to `plots/<name>.png`.
     pub name: String,
