@@ -46,10 +46,17 @@ _start:
 	/* boot CPU: r3 = device tree, 64-bit LE real mode from here on */
 	bl	set_sf
 	LOAD_ADDR(r2, .TOC.)
-	/* clear .bss (the loader normally did, but do not rely on it) */
+	/*
+	 * clear .bss (the loader normally did, but do not rely on it), unless
+	 * the device tree was placed inside it
+	 */
 	LOAD_ADDR(r4, __bss_start)
 	LOAD_ADDR(r5, __bss_end)
-	li	r0, 0
+	cmpld	r3, r4
+	blt	0f
+	cmpld	r3, r5
+	blt	2f
+0:	li	r0, 0
 1:	cmpld	r4, r5
 	bge	2f
 	std	r0, 0(r4)

@@ -441,29 +441,38 @@ static void report(void)
  */
 static void make_reap(struct percpu *pc)
 {
-	u32 wake[MAX_CPUS], nwake = 0, last = 0;
+	u32 wake[MAX_CPUS], nwake = 0, last = 0, want;
 
 	spin_lock(&js.lock);
 	while (js.ehead != js.etail) {
 		struct job *j = &js.jobs[js.exited[js.ehead++ % js.njobs]];
 		struct job *p;
 
+		/* as in GNU make, the job slot comes back when the child is reaped */
+		js.tokens++;
 		if (j->parent == ~0u) {
 			js.finished = 1;
 			last = 1;
 			continue;
 		}
 		p = &js.jobs[j->parent];
-		if (--p->deps)
-			continue;
-		enqueue(j->parent);
-		for (u32 i = 0; i < cfg.ncpus; i++)
-			if (percpu[i].idle && i != pc->index) {
-				percpu[i].idle = 0;
-				wake[nwake++] = i;
-				break;
-			}
+		if (--p->deps == 0)
+			enqueue(j->parent);
 	}
+	/* wake as many idle CPUs as there are runnable jobs with a free slot */
+	want = js.qtail - js.qhead;
+	if (want > js.tokens)
+		want = js.tokens;
+	if (pc->idle && want) {
+		/* reaping in the idle loop: this CPU takes one itself */
+		pc->idle = 0;
+		want--;
+	}
+	for (u32 i = 0; i < cfg.ncpus && nwake < want; i++)
+		if (percpu[i].idle && i != pc->index) {
+			percpu[i].idle = 0;
+			wake[nwake++] = i;
+		}
 	spin_unlock(&js.lock);
 	for (u32 i = 0; i < nwake; i++)
 		send_ipi(pc, wake[i]);
@@ -491,7 +500,6 @@ static void complete_job(struct percpu *pc, u32 id, u64 result)
 	spin_lock(&js.lock);
 	j->result = result;
 	j->done = 1;
-	js.tokens++;
 	js.exited[js.etail++ % js.njobs] = id;
 	spin_unlock(&js.lock);
 	if (pc->index == MAKE_CPU)
