@@ -23,6 +23,8 @@ use std::time::Duration;
 
 /// Replaced by the test suite when this source is built as a real `ppc64emu` crate.
 const BUILD_STRATEGY: &str = "";
+/// Replaced by the test suite to make one revision of that crate slower than another.
+const BUILD_SLOWDOWN: f64 = 1.0;
 
 fn env_f64(name: &str, default: f64) -> f64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -139,7 +141,7 @@ fn main() {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let r = (fnv(&format!("{}{nanos}", std::process::id())) % 10_000) as f64 / 10_000.0 * 2.0 - 1.0;
     let noise = env_f64("FAKE_EMU_NOISE", 0.01);
-    let elapsed = t1 * (0.1 + 0.9 / smp as f64) * slow * (1.0 + noise * r);
+    let elapsed = t1 * (0.1 + 0.9 / smp as f64) * slow * BUILD_SLOWDOWN * (1.0 + noise * r);
     let tb_hz: u64 = 512_000_000;
     let elapsed_tb = (elapsed * tb_hz as f64) as u64;
 
