@@ -10,3 +10,4 @@ pub mod interp;
 pub mod machine;
 pub mod user;
 pub mod sync;
+pub mod accel;

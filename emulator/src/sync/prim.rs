@@ -62,7 +62,22 @@ mod imp {
     pub use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
     pub use loom::thread;
 
-    pub type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+    /// loom's guard, held in an `Option` so that a wait can move it out and back in without
+    /// a double drop when the model aborts an execution by panicking inside the wait.
+    pub struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+
+    impl<T> std::ops::Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.0.as_ref().unwrap()
+        }
+    }
+
+    impl<T> std::ops::DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.0.as_mut().unwrap()
+        }
+    }
 
     pub struct Mutex<T>(loom::sync::Mutex<T>);
 
@@ -71,10 +86,10 @@ mod imp {
             Self(loom::sync::Mutex::new(t))
         }
         pub fn lock(&self) -> MutexGuard<'_, T> {
-            self.0.lock().unwrap()
+            MutexGuard(Some(self.0.lock().unwrap()))
         }
         pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-            self.0.try_lock().ok()
+            self.0.try_lock().ok().map(|g| MutexGuard(Some(g)))
         }
     }
 
@@ -91,17 +106,11 @@ mod imp {
         pub fn new() -> Self {
             Self(loom::sync::Condvar::new())
         }
-        pub fn wait<'a, T>(&self, g: &mut MutexGuard<'a, T>) {
-            // loom's wait takes the guard by value; swap it out and back in place.
-            // SAFETY: `g` is overwritten with the returned guard before anyone reads it; a
-            // panic in between aborts the model anyway.
-            unsafe {
-                let owned = std::ptr::read(g);
-                let back = self.0.wait(owned).unwrap();
-                std::ptr::write(g, back);
-            }
+        pub fn wait<T>(&self, g: &mut MutexGuard<'_, T>) {
+            let inner = g.0.take().expect("guard present");
+            g.0 = Some(self.0.wait(inner).unwrap());
         }
-        /// loom has no time: a timed wait is an untimed one that may also return spuriously.
+        /// loom has no time: a timed wait is an untimed one.
         pub fn wait_for<T>(&self, g: &mut MutexGuard<'_, T>, _d: std::time::Duration) -> bool {
             self.wait(g);
             false

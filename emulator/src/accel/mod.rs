@@ -1,0 +1,427 @@
+//! Multi-threaded execution: one host thread per vCPU, kicks, work queues, exclusive sections,
+//! and where each strategy takes which lock (LOCKING.md, "Who takes which lock where").
+//!
+//! This module knows nothing of the ISA: the machine supplies the vCPU-private side through
+//! [`exec::VcpuRunner`], and work items are closures over the vCPU's private context `C`.
+//! Everything shared is reached through [`Accel`].
+
+pub mod exclusive;
+pub mod exec;
+#[cfg(test)]
+mod loom_tests;
+
+use crate::sync::prim::{AtomicBool, AtomicU32, AtomicU64, Arc, Condvar, Ordering};
+use crate::sync::{Class, Site, StatGuard, StatMutex, StatsSink, Strategy};
+use exclusive::{ExecState, Exclusive};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+
+/// How a queued work item runs on its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkKind {
+    /// Needs the BQL (`async_run_on_cpu`, `run_on_cpu`).
+    Plain,
+    /// Runs without the BQL where the strategy has `async_run_on_cpu_no_bql`; elsewhere it is
+    /// a plain item.
+    NoBql,
+    /// A cross-vCPU TLB flush: `NoBql` semantics, counted at its own statistics site.
+    TlbFlush,
+    /// Runs in an exclusive section with neither the BQL nor a CPU lock held.
+    Exclusive,
+}
+
+type WorkFn<C> = Box<dyn FnOnce(&mut C) + Send>;
+
+pub struct WorkItem<C> {
+    f: WorkFn<C>,
+    kind: WorkKind,
+    /// Completion flag of a synchronous `run_on_cpu`.
+    done: Option<Arc<AtomicBool>>,
+}
+
+/// State protected by a vCPU's CPU lock (in baseline the same mutex is only the queue lock).
+pub struct CpuLocked<C> {
+    pub work: VecDeque<WorkItem<C>>,
+}
+
+/// The part of a vCPU that other threads touch.
+pub struct VcpuShared<C> {
+    pub index: usize,
+    pub lock: StatMutex<CpuLocked<C>>,
+    /// Idle sleep (halt_cond): waited on with the BQL in baseline, the CPU lock otherwise.
+    halt_cond: Condvar,
+    /// Completion of synchronous work (per-CPU strategies).
+    cond: Condvar,
+    /// Leave guest code at the next block entry (the kick).
+    pub exit_request: AtomicBool,
+    /// Pending-interrupt bits (machine-defined); written under the BQL (and the CPU lock in
+    /// the per-CPU strategies), read lock-free by the vCPU.
+    pub interrupt_request: AtomicU32,
+    /// Lock-free "queue non-empty" hint, kept under the queue's lock.
+    pub work_pending: AtomicBool,
+    /// Halted in H_CEDE (or never started / stopped: see `stopped`).
+    pub halted: AtomicBool,
+    /// Stopped: not started yet by RTAS start-cpu, or after stop-self.
+    pub stopped: AtomicBool,
+    /// A remote full TLB flush is queued and not yet run (`--tlb-flush-coalesce`).
+    pub flush_queued: AtomicBool,
+    pub exec: ExecState,
+    pub counters: SharedCounters,
+}
+
+/// Counters kept with atomics because other threads update them.
+#[derive(Default)]
+pub struct SharedCounters {
+    pub flush_jobs_queued: AtomicU64,
+    pub flush_jobs_coalesced: AtomicU64,
+    pub kicks: AtomicU64,
+}
+
+/// The accelerator state shared by every thread of a machine: the BQL with the devices it
+/// protects (`D`), every vCPU's shared half, the exclusive-section state.
+pub struct Accel<S: Strategy, C, D> {
+    pub bql: StatMutex<D>,
+    pub vcpus: Vec<VcpuShared<C>>,
+    /// Completion of synchronous work in baseline (one global condvar, waited on with the BQL).
+    work_cond: Condvar,
+    pub exclusive: Exclusive,
+    /// Set when the machine stops; every vCPU leaves its loop.
+    pub shutdown: AtomicBool,
+    pub stats: StatsSink,
+    _strategy: PhantomData<S>,
+}
+
+/// The lock a vCPU thread holds while outside guest code: the BQL (baseline) or its own CPU
+/// lock. `None` only transiently, while a protocol step has dropped it.
+pub enum Outer<'a, C, D> {
+    Bql(StatGuard<'a, D>),
+    Cpu(StatGuard<'a, CpuLocked<C>>),
+    None,
+}
+
+impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
+    pub fn new(n: usize, devices: D) -> Self {
+        Self {
+            bql: StatMutex::new(devices, Class::Bql),
+            vcpus: (0..n)
+                .map(|index| VcpuShared {
+                    index,
+                    lock: StatMutex::new(CpuLocked { work: VecDeque::new() }, Class::Cpu(index)),
+                    halt_cond: Condvar::new(),
+                    cond: Condvar::new(),
+                    exit_request: AtomicBool::new(false),
+                    interrupt_request: AtomicU32::new(0),
+                    work_pending: AtomicBool::new(false),
+                    halted: AtomicBool::new(false),
+                    stopped: AtomicBool::new(false),
+                    flush_queued: AtomicBool::new(false),
+                    exec: ExecState::default(),
+                    counters: SharedCounters::default(),
+                })
+                .collect(),
+            work_cond: Condvar::new(),
+            exclusive: Exclusive::new(),
+            shutdown: AtomicBool::new(false),
+            stats: StatsSink::default(),
+            _strategy: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub fn bql(&self, site: Site) -> StatGuard<'_, D> {
+        self.bql.lock(site)
+    }
+
+    /// Makes vCPU `i` leave guest code at its next block entry and wakes it if it sleeps.
+    /// Baseline: the caller holds the BQL (the sleeper checks its predicate under it).
+    pub fn kick(&self, i: usize) {
+        if S::BQL_OUTSIDE_GUEST {
+            crate::sync::lock::assert_bql_held();
+        }
+        let v = &self.vcpus[i];
+        v.counters.kicks.fetch_add(1, Ordering::Relaxed);
+        v.exit_request.store(true, Ordering::SeqCst);
+        if S::BQL_OUTSIDE_GUEST {
+            v.halt_cond.notify_all();
+        } else {
+            // Broadcast under the target's lock so a sleeper between its check and its wait
+            // cannot miss it.
+            let _g = v.lock.lock(Site::CpuLockRemote);
+            v.halt_cond.notify_all();
+        }
+    }
+
+    /// A deliberately broken kick for the model checker's negative test.
+    #[cfg(all(test, loom))]
+    fn kick_without_cpu_lock(&self, i: usize) {
+        self.vcpus[i].exit_request.store(true, Ordering::SeqCst);
+        self.vcpus[i].halt_cond.notify_all();
+    }
+
+    /// ORs interrupt bits into vCPU `i` and kicks it (`ppc_set_irq`): the caller holds the BQL.
+    pub fn set_irq(&self, i: usize, bits: u32, _bql: &StatGuard<'_, D>) {
+        let v = &self.vcpus[i];
+        if S::BQL_OUTSIDE_GUEST {
+            v.interrupt_request.fetch_or(bits, Ordering::SeqCst);
+            self.kick(i);
+        } else {
+            let _g = v.lock.lock(Site::CpuLockSetIrq);
+            v.interrupt_request.fetch_or(bits, Ordering::SeqCst);
+            v.counters.kicks.fetch_add(1, Ordering::Relaxed);
+            v.exit_request.store(true, Ordering::SeqCst);
+            v.halt_cond.notify_all();
+        }
+    }
+
+    /// Clears interrupt bits of vCPU `i`: the caller holds the BQL.
+    pub fn reset_irq(&self, i: usize, bits: u32, _bql: &StatGuard<'_, D>) {
+        let v = &self.vcpus[i];
+        if S::BQL_OUTSIDE_GUEST {
+            v.interrupt_request.fetch_and(!bits, Ordering::SeqCst);
+        } else {
+            let _g = v.lock.lock(Site::CpuLockSetIrq);
+            v.interrupt_request.fetch_and(!bits, Ordering::SeqCst);
+        }
+    }
+
+    fn queue(&self, i: usize, item: WorkItem<C>) {
+        let v = &self.vcpus[i];
+        if S::BQL_OUTSIDE_GUEST {
+            {
+                let mut q = v.lock.lock(Site::WorkQueue);
+                q.work.push_back(item);
+                v.work_pending.store(true, Ordering::SeqCst);
+            }
+            self.kick(i);
+        } else {
+            let mut q = v.lock.lock(Site::CpuLockRemote);
+            q.work.push_back(item);
+            v.work_pending.store(true, Ordering::SeqCst);
+            v.counters.kicks.fetch_add(1, Ordering::Relaxed);
+            v.exit_request.store(true, Ordering::SeqCst);
+            v.halt_cond.notify_all();
+        }
+    }
+
+    /// Fire-and-forget work that needs the BQL. Baseline: the caller holds the BQL.
+    pub fn async_run_on_cpu(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
+        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::Plain, done: None });
+    }
+
+    /// Fire-and-forget work that runs without the BQL in `cputlb-no-bql` (as plain work
+    /// elsewhere, where this API does not exist).
+    pub fn async_run_on_cpu_no_bql(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
+        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::NoBql, done: None });
+    }
+
+    /// A cross-vCPU TLB flush job (see `WorkKind::TlbFlush`).
+    pub fn queue_tlb_flush(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
+        self.vcpus[i].counters.flush_jobs_queued.fetch_add(1, Ordering::Relaxed);
+        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::TlbFlush, done: None });
+    }
+
+    /// Work run while every other vCPU is outside guest code.
+    pub fn async_safe_run_on_cpu(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
+        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::Exclusive, done: None });
+    }
+
+    /// Runs `f` on vCPU `i` and waits for it. `bql` is the caller's BQL guard: baseline waits
+    /// with it (on one global condvar); the per-CPU strategies release it first and wait on the
+    /// target's condvar with the target's CPU lock, then take it again at `site`.
+    /// The caller must not be vCPU `i` itself (run the function directly instead).
+    pub fn run_on_cpu<'a>(&'a self, i: usize, f: impl FnOnce(&mut C) + Send + 'static, bql: &mut Option<StatGuard<'a, D>>, site: Site) {
+        let done = Arc::new(AtomicBool::new(false));
+        let item = WorkItem { f: Box::new(f), kind: WorkKind::Plain, done: Some(done.clone()) };
+        if S::BQL_OUTSIDE_GUEST {
+            let g = bql.as_mut().expect("run_on_cpu in baseline needs the BQL");
+            self.queue(i, item);
+            while !done.load(Ordering::SeqCst) {
+                g.wait(&self.work_cond, Site::CondRunOnCpu);
+            }
+        } else {
+            *bql = None;
+            let v = &self.vcpus[i];
+            {
+                let mut q = v.lock.lock(Site::CpuLockRemote);
+                q.work.push_back(item);
+                v.work_pending.store(true, Ordering::SeqCst);
+                v.exit_request.store(true, Ordering::SeqCst);
+                v.halt_cond.notify_all();
+                while !done.load(Ordering::SeqCst) {
+                    q.wait(&v.cond, Site::CondRunOnCpu);
+                }
+            }
+            *bql = Some(self.bql(site));
+        }
+    }
+
+    /// Start of the vCPU thread's stay outside guest code: take the BQL or the own CPU lock.
+    pub fn enter_outer(&self, i: usize) -> Outer<'_, C, D> {
+        if S::BQL_OUTSIDE_GUEST { Outer::Bql(self.bql(Site::BqlExecLoop)) } else { Outer::Cpu(self.vcpus[i].lock.lock(Site::CpuLockExecLoop)) }
+    }
+
+    /// Sleeps while vCPU `i` is idle: no queued work, no shutdown, and stopped or halted without
+    /// work. `has_work` is the machine's check (an interrupt it can take, a prod); it reads
+    /// state protected by the BQL, so the per-CPU strategies take the BQL around it.
+    pub fn wait_io_event<'a>(&'a self, i: usize, outer: &mut Outer<'a, C, D>, mut has_work: impl FnMut() -> bool) {
+        let v = &self.vcpus[i];
+        loop {
+            if self.shutdown.load(Ordering::SeqCst) || v.work_pending.load(Ordering::SeqCst) {
+                return;
+            }
+            let stopped = v.stopped.load(Ordering::SeqCst);
+            if !stopped && !v.halted.load(Ordering::SeqCst) {
+                return;
+            }
+            if !stopped {
+                let work = if S::BQL_OUTSIDE_GUEST {
+                    has_work()
+                } else {
+                    // Lock order: drop the CPU lock, take the BQL, retake the CPU lock.
+                    *outer = Outer::None;
+                    let _b = self.bql(Site::BqlHasWork);
+                    *outer = Outer::Cpu(v.lock.lock(Site::CpuLockExecLoop));
+                    let w = has_work();
+                    drop(_b);
+                    // The predicate may have changed while we held no lock: check again.
+                    if !w && (v.work_pending.load(Ordering::SeqCst) || self.shutdown.load(Ordering::SeqCst)) {
+                        return;
+                    }
+                    w
+                };
+                if work {
+                    return;
+                }
+            }
+            match outer {
+                Outer::Bql(g) => g.wait(&v.halt_cond, Site::BqlIdleWait),
+                Outer::Cpu(g) => g.wait(&v.halt_cond, Site::CondIdle),
+                Outer::None => unreachable!("wait_io_event without the outer lock"),
+            }
+        }
+    }
+
+    /// Runs vCPU `i`'s queued work with `ctx`, with each strategy's locks (LOCKING.md table).
+    pub fn drain_work<'a>(&'a self, i: usize, outer: &mut Outer<'a, C, D>, ctx: &mut C) {
+        let v = &self.vcpus[i];
+        loop {
+            let item = {
+                let mut q = match outer {
+                    Outer::Cpu(g) => Pop::Held(g),
+                    _ => Pop::Taken(v.lock.lock(Site::WorkQueue)),
+                };
+                let it = q.get().work.pop_front();
+                if q.get().work.is_empty() {
+                    v.work_pending.store(false, Ordering::SeqCst);
+                }
+                it
+            };
+            let Some(item) = item else { return };
+            if item.kind == WorkKind::TlbFlush {
+                v.flush_queued.store(false, Ordering::SeqCst);
+            }
+            if S::BQL_OUTSIDE_GUEST {
+                if item.kind == WorkKind::Exclusive {
+                    *outer = Outer::None;
+                    self.run_exclusive(item.f, ctx);
+                    *outer = Outer::Bql(self.bql(Site::BqlExecLoop));
+                } else {
+                    // Runs under the BQL this loop already holds; counted at its site so
+                    // strategies compare item by item.
+                    let site = if item.kind == WorkKind::TlbFlush { Site::BqlTlbFlushItem } else { Site::BqlWorkItem };
+                    crate::sync::stats::record_acquire(site, false, 0);
+                    (item.f)(ctx);
+                }
+                if let Some(done) = item.done {
+                    done.store(true, Ordering::SeqCst);
+                    self.work_cond.notify_all();
+                }
+            } else {
+                *outer = Outer::None;
+                match item.kind {
+                    WorkKind::Exclusive => self.run_exclusive(item.f, ctx),
+                    WorkKind::NoBql | WorkKind::TlbFlush if S::TLB_FLUSH_WITHOUT_BQL => (item.f)(ctx),
+                    kind => {
+                        let site = if kind == WorkKind::TlbFlush { Site::BqlTlbFlushItem } else { Site::BqlWorkItem };
+                        let _b = self.bql(site);
+                        (item.f)(ctx);
+                    }
+                }
+                *outer = Outer::Cpu(v.lock.lock(Site::CpuLockExecLoop));
+                if let Some(done) = item.done {
+                    done.store(true, Ordering::SeqCst);
+                    v.cond.notify_all();
+                }
+            }
+        }
+    }
+
+    fn run_exclusive(&self, f: WorkFn<C>, ctx: &mut C) {
+        self.start_exclusive();
+        f(ctx);
+        self.exclusive.end();
+    }
+
+    /// Waits until every other vCPU is outside guest code (no BQL or CPU lock may be held).
+    pub fn start_exclusive(&self) {
+        self.exclusive.start(self.vcpus.iter().map(|v| &v.exec), |i| {
+            // Running vCPUs are in guest code, not asleep: the exit flag is enough.
+            self.vcpus[i].exit_request.store(true, Ordering::SeqCst);
+        });
+    }
+
+    pub fn end_exclusive(&self) {
+        self.exclusive.end();
+    }
+
+    /// Stops every vCPU loop (power-off, os-term, timeout); the caller holds the BQL.
+    pub fn request_shutdown(&self, _bql: &StatGuard<'_, D>) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for i in 0..self.vcpus.len() {
+            self.kick(i);
+        }
+    }
+
+    /// Stops or starts vCPU `i` (RTAS stop-self / start-cpu); the caller holds the BQL.
+    pub fn set_stopped(&self, i: usize, stopped: bool, _bql: &StatGuard<'_, D>) {
+        let v = &self.vcpus[i];
+        if S::BQL_OUTSIDE_GUEST {
+            v.stopped.store(stopped, Ordering::SeqCst);
+            self.kick(i);
+        } else {
+            let _g = v.lock.lock(Site::CpuLockRemote);
+            v.stopped.store(stopped, Ordering::SeqCst);
+            v.exit_request.store(true, Ordering::SeqCst);
+            v.halt_cond.notify_all();
+        }
+    }
+
+    /// Marks vCPU `i` halted (H_CEDE) or running, from its own thread. Baseline protects
+    /// `halted` with the BQL (held by the caller when halting); the per-CPU strategies with
+    /// the CPU lock (taken here, after any BQL the caller holds).
+    pub fn set_halted(&self, i: usize, halted: bool) {
+        let v = &self.vcpus[i];
+        if S::BQL_OUTSIDE_GUEST {
+            v.halted.store(halted, Ordering::SeqCst);
+        } else {
+            let _g = v.lock.lock(Site::CpuLockRemote);
+            v.halted.store(halted, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The queue is reached through the held CPU lock (per-CPU strategies) or by taking the queue
+/// lock briefly (baseline, where the loop holds the BQL instead).
+enum Pop<'g, 'a, C> {
+    Held(&'g mut StatGuard<'a, CpuLocked<C>>),
+    Taken(StatGuard<'a, CpuLocked<C>>),
+}
+
+impl<C> Pop<'_, '_, C> {
+    fn get(&mut self) -> &mut CpuLocked<C> {
+        match self {
+            Pop::Held(g) => g,
+            Pop::Taken(g) => g,
+        }
+    }
+}
