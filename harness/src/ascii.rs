@@ -88,10 +88,8 @@ pub fn render(title: &str, series: &[AsciiSeries], width: usize, height: usize) 
     let row_of = |y: f64| -> usize { ((1.0 - y / y_max) * (rows - 1) as f64).round().clamp(1.0, (rows - 2) as f64) as usize };
 
     // Frame.
-    for c in 0..cols {
-        g[0][c] = '-';
-        g[rows - 1][c] = '-';
-    }
+    g[0].fill('-');
+    g[rows - 1].fill('-');
     for row in g.iter_mut() {
         row[0] = '|';
         row[cols - 1] = '|';

@@ -116,7 +116,7 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
-    /// Our variants to run (comma-separated; default all three).
+    /// Our variants to run (comma-separated; default all three; `none` for peers only).
     #[arg(long, value_delimiter = ',')]
     pub variants: Option<Vec<String>>,
     /// vCPU counts, e.g. 1,2,4,8 or 1-4 (default: 1, 2, 4, … up to 2 × host cores, max 28).

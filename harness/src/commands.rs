@@ -108,9 +108,16 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
     };
     let preset = sizes::preset(base_mode, host_cores);
     let custom = a.cpus.is_some() || a.units.is_some() || a.size.is_some() || a.seed.is_some() || a.reps.is_some();
-    let variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    let mut variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    // `--variants none`: peers only (e.g. to calibrate the guest on QEMU).
+    if variants == ["none"] {
+        variants.clear();
+    }
     builder::check_variants(&variants)?;
     let peers = parse_pairs(&a.peers, "--peer")?;
+    if variants.is_empty() && peers.is_empty() {
+        bail!("nothing to run: --variants none needs at least one --peer");
+    }
     for (i, (name, _)) in peers.iter().enumerate() {
         if VARIANTS.contains(&name.as_str()) || peers[..i].iter().any(|p| &p.0 == name) {
             bail!("--peer {name}: the name is already taken");

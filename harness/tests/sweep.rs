@@ -51,7 +51,9 @@ fn sweep_writes_a_valid_complete_file_and_plots() {
     let r1 = f.runs.iter().find(|r| r.cpus == 1).unwrap();
     assert_eq!(r1.pin, "compact");
     assert!(r1.result.as_ref().unwrap().counters.contains_key("flush_hcalls"));
-    assert_eq!(r1.stats.get("procs").map(String::as_str), Some("33"));
+    // The default guest size reached the guest (the fake reports units + 1 processes).
+    let procs = (lockscale::sizes::DEFAULT_GUEST.units + 1).to_string();
+    assert_eq!(r1.stats.get("procs"), Some(&procs));
     assert!(f.builds["baseline"].version.as_deref().unwrap().contains("strategy: baseline"));
     // Plots and the ASCII chart at the end.
     assert!(s.p("plots/ok.png").is_file() && s.p("plots/ok.svg").is_file());
