@@ -1,0 +1,89 @@
+//! The hvterm console (`/vdevice/vty@71000000`, "hvterm1"): H_PUT_TERM_CHAR writes to the
+//! host's stdout, H_GET_TERM_CHAR reads from an input queue that the I/O thread fills from
+//! stdin. The guest polls it (the node has no `interrupts`), as kvmtool's does.
+
+use std::collections::VecDeque;
+use std::io::Write;
+
+/// Terminal number of the one vty: its `reg`, the same as QEMU's first VIO device.
+pub const VTY_REG: u32 = 0x7100_0000;
+
+/// Most characters one H_PUT_TERM_CHAR / H_GET_TERM_CHAR moves (two registers).
+pub const MAX_CHARS: usize = 16;
+
+/// Input side of the hvterm.
+#[derive(Debug, Default)]
+pub struct HvTerm {
+    input: VecDeque<u8>,
+}
+
+impl HvTerm {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues bytes typed on the host (I/O thread).
+    pub fn push_input(&mut self, bytes: &[u8]) {
+        self.input.extend(bytes);
+    }
+
+    /// Takes up to [`MAX_CHARS`] queued bytes.
+    pub fn take_input(&mut self) -> Vec<u8> {
+        let n = self.input.len().min(MAX_CHARS);
+        self.input.drain(..n).collect()
+    }
+
+    pub fn pending_input(&self) -> usize {
+        self.input.len()
+    }
+}
+
+/// Packs up to 16 bytes into two registers, first byte most significant (PAPR's layout).
+pub fn pack_chars(bytes: &[u8]) -> (u64, u64) {
+    let mut buf = [0u8; MAX_CHARS];
+    let n = bytes.len().min(MAX_CHARS);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    (u64::from_be_bytes(buf[..8].try_into().unwrap()), u64::from_be_bytes(buf[8..].try_into().unwrap()))
+}
+
+/// The first `len` (≤ 16) bytes packed in two registers by [`pack_chars`].
+pub fn unpack_chars(hi: u64, lo: u64, len: usize) -> Vec<u8> {
+    let mut buf = [0u8; MAX_CHARS];
+    buf[..8].copy_from_slice(&hi.to_be_bytes());
+    buf[8..].copy_from_slice(&lo.to_be_bytes());
+    buf[..len.min(MAX_CHARS)].to_vec()
+}
+
+/// Writes console output to the host's stdout, flushed at once so that output interleaves
+/// correctly with the emulator's own messages and reaches a pipe before a hang or a kill.
+pub fn write_stdout(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (e.g. `| head`) must not stop the guest.
+    let _ = out.write_all(bytes);
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_roundtrip() {
+        let text = b"hello, pseries!!";
+        let (hi, lo) = pack_chars(text);
+        assert_eq!(hi, u64::from_be_bytes(*b"hello, p"));
+        assert_eq!(unpack_chars(hi, lo, 16), text);
+        assert_eq!(unpack_chars(hi, lo, 3), b"hel");
+        let (hi, lo) = pack_chars(b"ab");
+        assert_eq!((hi, lo), (0x6162_0000_0000_0000, 0));
+    }
+
+    #[test]
+    fn input_is_taken_sixteen_at_a_time() {
+        let mut t = HvTerm::new();
+        t.push_input(&[b'x'; 20]);
+        assert_eq!(t.take_input().len(), 16);
+        assert_eq!(t.take_input().len(), 4);
+        assert!(t.take_input().is_empty());
+    }
+}
