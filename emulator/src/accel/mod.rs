@@ -7,6 +7,7 @@
 
 pub mod exclusive;
 pub mod exec;
+pub mod timers;
 #[cfg(test)]
 mod loom_tests;
 
