@@ -63,8 +63,44 @@ pub fn write_stdout(bytes: &[u8]) {
     let _ = out.flush();
 }
 
+/// Reads `input` on a thread of its own and hands every chunk to `deliver` (which queues it
+/// with [`HvTerm::push_input`] under the BQL). Ends at end of file or on a read error, so a
+/// run without stdin (CI) costs nothing.
+pub fn spawn_input_reader<R, F>(mut input: R, mut deliver: F) -> std::io::Result<std::thread::JoinHandle<()>>
+where
+    R: std::io::Read + Send + 'static,
+    F: FnMut(&[u8]) + Send + 'static,
+{
+    std::thread::Builder::new().name("hvterm-input".into()).spawn(move || {
+        let mut buf = [0u8; 256];
+        loop {
+            match input.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => deliver(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn input_reader_delivers_until_eof() {
+        let got = std::sync::Arc::new(std::sync::Mutex::new(HvTerm::new()));
+        let sink = got.clone();
+        let data: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+        let h = spawn_input_reader(std::io::Cursor::new(data.clone()), move |b| sink.lock().unwrap().push_input(b)).unwrap();
+        h.join().unwrap();
+        let mut term = got.lock().unwrap();
+        let mut all = Vec::new();
+        while term.pending_input() > 0 {
+            all.extend(term.take_input());
+        }
+        assert_eq!(all, data);
+    }
+
     use super::*;
 
     #[test]
