@@ -25,6 +25,9 @@ pub mod msr {
     pub const LE: u64 = 1 << 0;
 }
 
+/// XER bits kept in `CpuState::xer_rsvd`.
+pub const XER_RESERVED: u64 = 0x1ff3_ff80;
+
 /// No reservation held (`reserve_addr` value).
 pub const NO_RESERVATION: u64 = u64::MAX;
 
@@ -58,6 +61,10 @@ pub struct CpuState {
     pub fpscr: u64,
     pub vscr: u32,
     pub vrsave: u32,
+    /// XER bits 32-63 that have no function on POWER8 (all but SO, OV, CA, OV32, CA32 and the
+    /// byte count): `mtxer` keeps them and `mfxer` returns them, as the reference
+    /// implementation (QEMU) does. The ISA leaves what reserved SPR bits read back open.
+    pub xer_rsvd: u32,
 
     // --- user-visible SPRs ---
     pub tar: u64,
@@ -128,6 +135,7 @@ impl CpuState {
             fpscr: 0,
             vscr: 0x0001_0000, // NJ set, as after reset
             vrsave: 0,
+            xer_rsvd: 0,
             tar: 0,
             dscr: 0,
             ppr: 0x000c_0000_0000_0000, // medium priority
@@ -158,13 +166,19 @@ impl CpuState {
 
     /// XER as `mfxer` reads it.
     pub fn xer(&self) -> u64 {
-        ((self.so as u64) << 31) | ((self.ov as u64) << 30) | ((self.ca as u64) << 29) | self.xer_bc as u64
+        ((self.so as u64) << 31)
+            | ((self.ov as u64) << 30)
+            | ((self.ca as u64) << 29)
+            | self.xer_rsvd as u64
+            | self.xer_bc as u64
     }
 
+    /// `mtxer`: bits 0-31 are dropped; OV32/CA32 (bits 44-45, ISA 3.0) do not exist on POWER8.
     pub fn set_xer(&mut self, v: u64) {
         self.so = ((v >> 31) & 1) as u8;
         self.ov = ((v >> 30) & 1) as u8;
         self.ca = ((v >> 29) & 1) as u8;
+        self.xer_rsvd = (v & XER_RESERVED) as u32;
         self.xer_bc = (v & 0x7f) as u8;
     }
 
@@ -198,11 +212,12 @@ impl CpuState {
         (self.vsr[n as usize] >> 64) as u64
     }
 
-    /// Writes FPR `n`, leaving the low doubleword of the VSR as it was (as QEMU does).
+    /// Writes FPR `n` and zeroes the low doubleword of the VSR. ISA 2.07 leaves that
+    /// doubleword undefined after a scalar floating-point result; QEMU (our reference) and
+    /// ISA 3.1 set it to zero.
     #[inline]
     pub fn set_fpr(&mut self, n: u32, v: u64) {
-        let r = &mut self.vsr[n as usize];
-        *r = (*r & u64::MAX as u128) | ((v as u128) << 64);
+        self.vsr[n as usize] = (v as u128) << 64;
     }
 
     /// VR `n` (VSR 32 + n).

@@ -1,7 +1,7 @@
 //! Branches, `sc`, condition-register logic and CR moves.
 
 use super::{Cpu, Exec};
-use crate::cpu::{Exception, ProgramKind};
+use crate::cpu::Exception;
 use crate::isa::Insn;
 
 /// Evaluates BO/BI, decrementing CTR when BO says so. Returns whether to branch.
@@ -58,12 +58,26 @@ pub(super) fn bclr(c: &mut Cpu, i: Insn) -> Exec {
     branch_to(c, i, c.st.lr, true)
 }
 
+/// `bcctr` with a BO that decrements CTR is an invalid form in the ISA; POWER8 (and QEMU, our
+/// reference) implement "test and decrement" instead, which Linux uses as a Spectre v2
+/// mitigation: the CTR test uses the value before the decrement, a failed test leaves CTR
+/// alone, and the target is the old CTR.
 pub(super) fn bcctr(c: &mut Cpu, i: Insn) -> Exec {
-    // Decrementing the register being branched to is an invalid form.
-    if i.rt() & 4 == 0 {
-        return Err(Exception::Program(ProgramKind::Illegal));
+    let bo = i.rt();
+    if bo & 4 != 0 {
+        return branch_to(c, i, c.st.ctr, false);
     }
-    branch_to(c, i, c.st.ctr, false)
+    let target = c.st.ctr;
+    link(c, i);
+    let ctr = if c.st.sf() { target } else { target & 0xffff_ffff };
+    if (ctr == 0) != (bo & 2 != 0) {
+        return Ok(());
+    }
+    c.st.ctr = target.wrapping_sub(1);
+    if bo & 0x10 != 0 || c.st.cr_bit(i.ra()) == (bo & 8 != 0) {
+        c.nia = c.mask_ea(target & !3);
+    }
+    Ok(())
 }
 
 pub(super) fn bctar(c: &mut Cpu, i: Insn) -> Exec {
@@ -116,10 +130,11 @@ fn field_mask(fxm: u32) -> u32 {
 
 pub(super) fn mfocrf(c: &mut Cpu, i: Insn) -> Exec {
     let fxm = i.fxm();
-    // One field selected: only it is copied. Otherwise the ISA leaves the result undefined;
-    // we copy the whole CR, as the reference implementation does.
-    let m = if fxm.count_ones() == 1 { field_mask(fxm) } else { u32::MAX };
-    c.st.gpr[i.rt() as usize] = (c.st.cr & m) as u64;
+    // One field selected: only it is copied, the rest of RT is zero. Otherwise the ISA leaves
+    // the result undefined; the reference implementation leaves RT as it was.
+    if fxm.count_ones() == 1 {
+        c.st.gpr[i.rt() as usize] = (c.st.cr & field_mask(fxm)) as u64;
+    }
     Ok(())
 }
 

@@ -138,15 +138,18 @@ pub(super) fn mulld(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 
+// Word results leave the high half of RT undefined in 64-bit mode; like QEMU (our reference)
+// we zero-extend them (divwe: sign-extend) and set CR0 from the whole register.
+
 pub(super) fn mulhw(c: &mut Cpu, i: Insn) -> Exec {
     let p = (ra(c, i) as i32 as i64) * (rb(c, i) as i32 as i64);
-    set_rc_word(c, i, (p >> 32) as u32);
+    set_rc(c, i, i.rt(), (p >> 32) as u32 as u64);
     Ok(())
 }
 
 pub(super) fn mulhwu(c: &mut Cpu, i: Insn) -> Exec {
     let p = (ra(c, i) & 0xffff_ffff) * (rb(c, i) & 0xffff_ffff);
-    set_rc_word(c, i, (p >> 32) as u32);
+    set_rc(c, i, i.rt(), p >> 32);
     Ok(())
 }
 
@@ -162,73 +165,57 @@ pub(super) fn mulhdu(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 
-/// Word results whose high half the ISA leaves undefined: zero-extended, and CR0 is set from
-/// the 32-bit value (what QEMU does, our oracle).
+/// Shared by all divides: `q` is `None` for an undefined quotient (divide by zero, overflow),
+/// which sets OV when OE is set and leaves `undefined` in RT: what QEMU leaves there (the
+/// dividend for divw[u]/divd[u], which it divides by one instead; zero for the extended forms).
 #[inline(always)]
-fn set_rc_word(c: &mut Cpu, i: Insn, w: u32) {
-    c.st.gpr[i.rt() as usize] = w as u64;
-    if i.rc() {
-        let sf = c.st.msr;
-        c.st.msr &= !crate::cpu::msr::SF;
-        record_cr0(&mut c.st, w as u64);
-        c.st.msr = sf;
-    }
-}
-
-/// Shared by all divides: `q` is `None` for an undefined quotient (divide by zero,
-/// overflow), which sets OV when OE is set and leaves RT zero.
-#[inline(always)]
-fn div_result(c: &mut Cpu, i: Insn, q: Option<u64>, word: bool) -> Exec {
+fn div_result(c: &mut Cpu, i: Insn, q: Option<u64>, undefined: u64) -> Exec {
     if i.oe() {
         set_ov(c, q.is_none());
     }
-    let v = q.unwrap_or(0);
-    if word {
-        set_rc_word(c, i, v as u32);
-    } else {
-        set_rc(c, i, i.rt(), v);
-    }
+    set_rc(c, i, i.rt(), q.unwrap_or(undefined));
     Ok(())
 }
 
 pub(super) fn divw(c: &mut Cpu, i: Insn) -> Exec {
     let (a, b) = (ra(c, i) as i32, rb(c, i) as i32);
-    div_result(c, i, a.checked_div(b).map(|q| q as u32 as u64), true)
+    div_result(c, i, a.checked_div(b).map(|q| q as u32 as u64), a as u32 as u64)
 }
 pub(super) fn divwu(c: &mut Cpu, i: Insn) -> Exec {
     let (a, b) = (ra(c, i) as u32, rb(c, i) as u32);
-    div_result(c, i, a.checked_div(b).map(|q| q as u64), true)
+    div_result(c, i, a.checked_div(b).map(|q| q as u64), a as u64)
 }
 pub(super) fn divd(c: &mut Cpu, i: Insn) -> Exec {
     let (a, b) = (ra(c, i) as i64, rb(c, i) as i64);
-    div_result(c, i, a.checked_div(b).map(|q| q as u64), false)
+    div_result(c, i, a.checked_div(b).map(|q| q as u64), a as u64)
 }
 pub(super) fn divdu(c: &mut Cpu, i: Insn) -> Exec {
-    div_result(c, i, ra(c, i).checked_div(rb(c, i)), false)
+    let a = ra(c, i);
+    div_result(c, i, a.checked_div(rb(c, i)), a)
 }
 pub(super) fn divwe(c: &mut Cpu, i: Insn) -> Exec {
     let a = ((ra(c, i) as u32 as u64) << 32) as i64;
     let b = rb(c, i) as i32 as i64;
     let q = a.checked_div(b).filter(|q| *q == *q as i32 as i64);
-    div_result(c, i, q.map(|q| q as u32 as u64), true)
+    div_result(c, i, q.map(|q| q as u64), 0)
 }
 pub(super) fn divweu(c: &mut Cpu, i: Insn) -> Exec {
     let a = (ra(c, i) as u32 as u64) << 32;
     let b = rb(c, i) as u32 as u64;
     let q = a.checked_div(b).filter(|q| *q <= u32::MAX as u64);
-    div_result(c, i, q, true)
+    div_result(c, i, q, 0)
 }
 pub(super) fn divde(c: &mut Cpu, i: Insn) -> Exec {
     let a = (ra(c, i) as i64 as i128) << 64;
     let b = rb(c, i) as i64 as i128;
     let q = a.checked_div(b).filter(|q| *q == *q as i64 as i128);
-    div_result(c, i, q.map(|q| q as u64), false)
+    div_result(c, i, q.map(|q| q as u64), 0)
 }
 pub(super) fn divdeu(c: &mut Cpu, i: Insn) -> Exec {
     let a = (ra(c, i) as u128) << 64;
     let b = rb(c, i) as u128;
     let q = a.checked_div(b).filter(|q| *q <= u64::MAX as u128);
-    div_result(c, i, q.map(|q| q as u64), false)
+    div_result(c, i, q.map(|q| q as u64), 0)
 }
 
 // --- compare ---
@@ -565,5 +552,28 @@ mod tests {
         c.st.gpr[4] = 7;
         run(&mut c, &[0x7c64_2fd6]); // divwo r3,r4,r5 with r5 = 0
         assert_eq!((c.st.ov, c.st.so), (1, 1));
+    }
+
+    #[test]
+    fn extended_divide_overflow_sets_ov() {
+        let mut c = cpu();
+        c.st.gpr[4] = 1;
+        c.st.gpr[5] = 2;
+        // divdeo r3,r4,r5: 2^64 / 2 does not fit in a signed doubleword.
+        run(&mut c, &[0x7c64_2f52]);
+        assert_eq!((c.st.gpr[3], c.st.ov), (0, 1));
+        // divdeuo r3,r4,r5 fits in an unsigned one.
+        run(&mut c, &[0x7c64_2f12]);
+        assert_eq!((c.st.gpr[3], c.st.ov), (1 << 63, 0));
+    }
+
+    #[test]
+    fn word_results_set_cr0_from_the_whole_register() {
+        let mut c = cpu();
+        c.st.gpr[4] = 0xffff_ffff;
+        c.st.gpr[5] = 0xffff_ffff;
+        run(&mut c, &[0x7c64_2817]); // mulhwu. r3,r4,r5
+        assert_eq!(c.st.gpr[3], 0xffff_fffe);
+        assert_eq!(c.st.cr >> 28, 4); // positive as a doubleword
     }
 }

@@ -127,7 +127,7 @@ pub(super) fn lq(c: &mut Cpu, i: Insn) -> Exec {
         return Err(ILLEGAL);
     }
     let ea = c.mask_ea(c.ra0(ra).wrapping_add(i.dq() as u64));
-    let (hi, lo) = load_quad(c, ea, false)?;
+    let (hi, lo) = load_quad(c, ea)?;
     c.st.gpr[rt as usize] = hi;
     c.st.gpr[rt as usize + 1] = lo;
     Ok(())
@@ -142,22 +142,33 @@ pub(super) fn stq(c: &mut Cpu, i: Insn) -> Exec {
     store_quad(c, ea, c.st.gpr[rs as usize], c.st.gpr[rs as usize + 1])
 }
 
-/// Loads a 16-byte aligned quadword as (register of the even number, odd number).
-fn load_quad(c: &mut Cpu, ea: u64, _atomic: bool) -> Result<(u64, u64), Exception> {
-    if ea & 15 != 0 {
-        return Err(Exception::Alignment { ea, dsisr: 0 });
-    }
+/// Loads a quadword as (register of the even number, odd number): one atomic access when it
+/// is aligned. The ISA leaves a misaligned `lq` to the implementation; QEMU (our reference)
+/// performs it as two doubleword accesses, and so do we.
+fn load_quad(c: &mut Cpu, ea: u64) -> Result<(u64, u64), Exception> {
     let le = c.st.le();
+    if ea & 15 != 0 {
+        let first = c.mmu.load(&c.st, ea, 8, le)?;
+        let second = c.mmu.load(&c.st, c.mask_ea(ea.wrapping_add(8)), 8, le)?;
+        return Ok(if le { (second, first) } else { (first, second) });
+    }
     let p = c.mmu.ram_ptr(&c.st, ea, 16, Access::Read)?;
     let raw = unsafe { (*AtomicU128::from_ptr(p.cast())).load(Ordering::Relaxed) };
     Ok(split_quad(raw, le))
 }
 
 fn store_quad(c: &mut Cpu, ea: u64, hi: u64, lo: u64) -> Exec {
+    let le = c.st.le();
     if ea & 15 != 0 {
-        return Err(Exception::Alignment { ea, dsisr: 0 });
+        // Both halves must be writable before either is written.
+        let second = c.mask_ea(ea.wrapping_add(8));
+        c.mmu.ram_ptr(&c.st, ea, 1, Access::Write)?;
+        c.mmu.ram_ptr(&c.st, c.mask_ea(ea.wrapping_add(15)), 1, Access::Write)?;
+        let (first_val, second_val) = if le { (lo, hi) } else { (hi, lo) };
+        c.mmu.store(&c.st, ea, 8, first_val, le)?;
+        return c.mmu.store(&c.st, second, 8, second_val, le);
     }
-    let raw = join_quad(hi, lo, c.st.le());
+    let raw = join_quad(hi, lo, le);
     let p = c.mmu.ram_ptr(&c.st, ea, 16, Access::Write)?;
     unsafe { (*AtomicU128::from_ptr(p.cast())).store(raw, Ordering::Relaxed) };
     Ok(())
@@ -181,11 +192,10 @@ fn join_quad(hi: u64, lo: u64, le: bool) -> u128 {
 
 // --- multiple and string (big-endian only: alignment interrupt in little-endian mode) ---
 
+/// `lmw` with RA among the registers loaded is an invalid form; QEMU loads them all, RA
+/// included, from the address computed first, and so do we.
 pub(super) fn lmw(c: &mut Cpu, i: Insn) -> Exec {
-    let (rt, ra) = (i.rt(), i.ra());
-    if ra >= rt && ra != 0 {
-        return Err(ILLEGAL);
-    }
+    let rt = i.rt();
     let ea = ea(c, i, Addr::D);
     if c.st.le() {
         return Err(Exception::Alignment { ea, dsisr: 0 });
@@ -242,14 +252,36 @@ fn store_string(c: &mut Cpu, rs: u32, ea: u64, n: u64) -> Exec {
     Ok(())
 }
 
+/// Whether register `r` is among the `n`-byte string's registers starting at `rt` (wrapping).
+fn in_string_regs(rt: u32, n: u64, r: u32) -> bool {
+    let nregs = n.div_ceil(4) as u32;
+    (r + 32 - rt) % 32 < nregs
+}
+
+/// A string load whose registers include RA (or RB) is an invalid form: an illegal
+/// instruction, as in QEMU (which checks RA even when it is 0 for `lswi`).
 pub(super) fn lswi(c: &mut Cpu, i: Insn) -> Exec {
     let n = if i.rb() == 0 { 32 } else { i.rb() as u64 };
-    load_string(c, i.rt(), c.mask_ea(c.ra0(i.ra())), n)
+    let ea = c.mask_ea(c.ra0(i.ra()));
+    if c.st.le() {
+        return Err(Exception::Alignment { ea, dsisr: 0 });
+    }
+    if in_string_regs(i.rt(), n, i.ra()) {
+        return Err(ILLEGAL);
+    }
+    load_string(c, i.rt(), ea, n)
 }
 
 pub(super) fn lswx(c: &mut Cpu, i: Insn) -> Exec {
     let ea = ea(c, i, Addr::X);
-    load_string(c, i.rt(), ea, c.st.xer_bc as u64)
+    let n = c.st.xer_bc as u64;
+    if c.st.le() {
+        return Err(Exception::Alignment { ea, dsisr: 0 });
+    }
+    if n > 0 && ((i.ra() != 0 && in_string_regs(i.rt(), n, i.ra())) || in_string_regs(i.rt(), n, i.rb())) {
+        return Err(ILLEGAL);
+    }
+    load_string(c, i.rt(), ea, n)
 }
 
 pub(super) fn stswi(c: &mut Cpu, i: Insn) -> Exec {
@@ -312,20 +344,18 @@ fn native_to_guest(raw: u64, size: usize, le: bool) -> u64 {
 
 fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
     let ea = ea(c, i, Addr::X);
-    if ea & (size as u64 - 1) != 0 {
-        return Err(Exception::Alignment { ea, dsisr: 0 });
-    }
     let rs = i.rs() as usize;
     if size == 16 && rs & 1 != 0 {
         return Err(ILLEGAL);
     }
-    // Translate first: a store conditional to an unmapped page faults even without a reservation.
-    let p = c.mmu.ram_ptr(&c.st, ea, size, Access::Write)?;
+    // Without a reservation for exactly this address and size the store is not performed and
+    // nothing is accessed: no alignment or storage interrupt (QEMU's behaviour; the ISA leaves
+    // it to the implementation). A reserved address is aligned: `l?arx` checked it.
     let reserved = c.st.reserve_addr == ea && c.st.reserve_size == size as u64;
     c.st.reserve_addr = NO_RESERVATION;
+    let p = if reserved { Some(c.mmu.ram_ptr(&c.st, ea, size, Access::Write)?) } else { None };
     let le = c.st.le();
-    let ok = reserved
-        && unsafe {
+    let ok = p.is_some_and(|p| unsafe {
             let old = c.st.reserve_val;
             match size {
                 1 => (*AtomicU8::from_ptr(p))
@@ -346,7 +376,7 @@ fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
                     (*AtomicU128::from_ptr(p.cast())).compare_exchange(expected, new, Ordering::AcqRel, Ordering::Relaxed).is_ok()
                 }
             }
-        };
+        });
     let so = c.st.so as u32;
     c.st.cr = (c.st.cr & 0x0fff_ffff) | ((if ok { 2 } else { 0 } | so) << 28);
     Ok(())
@@ -504,8 +534,16 @@ pub(super) fn dcbz(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 
-/// Cache hints and write-backs have no architectural effect on an emulated coherent memory.
+/// Cache hints have no architectural effect on an emulated coherent memory.
 fn cache_hint(_: &mut Cpu, _: Insn) -> Exec {
+    Ok(())
+}
+
+/// Write-backs and flushes are treated as loads for storage protection: they fault where a
+/// load would (as in QEMU), and have no other effect.
+fn cache_flush(c: &mut Cpu, i: Insn) -> Exec {
+    let ea = ea(c, i, Addr::X);
+    c.mmu.load(&c.st, ea, 1, c.st.le())?;
     Ok(())
 }
 
@@ -516,16 +554,18 @@ pub(super) fn dcbtst(c: &mut Cpu, i: Insn) -> Exec {
     cache_hint(c, i)
 }
 pub(super) fn dcbst(c: &mut Cpu, i: Insn) -> Exec {
-    cache_hint(c, i)
+    cache_flush(c, i)
 }
 pub(super) fn dcbf(c: &mut Cpu, i: Insn) -> Exec {
-    cache_hint(c, i)
+    cache_flush(c, i)
 }
 
 /// `icbi`: translated code of the block must be dropped; the interpreter decodes afresh
-/// every time, and the JIT learns of the page through its code-page tracking.
+/// every time, and the JIT learns of the page through its code-page tracking. Faults like a
+/// load of the block.
 pub(super) fn icbi(c: &mut Cpu, i: Insn) -> Exec {
     let ea = ea(c, i, Addr::X);
+    c.mmu.load(&c.st, ea & !(CACHE_BLOCK - 1), 1, c.st.le())?;
     if let Ok(p) = c.mmu.space.translate(&c.st, ea, Access::Read) {
         c.mmu.space.code_written(p.pa + (ea & !crate::softmmu::PAGE_MASK & !(CACHE_BLOCK - 1)), CACHE_BLOCK as usize);
     }
@@ -635,5 +675,72 @@ mod tests {
             assert_eq!(c.mmu.load(&c.st, 0x9000 + 8 * k, 8, true).unwrap(), 0);
         }
         assert_eq!(c.mmu.load(&c.st, 0x9080, 8, true).unwrap(), u64::MAX);
+    }
+
+    #[test]
+    fn multiple_and_string_are_big_endian_only() {
+        let mut c = cpu();
+        c.st.gpr[3] = 0x9000;
+        c.st.pc = 0x1000;
+        c.nia = 0x1004;
+        // lmw r28,0(r3); stmw r28,0(r3); lswi r5,r3,8
+        for w in [0xbb83_0000, 0xbf83_0000, 0x7ca3_44aa] {
+            assert!(matches!(c.execute(w), Err(Exception::Alignment { .. })), "{w:#x}");
+        }
+        c.st.msr &= !msr::LE;
+        c.st.gpr[28] = 0x1122_3344;
+        c.st.gpr[29] = 0x5566_7788_99aa_bbcc;
+        run(&mut c, &[0xbf83_0000, 0xba83_0000]); // stmw r28,0(r3); lmw r20,0(r3)
+        assert_eq!(c.st.gpr[20..23], [0x1122_3344, 0x99aa_bbcc, 0]);
+        assert_eq!(c.st.gpr[28], 0); // loaded from beyond what stmw wrote
+    }
+
+    #[test]
+    fn string_load_over_its_address_register_is_illegal() {
+        let mut c = cpu();
+        c.st.msr &= !msr::LE;
+        c.st.gpr[6] = 0x9000;
+        c.st.set_xer(8);
+        c.st.pc = 0x1000;
+        c.nia = 0x1004;
+        // lswx r5,r6,r7 loads r5 and r6: RA is among them.
+        assert_eq!(c.execute(0x7ca6_3c2a), Err(ILLEGAL));
+        // lswi r5,r6,8 likewise; lswi r5,r7,8 is fine.
+        assert_eq!(c.execute(0x7ca6_44aa), Err(ILLEGAL));
+        c.st.gpr[7] = 0x9000;
+        assert_eq!(c.execute(0x7ca7_44aa), Ok(()));
+    }
+
+    #[test]
+    fn store_conditional_without_reservation_touches_nothing() {
+        let mut c = cpu();
+        c.st.gpr[3] = 0x4000_0001; // unmapped and misaligned
+        c.st.cr = 0xf000_0000;
+        run(&mut c, &[0x7ca0_192d]); // stwcx. r5,0,r3
+        assert_eq!(c.st.cr >> 28, 0);
+    }
+
+    #[test]
+    fn misaligned_quadword_is_two_doublewords() {
+        let mut c = cpu();
+        c.st.gpr[3] = 0x9008;
+        c.st.gpr[6] = 0x1111;
+        c.st.gpr[7] = 0x2222;
+        run(&mut c, &[0xf8c3_0002, 0xe103_0000]); // stq r6,0(r3); lq r8,0(r3)
+        assert_eq!((c.st.gpr[8], c.st.gpr[9]), (0x1111, 0x2222));
+        assert_eq!(c.mmu.load(&c.st, 0x9008, 8, true).unwrap(), 0x2222);
+    }
+
+    #[test]
+    fn cache_flushes_fault_like_loads() {
+        let mut c = cpu();
+        c.st.gpr[3] = 0x4000_0000; // beyond the 1 MiB of RAM
+        c.st.pc = 0x1000;
+        c.nia = 0x1004;
+        for w in [0x7c00_186c, 0x7c00_18ac, 0x7c00_1fac] {
+            // dcbst 0,r3; dcbf 0,r3; icbi 0,r3
+            assert!(matches!(c.execute(w), Err(Exception::Dsi { .. })), "{w:#x}");
+        }
+        assert_eq!(c.execute(0x7c00_1a2c), Ok(())); // dcbt 0,r3: a hint
     }
 }

@@ -121,24 +121,29 @@ impl Cpu {
     }
 }
 
+/// SPRs 808-811 are reserved no-ops (ISA 2.07 Book III 1.3.3): `mfspr` leaves RT alone.
+const NOOP_SPRS: std::ops::RangeInclusive<u32> = 808..=811;
+
 pub(super) fn mfspr(c: &mut Cpu, i: Insn) -> Exec {
+    if NOOP_SPRS.contains(&i.spr()) {
+        return Ok(());
+    }
     let v = c.read_spr(i.spr())?;
     c.st.gpr[i.rt() as usize] = v;
     Ok(())
 }
 
 pub(super) fn mtspr(c: &mut Cpu, i: Insn) -> Exec {
+    if NOOP_SPRS.contains(&i.spr()) {
+        return Ok(());
+    }
     c.write_spr(i.spr(), c.st.gpr[i.rs() as usize])
 }
 
+/// `mftb` with a TBR other than TB/TBU is an invalid form; the reference implementation
+/// executes it as `mfspr` of that number, and so do we.
 pub(super) fn mftb(c: &mut Cpu, i: Insn) -> Exec {
-    let v = match i.spr() {
-        spr::TB_READ => c.timebase.now(),
-        spr::TBU_READ => c.timebase.now() >> 32,
-        _ => return Err(ILLEGAL),
-    };
-    c.st.gpr[i.rt() as usize] = v;
-    Ok(())
+    mfspr(c, i)
 }
 
 // --- MSR ---
