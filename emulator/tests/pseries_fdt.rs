@@ -322,7 +322,9 @@ fn reference() -> (Vec<(u64, u64)>, Node) {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ppc64emu-pseries-fdt-{}", std::process::id()));
+    // One directory per test thread: tests running in parallel write files of the same name.
+    let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let dir = std::env::temp_dir().join(format!("ppc64emu-pseries-fdt-{}-{thread}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
