@@ -116,7 +116,7 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
         }
         let info = BuildInfo {
             kind: BuildKind::Ours,
-            binary: dest.display().to_string(),
+            binary: crate::util::stored_path(req.repo, &dest),
             binary_sha256: Some(sha256_file(&dest)?),
             version,
             features: vec![variant.clone()],
@@ -146,14 +146,14 @@ pub fn load_built(dir: &Path, variant: &str) -> Result<Built> {
 }
 
 /// Describes a binary given directly on the command line (`--bin VARIANT=PATH`).
-pub fn describe_binary(variant: &str, path: &Path, kind: BuildKind) -> Result<BuildInfo> {
+pub fn describe_binary(repo: &Path, variant: &str, path: &Path, kind: BuildKind) -> Result<BuildInfo> {
     if !path.is_file() {
         bail!("{} (for {variant}) does not exist", path.display());
     }
     let version = version_of(path);
     Ok(BuildInfo {
         kind,
-        binary: path.display().to_string(),
+        binary: crate::util::stored_path(repo, path),
         binary_sha256: Some(sha256_file(path)?),
         version,
         features: if kind == BuildKind::Ours { vec![variant.to_string()] } else { vec![] },

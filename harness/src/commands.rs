@@ -222,7 +222,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             bail!("--peer {name}={cmd}: {cmd} not found (give an executable name on PATH or a path)");
         };
         let path = user_path(&path);
-        builds.insert(name.clone(), builder::describe_binary(name, &path, BuildKind::Peer)?);
+        builds.insert(name.clone(), builder::describe_binary(repo, name, &path, BuildKind::Peer)?);
         peer_cmds.push(EmulatorCmd { label: name.clone(), kind: BuildKind::Peer, program: path });
     }
     let bins: BTreeMap<String, String> = parse_pairs(&a.bins, "--bin")?.into_iter().collect();
@@ -244,7 +244,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     }
     for (v, p) in &bins {
         let path = user_path(Path::new(p));
-        built.insert(v.clone(), (path.clone(), builder::describe_binary(v, &path, BuildKind::Ours)?));
+        built.insert(v.clone(), (path.clone(), builder::describe_binary(repo, v, &path, BuildKind::Ours)?));
     }
     for v in &r.variants {
         let (path, info) = built.remove(v).expect("every variant built or given");
@@ -297,9 +297,9 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         builds,
         workload: WorkloadInfo {
             name: "mkbench".into(),
-            image: kernel.display().to_string(),
+            image: crate::util::stored_path(repo, &kernel),
             image_sha256: sha256_file(&kernel)?,
-            bios: if r.peers.is_empty() { None } else { bios.as_ref().map(|b| b.display().to_string()) },
+            bios: if r.peers.is_empty() { None } else { bios.as_ref().map(|b| crate::util::stored_path(repo, b)) },
             bios_sha256: match (&bios, r.peers.is_empty()) {
                 (Some(b), false) => Some(sha256_file(b)?),
                 _ => None,
@@ -320,6 +320,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         guest,
         budget_s: r.budget_s,
         retry_failed: false,
+        repo: repo.to_path_buf(),
     };
     run_and_finish(repo, &s, &mut file, a.no_plot)
 }
@@ -353,7 +354,7 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
     let mut emulators = Vec::new();
     for v in &file.config.variants {
         let Some(b) = file.builds.get(v) else { bail!("{}: no build recorded for {v}", path.display()) };
-        let bin = PathBuf::from(&b.binary);
+        let bin = crate::util::resolve_stored(repo, &b.binary);
         if !bin.is_file() {
             bail!("{}: the binary of {v} ({}) is gone; start a new sweep", path.display(), bin.display());
         }
@@ -365,13 +366,13 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
         emulators.push(EmulatorCmd { label: v.clone(), kind: b.kind, program: bin });
     }
     let w = &file.workload;
-    let kernel = PathBuf::from(&w.image);
+    let kernel = crate::util::resolve_stored(repo, &w.image);
     if sha256_file(&kernel).ok().as_deref() != Some(w.image_sha256.as_str()) {
         bail!("the guest image {} is missing or changed since the sweep started", kernel.display());
     }
     let guest = GuestSpec {
         kernel,
-        bios: w.bios.as_ref().map(PathBuf::from),
+        bios: w.bios.as_ref().map(|b| crate::util::resolve_stored(repo, b)),
         memory: file.config.memory.clone(),
         units: w.units,
         size: w.size,
@@ -384,6 +385,7 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
         guest,
         budget_s: None,
         retry_failed: a.retry_failed,
+        repo: repo.to_path_buf(),
     };
     if sweep::pending(&file).is_empty() && !a.retry_failed {
         eprintln!("lockscale: {} is already complete", path.display());
@@ -642,7 +644,7 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
         builds,
         workload: WorkloadInfo {
             name: "mkbench".into(),
-            image: kernel.display().to_string(),
+            image: crate::util::stored_path(repo, &kernel),
             image_sha256: sha256_file(&kernel)?,
             bios: None,
             bios_sha256: None,
@@ -662,6 +664,7 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
         guest,
         budget_s: None,
         retry_failed: false,
+        repo: repo.to_path_buf(),
     };
     eprintln!("lockscale: A/B sweep {} (base {base_rev}) vs {} (candidate {cand_rev})", crate::util::short_rev(&base_commit), crate::util::short_rev(&cand_commit));
     sweep::execute(&s, &mut file)?;

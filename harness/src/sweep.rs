@@ -26,6 +26,8 @@ pub struct Sweep {
     pub budget_s: Option<f64>,
     /// Re-run runs recorded as failed (with `--resume`).
     pub retry_failed: bool,
+    /// Repository root: paths inside it are stored relative to it.
+    pub repo: PathBuf,
 }
 
 /// What a sweep did in this invocation.
@@ -136,7 +138,8 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
             log_path: s.work_dir.join(format!("{stem}.log")),
             expected_checksum: file.workload.expected_checksum.clone(),
         };
-        let run = run_once(emu, &s.guest, &req, now_rfc3339());
+        let mut run = run_once(emu, &s.guest, &req, now_rfc3339());
+        run.log = Some(crate::util::stored_path(&s.repo, &req.log_path));
         if run.status == RunStatus::Ok {
             if file.workload.expected_checksum.is_none() {
                 file.workload.expected_checksum = run.checksum.clone();

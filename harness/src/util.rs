@@ -142,6 +142,21 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>> {
     Ok(out)
 }
 
+/// A path as stored in results files: relative to the repository root when it lies inside it
+/// (so files stay meaningful in another clone), absolute otherwise.
+pub fn stored_path(repo: &Path, p: &Path) -> String {
+    match p.strip_prefix(repo) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => p.display().to_string(),
+    }
+}
+
+/// The inverse of [`stored_path`].
+pub fn resolve_stored(repo: &Path, s: &str) -> PathBuf {
+    let p = Path::new(s);
+    if p.is_absolute() { p.to_path_buf() } else { repo.join(p) }
+}
+
 /// Shortens a git revision for file names and labels.
 pub fn short_rev(rev: &str) -> String {
     rev.chars().take(12).collect()

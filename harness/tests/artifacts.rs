@@ -115,3 +115,25 @@ fn schema_rejects_a_broken_file() {
     doc2["schema"] = "other/2".into();
     assert!(!v.is_valid(&doc2));
 }
+
+#[test]
+fn example_workflow_runs_a_valid_gate_command() {
+    use clap::Parser;
+    let wf = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lockscale-gate.yml")).unwrap();
+    assert!(wf.contains("on:\n  pull_request:"));
+    assert!(wf.contains("GITHUB_STEP_SUMMARY"));
+    // The lockscale invocation, with its continuation lines joined.
+    let start = wf.find("./target/release/lockscale gate").expect("the gate command");
+    let end = start + wf[start..].find('>').unwrap();
+    let cmd = wf[start..end].replace("\\\n", " ").replace("\"$GITHUB_STEP_SUMMARY\"", "summary.md");
+    let argv: Vec<&str> = cmd.split_whitespace().collect();
+    let cli = lockscale::cli::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    match cli.command {
+        lockscale::cli::Command::Gate(g) => {
+            assert_eq!(g.base_rev.as_deref(), Some("HEAD^1"));
+            assert_eq!(g.candidate_rev.as_deref(), Some("HEAD"));
+            assert!(g.summary.is_some());
+        }
+        other => panic!("not a gate command: {other:?}"),
+    }
+}

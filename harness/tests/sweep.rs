@@ -148,7 +148,7 @@ fn peers_get_the_qemu_command_line_and_no_report() {
     assert_eq!(q.len(), 2);
     assert!(q.iter().all(|r| r.status == RunStatus::Ok && r.report.is_none() && r.report_error.is_none()));
     // The console log records the command line.
-    let first_log = std::fs::read_to_string(q[0].log.as_ref().unwrap()).unwrap();
+    let first_log = std::fs::read_to_string(s.p(q[0].log.as_ref().unwrap())).unwrap();
     assert!(first_log.contains("-M pseries -cpu power8 -accel tcg,thread=multi"), "{first_log}");
     assert!(first_log.contains("-no-reboot -bios"), "{first_log}");
     assert!(!first_log.contains("--report"), "{first_log}");
