@@ -1184,7 +1184,7 @@ static u64 link(struct job_args *a)
 	struct lsym **tab, **vec, **tmp;
 	/* about the same work for every link, whatever its number of inputs */
 	u64 n = a->ninputs ? a->ninputs : 1;
-	u64 per = 160 * a->size / n + 16, nrel = 2 * per;
+	u64 per = 240 * a->size / n + 16, nrel = 2 * per;
 	u64 total = n * per, k = 0, h = 0x243f6a8885a308d3UL, addr = 0x10000000UL;
 
 	heap_init(&hp);
