@@ -18,7 +18,7 @@ trap 'rm -rf "$obj"' EXIT
 CFLAGS="-O2 -std=gnu11 -ffreestanding -nostdlib -fno-builtin -fno-pie -fno-pic
  -mcpu=power8 -mlittle-endian -mabi=elfv2 -mcmodel=medium -msoft-float
  -mno-altivec -mno-vsx -fno-stack-protector -fno-asynchronous-unwind-tables
- -fno-tree-loop-distribute-patterns -fno-common -Wall -Wextra -Wno-unused-parameter
+ -fno-tree-loop-distribute-patterns -fno-delete-null-pointer-checks -fno-common -Wall -Wextra -Wno-unused-parameter
  -ffile-prefix-map=$here=. -Isrc"
 ASFLAGS="-mcpu=power8 -mlittle-endian -Wa,-mregnames -fno-pie -Isrc"
 export LC_ALL=C SOURCE_DATE_EPOCH=0

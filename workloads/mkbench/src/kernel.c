@@ -799,10 +799,6 @@ void kmain_boot(const void *fdt)
 
 	/* SPRG0 first: locks and hcall counters use it */
 	mtspr(SPRN_SPRG0, pc);
-	cfg.termno = 0;
-	rc = fdt_parse(fdt);
-	if (!cfg.termno)
-		cfg.termno = 0x71000000;	/* QEMU's first vty */
 
 	/* interrupt vectors at physical 0, then little-endian interrupts */
 	memcpy((void *)0, vectors_start, (u64)(vectors_end - vectors_start));
@@ -814,6 +810,11 @@ void kmain_boot(const void *fdt)
 	io[1] = 1;	/* mflags: little-endian interrupts */
 	io[2] = 4;	/* resource: H_SET_MODE_RESOURCE_LE */
 	hcall(pc, io);
+
+	cfg.termno = 0;
+	rc = fdt_parse(fdt);
+	if (!cfg.termno)
+		cfg.termno = 0x71000000;	/* QEMU's first vty */
 	if (io[0] != H_SUCCESS)
 		panic("H_SET_MODE(LE) failed: %ld", (long)io[0]);
 
