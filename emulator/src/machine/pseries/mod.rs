@@ -4,6 +4,19 @@
 //! BQL ([`PseriesDevices`]); what they need from the rest of the machine goes through
 //! [`effects::MachineEffects`]. `config`/`cli` parse the command line, `loader` and `fdt`
 //! prepare guest memory, and `boot::run` runs the machine.
+//!
+//! How the machine uses these pieces:
+//! - `cli::main` parses and validates the command line, builds the [`loader::BootPlan`]
+//!   (clear errors for bad files, exit statuses of `cli`) and calls `boot::run(config, plan)`.
+//! - `boot::run` writes the plan into RAM ([`loader::BootPlan::apply`]), starts vCPU 0 with
+//!   `plan.boot` (the others stopped, PIR = [`server_of`]), owns a [`PseriesDevices`] under the
+//!   BQL (with `hpt` = [`hcall::RamHpt`]) and implements [`effects::MachineEffects`].
+//! - On `sc 1` from a vCPU: [`hcall::hcall`] under the BQL, then act on its
+//!   [`hcall::HcallOutcome`] (cede: halt until an interrupt is pending or
+//!   [`PseriesDevices::take_prod`] is true; stopped: wait for start-cpu; shutdown: leave).
+//! - The I/O thread feeds stdin to `hvterm` ([`console::spawn_input_reader`]); console output
+//!   goes to [`console::write_stdout`].
+//! - The run report takes `hcall_stats` and `rtas_stats`.
 
 pub mod boot;
 pub mod cli;
