@@ -8,7 +8,7 @@
 //!   is malformed or does not fit in RAM; an I/O error; an emulator fault.
 //! - 2 ([`EXIT_USAGE`]): bad command line.
 //! - 3 ([`EXIT_OS_TERM`]): the guest called ibm,os-term (Linux does on a panic).
-//! - 4 ([`EXIT_CHECKSTOP`]): checkstop, a machine check with MSR[ME] = 0.
+//! - 4 ([`EXIT_CHECKSTOP`]): checkstop, a machine check with `MSR[ME]` = 0.
 //! - 124 ([`EXIT_TIMEOUT`]): `--timeout` expired (the status `timeout(1)` uses).
 
 use super::config::{self, Command, HELP, MachineConfig};

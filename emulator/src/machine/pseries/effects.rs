@@ -43,7 +43,7 @@ pub trait MachineEffects {
     /// Flush every vCPU's whole TLB: an HPT hcall invalidated a translation (LOCKING.md).
     fn flush_all_tlbs(&mut self);
 
-    /// H_SET_MODE(LE): set or clear LPCR[ILE] on every vCPU, and for vCPUs started later.
+    /// H_SET_MODE(LE): set or clear `LPCR[ILE]` on every vCPU, and for vCPUs started later.
     fn set_interrupt_little_endian(&mut self, le: bool);
 
     /// Bytes for the hvterm console (H_PUT_TERM_CHAR, display-character).

@@ -68,7 +68,7 @@ const VPA_ALIGN: u64 = 128;
 pub enum HcallOutcome {
     /// Go on at the instruction after `sc 1`.
     Continue,
-    /// H_CEDE: MSR[EE] is set; halt until an external or decrementer interrupt is pending or
+    /// H_CEDE: `MSR[EE]` is set; halt until an external or decrementer interrupt is pending or
     /// the vCPU is prodded ([`PseriesDevices::take_prod`]), then go on after `sc 1`.
     Cede,
     /// RTAS stop-self: the vCPU is stopped until another one starts it with start-cpu.

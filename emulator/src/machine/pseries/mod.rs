@@ -10,7 +10,7 @@
 //!   (clear errors for bad files, exit statuses of `cli`) and calls `boot::run(config, plan)`.
 //! - `boot::run` writes the plan into RAM ([`loader::BootPlan::apply`]), starts vCPU 0 with
 //!   `plan.boot` (the others stopped, PIR = [`server_of`]), owns a [`PseriesDevices`] under the
-//!   BQL (with `hpt` = [`hcall::RamHpt`]) and implements [`effects::MachineEffects`].
+//!   BQL (with `hpt` = `hcall::RamHpt`) and implements [`effects::MachineEffects`].
 //! - On `sc 1` from a vCPU: [`hcall::hcall`] under the BQL, then act on its
 //!   [`hcall::HcallOutcome`] (cede: halt until an interrupt is pending or
 //!   [`PseriesDevices::take_prod`] is true; stopped: wait for start-cpu; shutdown: leave).
@@ -52,7 +52,7 @@ pub struct PseriesDevices {
     pub vpa: Vec<VpaState>,
     /// H_PROD received and not yet consumed by an H_CEDE, per vCPU.
     pub prod: Vec<bool>,
-    /// LPCR[ILE] of the partition as last set by H_SET_MODE (start-cpu copies it).
+    /// `LPCR[ILE]` of the partition as last set by H_SET_MODE (start-cpu copies it).
     pub interrupt_le: bool,
     /// The hash page table, for the HPT hcalls (H_FUNCTION without one).
     pub hpt: Option<Arc<dyn HptHcalls>>,
@@ -114,7 +114,7 @@ pub enum MachineExit {
     Reboot,
     /// RTAS ibm,os-term with the guest's message.
     OsTerm(String),
-    /// A machine check with MSR[ME] = 0, with a description.
+    /// A machine check with `MSR[ME]` = 0, with a description.
     Checkstop(String),
     /// `--timeout` expired.
     Timeout,

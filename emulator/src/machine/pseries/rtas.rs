@@ -122,7 +122,7 @@ pub const BLOB_WORDS: [u32; 5] = [
     (19 << 26) | (20 << 21) | (16 << 1),
 ];
 
-/// The blob in memory: big-endian, since Linux enters RTAS with MSR[LE] = 0.
+/// The blob in memory: big-endian, since Linux enters RTAS with `MSR[LE]` = 0.
 pub fn blob() -> Vec<u8> {
     BLOB_WORDS.iter().flat_map(|w| w.to_be_bytes()).collect()
 }
