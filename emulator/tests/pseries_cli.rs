@@ -102,8 +102,19 @@ fn dump_dtb_with_the_bundled_guest_and_ignored_caps() {
     let f = fdt::Fdt::new(&blob).unwrap();
     assert_eq!(f.find_node("/cpus").unwrap().children().filter(|c| c.name.starts_with("PowerPC,POWER8@")).count(), 3);
     assert_eq!(f.chosen().bootargs(), Some("units=4 size=5"));
-    // mkbench's single PT_LOAD: p_paddr 0, memsz 0x2668e0 → reserved at 0x400000.
-    assert!(f.memory_reservations().any(|r| r.address() as u64 == 0x40_0000 && r.size() == 0x2668e0));
+    // mkbench's PT_LOAD segments: reserved at 0x400000 + p_paddr with their memory size.
+    let elf = std::fs::read(mkbench()).unwrap();
+    let file = object::read::elf::ElfFile64::<object::Endianness>::parse(&*elf).unwrap();
+    use object::read::elf::ProgramHeader;
+    let endian = file.endian();
+    let loads: Vec<_> = file.elf_program_headers().iter().filter(|p| p.p_type(endian) == object::elf::PT_LOAD).collect();
+    let low = loads.iter().map(|p| p.p_paddr(endian) & 0x0fff_ffff).min().unwrap() + 0x40_0000;
+    let size: u64 = loads.iter().map(|p| p.p_memsz(endian)).sum();
+    assert!(size > 0);
+    assert!(
+        f.memory_reservations().any(|r| r.address() as u64 == low && r.size() as u64 == size),
+        "kernel reservation {low:#x}+{size:#x}"
+    );
 }
 
 #[test]
