@@ -247,6 +247,19 @@ fn run_case(case: &Case) -> Outcome {
                 c.st.gpr[3] = 0;
                 c.st.cr &= !0x1000_0000;
             }
+            Err(e @ Exception::Program(ProgramKind::Privileged)) => {
+                // Linux emulates `mfpvr` for user programs (and QEMU's user mode lets it
+                // through): the process sees the PVR.
+                let word = c.mmu.fetch(&c.st, c.st.pc).unwrap();
+                if word & 0xfc1f_fffe == 0x7c1f_42a6 {
+                    c.st.gpr[((word >> 21) & 31) as usize] = c.st.pvr;
+                    c.st.pc += 4;
+                    continue;
+                }
+                let (sig, kind) = signal_of(e);
+                stop = Some((sig, kind, c.st.pc));
+                break;
+            }
             Err(e) => {
                 let (sig, kind) = signal_of(e);
                 stop = Some((sig, kind, c.st.pc));

@@ -299,17 +299,18 @@ pub(super) fn stswx(c: &mut Cpu, i: Insn) -> Exec {
 /// `l?arx`: load, remember the address and the value read (in memory byte order) so that
 /// `st?cx.` can succeed by compare-and-swap against it, as on a multi-threaded host.
 fn load_reserve(c: &mut Cpu, i: Insn, size: usize) -> Exec {
+    let rt = i.rt() as usize;
+    // The invalid forms of lqarx are illegal before any address check.
+    if size == 16 && (rt & 1 != 0 || rt as u32 == i.ra() || rt as u32 == i.rb()) {
+        return Err(ILLEGAL);
+    }
     let ea = ea(c, i, Addr::X);
     if ea & (size as u64 - 1) != 0 {
         return Err(Exception::Alignment { ea, dsisr: 0 });
     }
     let p = c.mmu.ram_ptr(&c.st, ea, size, Access::Read)?;
     let le = c.st.le();
-    let rt = i.rt() as usize;
     if size == 16 {
-        if rt & 1 != 0 || rt as u32 == i.ra() || rt as u32 == i.rb() {
-            return Err(ILLEGAL);
-        }
         let raw = unsafe { (*AtomicU128::from_ptr(p.cast())).load(Ordering::Acquire) };
         let (hi, lo) = split_quad(raw, le);
         c.st.gpr[rt] = hi;
