@@ -6,6 +6,7 @@
 pub mod isa;
 pub mod cpu;
 pub mod softmmu;
+pub mod mmu;
 pub mod interp;
 pub mod machine;
 pub mod user;

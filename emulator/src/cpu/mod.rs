@@ -4,5 +4,5 @@ mod exception;
 mod state;
 pub mod spr;
 
-pub use exception::{Exception, ProgramKind};
+pub use exception::{Exception, MachineCheckKind, ProgramKind};
 pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, msr};
