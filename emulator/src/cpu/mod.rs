@@ -1,6 +1,7 @@
 //! Architected CPU state and the exceptions instructions can raise.
 
 mod exception;
+pub mod interrupt;
 mod state;
 pub mod spr;
 

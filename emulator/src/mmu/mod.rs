@@ -81,15 +81,3 @@ pub const REAL_MODE_MASK: u64 = 0x0fff_ffff_ffff_ffff;
 
 /// `ibm,processor-segment-sizes` of POWER8: 256 MB and 1 TB segments (2^28, 2^40).
 pub const SEGMENT_SIZE_SHIFTS: [u32; 2] = [28, 40];
-
-/// SRR1 reason bits of a machine check from an access outside RAM (POWER8 codes), and the
-/// DSISR bit of a load that causes one.
-pub mod mce {
-    /// Load: SRR1 bit 42 ("load/store, DAR/DSISR valid"), DSISR bit 57.
-    pub const LOAD_SRR1: u64 = 1 << (63 - 42);
-    pub const LOAD_DSISR: u32 = 1 << (63 - 57);
-    /// Store: SRR1 bits 36, 42, 43, 45.
-    pub const STORE_SRR1: u64 = (1 << (63 - 36)) | (1 << (63 - 42)) | (1 << (63 - 43)) | (1 << (63 - 45));
-    /// Instruction fetch: SRR1 bits 36, 44, 45.
-    pub const FETCH_SRR1: u64 = (1 << (63 - 36)) | (1 << (63 - 44)) | (1 << (63 - 45));
-}
