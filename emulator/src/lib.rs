@@ -12,3 +12,4 @@ pub mod machine;
 pub mod user;
 pub mod sync;
 pub mod accel;
+pub mod report;
