@@ -6,8 +6,10 @@
 pub mod isa;
 pub mod cpu;
 pub mod softmmu;
+pub mod mmu;
 pub mod interp;
 pub mod machine;
 pub mod user;
 pub mod sync;
 pub mod accel;
+pub mod report;

@@ -14,6 +14,14 @@ pub enum ProgramKind {
     FpEnabled,
 }
 
+/// The access that found no memory behind a physical address (machine check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachineCheckKind {
+    Load,
+    Store,
+    Fetch,
+}
+
 /// A synchronous exception raised by an instruction. The instruction has no side effects
 /// when it raises one, except `SystemCall` (which completes: the return address is the next
 /// instruction).
@@ -37,4 +45,6 @@ pub enum Exception {
     VsxUnavailable,
     /// Facility unavailable (FSCR-controlled facilities: TAR, EBB, DSCR, …); the cause code.
     FacilityUnavailable { cause: u8 },
+    /// Machine check: the access at `ea` reached a physical address with no memory behind it.
+    MachineCheck { ea: u64, kind: MachineCheckKind },
 }

@@ -1,8 +1,9 @@
 //! Architected CPU state and the exceptions instructions can raise.
 
 mod exception;
+pub mod interrupt;
 mod state;
 pub mod spr;
 
-pub use exception::{Exception, ProgramKind};
+pub use exception::{Exception, MachineCheckKind, ProgramKind};
 pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, msr};

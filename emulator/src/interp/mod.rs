@@ -6,8 +6,10 @@ mod branch;
 mod fixed;
 mod loadstore;
 mod system;
+mod system_step;
 
-pub use system::events;
+pub use system::{MSR_IMPLEMENTED, events};
+pub use system_step::StepOutcome;
 
 use crate::cpu::{CpuState, Exception, ProgramKind};
 use crate::isa::{Insn, OP_COUNT, Op, decode};

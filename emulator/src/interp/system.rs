@@ -148,16 +148,50 @@ pub(super) fn mftb(c: &mut Cpu, i: Insn) -> Exec {
 
 // --- MSR ---
 
+/// MSR bits a POWER8 partition has (others read as 0; TM is not offered).
+pub const MSR_IMPLEMENTED: u64 = msr::SF
+    | msr::HV
+    | msr::VEC
+    | msr::VSX
+    | msr::EE
+    | msr::PR
+    | msr::FP
+    | msr::ME
+    | msr::FE0
+    | msr::SE
+    | msr::BE
+    | msr::FE1
+    | msr::IR
+    | msr::DR
+    | msr::PMM
+    | msr::RI
+    | msr::LE;
+
+/// New MSR from `v` with the bits in `keep` unchanged; problem state forces EE, IR and DR
+/// on (Book III-S 4.4.3).
+fn msr_update(old: u64, v: u64, keep: u64) -> u64 {
+    let mut m = (v & MSR_IMPLEMENTED & !keep) | (old & keep);
+    if m & msr::PR != 0 {
+        m |= msr::EE | msr::IR | msr::DR;
+    }
+    m
+}
+
 impl Cpu {
-    /// Writes the MSR as `mtmsrd`/`rfid` may: HV and ME stay as they are (they belong to the
-    /// hypervisor), and problem state forces EE, IR and DR on.
+    /// Writes the MSR as `rfid` does: HV can only be cleared; every other implemented bit,
+    /// LE and ME included, comes from `v`. (On hardware a partition's `rfid` keeps ME, but
+    /// there machine checks go to the hypervisor; here, as on QEMU, the guest's own handler
+    /// takes them with ME = 0 and must be able to return with ME = 1.)
     pub fn set_msr(&mut self, v: u64) {
-        let keep = msr::HV | msr::ME;
-        let mut m = (v & !keep) | (self.st.msr & keep);
-        if m & msr::PR != 0 {
-            m |= msr::EE | msr::IR | msr::DR;
-        }
-        self.st.msr = m;
+        let old = self.st.msr;
+        self.st.msr = msr_update(old, v & (!msr::HV | old), 0);
+        self.events |= events::MSR_CHANGED;
+    }
+
+    /// `mtmsr`/`mtmsrd` with L = 1: only EE and RI.
+    fn set_msr_ee_ri(&mut self, v: u64) {
+        let m = msr::EE | msr::RI;
+        self.st.msr = (self.st.msr & !m) | (v & m);
         self.events |= events::MSR_CHANGED;
     }
 }
@@ -168,32 +202,34 @@ pub(super) fn mfmsr(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 
+/// `mtmsrd`: HV, ME and LE are not altered (endianness changes need `rfid`).
 pub(super) fn mtmsrd(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
     let v = c.st.gpr[i.rs() as usize];
     if i.l15() != 0 {
-        let m = msr::EE | msr::RI;
-        c.st.msr = (c.st.msr & !m) | (v & m);
-        c.events |= events::MSR_CHANGED;
+        c.set_msr_ee_ri(v);
     } else {
-        c.set_msr(v);
+        c.st.msr = msr_update(c.st.msr, v, msr::HV | msr::ME | msr::LE);
+        c.events |= events::MSR_CHANGED;
     }
     Ok(())
 }
 
+/// `mtmsr`: as `mtmsrd` on the low 32 bits; bits 0:31 (SF, HV) are not altered.
 pub(super) fn mtmsr(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
     let v = c.st.gpr[i.rs() as usize];
     if i.l15() != 0 {
-        let m = msr::EE | msr::RI;
-        c.st.msr = (c.st.msr & !m) | (v & m);
-        c.events |= events::MSR_CHANGED;
+        c.set_msr_ee_ri(v);
     } else {
-        c.set_msr((c.st.msr & !0xffff_ffff) | (v & 0xffff_ffff));
+        c.st.msr = msr_update(c.st.msr, v, 0xffff_ffff_0000_0000 | msr::ME | msr::LE);
+        c.events |= events::MSR_CHANGED;
     }
     Ok(())
 }
 
+/// `rfid`: back to SRR0 with the MSR from SRR1; context synchronising (a pending local TLB
+/// flush happens here).
 pub(super) fn rfid(c: &mut Cpu, _: Insn) -> Exec {
     supervisor(c)?;
     let srr1 = c.st.srr1;
@@ -230,59 +266,76 @@ pub(super) fn tlbiel(c: &mut Cpu, _: Insn) -> Exec {
 
 // --- SLB ---
 
-/// ESID bits of an `slbmte`/`slbie` RB operand for a 256 MB segment (bits 0-35).
-const ESID_MASK: u64 = !0xfff_ffff;
+use crate::mmu::slb::{self, esid, segment_page_sizes, vsid};
 
+/// `slbmte RS,RB`: writes SLB entry RB[52:63]. An index beyond the SLB, reserved ESID bits,
+/// a reserved segment size or a page size this CPU does not offer is an illegal instruction.
 pub(super) fn slbmte(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
     let rb = c.st.gpr[i.rb() as usize];
-    let index = (rb & 0xfff) as usize;
-    if index >= SLB_SIZE {
+    let rs = c.st.gpr[i.rs() as usize];
+    let index = (rb & esid::INDEX) as usize;
+    let esid_word = rb & !esid::INDEX;
+    if index >= SLB_SIZE
+        || esid_word & !(esid::ESID_256M | SLB_VALID) != 0
+        || rs & vsid::B & !vsid::B_1T != 0
+        || segment_page_sizes(rs).is_none()
+    {
         return Err(ILLEGAL);
     }
-    c.st.slb[index] = SlbEntry { esid: rb & (ESID_MASK | SLB_VALID), vsid: c.st.gpr[i.rs() as usize] };
+    c.st.slb[index] = SlbEntry { esid: esid_word, vsid: rs };
     Ok(())
 }
 
+/// `slbie RB`: invalidates the entry that translates the effective address in RB; the TLB
+/// flush it implies happens at the next context synchronisation.
 pub(super) fn slbie(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
-    let rb = c.st.gpr[i.rb() as usize];
+    let ea = c.mask_ea(c.st.gpr[i.rb() as usize]);
     for e in &mut c.st.slb {
-        if e.esid & SLB_VALID != 0 && (e.esid ^ rb) & ESID_MASK == 0 {
+        if slb::matches(e, ea) {
             e.esid &= !SLB_VALID;
+            c.tlb_flush_pending = true;
         }
     }
-    c.tlb_flush_pending = true;
     Ok(())
 }
 
+/// `slbia`: invalidates every entry except entry 0 (ISA 2.07).
 pub(super) fn slbia(c: &mut Cpu, _: Insn) -> Exec {
     supervisor(c)?;
     for e in &mut c.st.slb[1..] {
-        e.esid &= !SLB_VALID;
+        if e.esid & SLB_VALID != 0 {
+            e.esid &= !SLB_VALID;
+            c.tlb_flush_pending = true;
+        }
     }
-    c.tlb_flush_pending = true;
     Ok(())
+}
+
+fn slb_index(c: &Cpu, rb: u32) -> Result<usize, Exception> {
+    let index = (c.st.gpr[rb as usize] & esid::INDEX) as usize;
+    if index < SLB_SIZE { Ok(index) } else { Err(ILLEGAL) }
 }
 
 pub(super) fn slbmfee(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
-    let index = (c.st.gpr[i.rb() as usize] & 0xfff) as usize;
-    c.st.gpr[i.rt() as usize] = c.st.slb.get(index).map_or(0, |e| e.esid);
+    let index = slb_index(c, i.rb())?;
+    c.st.gpr[i.rt() as usize] = c.st.slb[index].esid;
     Ok(())
 }
 
 pub(super) fn slbmfev(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
-    let index = (c.st.gpr[i.rb() as usize] & 0xfff) as usize;
-    c.st.gpr[i.rt() as usize] = c.st.slb.get(index).map_or(0, |e| e.vsid);
+    let index = slb_index(c, i.rb())?;
+    c.st.gpr[i.rt() as usize] = c.st.slb[index].vsid;
     Ok(())
 }
 
 pub(super) fn slbfee_(c: &mut Cpu, i: Insn) -> Exec {
     supervisor(c)?;
-    let rb = c.st.gpr[i.rb() as usize];
-    let hit = c.st.slb.iter().find(|e| e.esid & SLB_VALID != 0 && (e.esid ^ rb) & ESID_MASK == 0).map(|e| e.vsid);
+    let ea = c.mask_ea(c.st.gpr[i.rb() as usize]);
+    let hit = slb::lookup(&c.st.slb, ea).map(|k| c.st.slb[k].vsid);
     c.st.gpr[i.rt() as usize] = hit.unwrap_or(0);
     let so = c.st.so as u32;
     c.st.cr = (c.st.cr & 0x0fff_ffff) | ((if hit.is_some() { 2 } else { 0 } | so) << 28);
@@ -317,5 +370,110 @@ mod tests {
         assert_eq!(c.st.gpr[6], 0xc000_0000_0800_0000);
         assert_eq!(c.st.gpr[7], c.st.gpr[3]);
         assert_eq!(c.st.crf(0) & 2, 2);
+    }
+
+    fn supervisor_cpu() -> crate::interp::Cpu {
+        let mut c = cpu();
+        c.st.msr = msr::SF | msr::ME | msr::LE;
+        c
+    }
+
+    #[test]
+    fn mtmsrd_keeps_hv_me_le_and_forces_translation_in_problem_state() {
+        let mut c = supervisor_cpu();
+        c.st.gpr[3] = msr::SF | msr::PR | msr::FP; // LE and ME clear, PR set
+        run(&mut c, &[0x7c60_0164]); // mtmsrd r3
+        assert_eq!(c.st.msr, msr::SF | msr::ME | msr::LE | msr::PR | msr::FP | msr::EE | msr::IR | msr::DR);
+        // L=1 touches only EE and RI.
+        let mut c = supervisor_cpu();
+        c.st.gpr[3] = !0;
+        run(&mut c, &[0x7c61_0164]); // mtmsrd r3,1
+        assert_eq!(c.st.msr, msr::SF | msr::ME | msr::LE | msr::EE | msr::RI);
+        // Unimplemented bits (TM, reserved) read back as 0; HV cannot be set.
+        let mut c = supervisor_cpu();
+        c.st.gpr[3] = msr::SF | msr::HV | (3 << 33) | (1 << 32) | 0x7800_0000 | msr::VSX;
+        run(&mut c, &[0x7c60_0164]);
+        assert_eq!(c.st.msr, msr::SF | msr::ME | msr::LE | msr::VSX);
+    }
+
+    #[test]
+    fn mtmsr_leaves_the_upper_word() {
+        let mut c = supervisor_cpu();
+        c.st.gpr[3] = msr::IR | msr::DR | msr::EE; // SF clear in RS
+        run(&mut c, &[0x7c60_0124]); // mtmsr r3
+        assert_eq!(c.st.msr, msr::SF | msr::ME | msr::LE | msr::IR | msr::DR | msr::EE);
+    }
+
+    #[test]
+    fn rfid_restores_le_and_me_but_cannot_set_hv() {
+        let mut c = supervisor_cpu();
+        c.st.msr = msr::SF | msr::ME;
+        c.st.srr0 = 0x2003; // low bits ignored
+        c.st.srr1 = msr::HV | msr::PR | msr::LE | msr::FP | 0x783f_0000;
+        c.tlb_flush_pending = true;
+        c.st.pc = 0x1000;
+        c.nia = 0x1004;
+        c.execute(0x4c00_0024).unwrap(); // rfid
+        assert_eq!(c.nia, 0x2000);
+        assert_eq!(c.st.msr, msr::PR | msr::LE | msr::FP | msr::EE | msr::IR | msr::DR);
+        assert!(!c.tlb_flush_pending, "rfid is context synchronising");
+        // 32-bit target: the return address is truncated.
+        let mut c = supervisor_cpu();
+        c.st.srr0 = 0xffff_ffff_0000_1000;
+        c.st.srr1 = msr::ME;
+        c.execute(0x4c00_0024).unwrap();
+        assert_eq!(c.nia, 0x1000);
+        // Problem state may not use it.
+        let mut c = cpu();
+        assert_eq!(c.execute(0x4c00_0024), Err(PRIVILEGED));
+    }
+
+    #[test]
+    fn slbmte_rejects_bad_entries() {
+        let mut c = supervisor_cpu();
+        let ok_esid = 0x1000_0000 | SLB_VALID;
+        for (rs, rb) in [
+            (0x100 << 12, ok_esid | 32),                    // index beyond the SLB
+            (0x100 << 12, ok_esid | 0x0400_0000 | 1),       // reserved ESID bit
+            ((0x100 << 12) | 0x8000_0000_0000_0000, ok_esid), // segment size 0b10
+            ((0x100 << 12) | 0x100, ok_esid),               // 16M pages: not offered
+            ((0x100 << 12) | 0x120, ok_esid),               // undefined L||LP
+        ] {
+            c.st.gpr[3] = rs;
+            c.st.gpr[4] = rb;
+            assert_eq!(c.execute(0x7c60_2324), Err(ILLEGAL), "rs {rs:#x} rb {rb:#x}");
+        }
+        assert!(c.st.slb.iter().all(|e| *e == SlbEntry::default()));
+        c.st.gpr[4] = 40;
+        assert_eq!(c.execute(0x7ca0_26a6), Err(ILLEGAL)); // slbmfev r5,r4
+        assert_eq!(c.execute(0x7cc0_2726), Err(ILLEGAL)); // slbmfee r6,r4
+    }
+
+    #[test]
+    fn slbie_and_slbia_invalidate_and_defer_the_flush() {
+        let mut c = supervisor_cpu();
+        c.st.slb[0] = SlbEntry { esid: SLB_VALID, vsid: 1 << 12 };
+        c.st.slb[1] = SlbEntry { esid: 0x1000_0000 | SLB_VALID, vsid: 2 << 12 };
+        c.st.slb[2] = SlbEntry { esid: 0x0000_0100_0000_0000 | SLB_VALID, vsid: vsid::B_1T | (3 << 24) };
+        c.st.gpr[4] = 0x1000_0000 | 0xffff; // offset bits ignored
+        c.execute(0x7c00_2364).unwrap(); // slbie r4
+        assert_eq!(c.st.slb[1].esid & SLB_VALID, 0);
+        assert!(c.tlb_flush_pending);
+        c.tlb_flush_pending = false;
+        // No matching entry: no flush needed.
+        c.execute(0x7c00_2364).unwrap();
+        assert!(!c.tlb_flush_pending);
+        // A 1T segment is found by any address inside it.
+        c.st.gpr[4] = 0x0000_01ab_cdef_0000;
+        c.execute(0x7c00_2364).unwrap();
+        assert_eq!(c.st.slb[2].esid & SLB_VALID, 0);
+        c.st.slb[5] = SlbEntry { esid: 0x5000_0000 | SLB_VALID, vsid: 5 << 12 };
+        c.execute(0x7c00_03e4).unwrap(); // slbia
+        assert_eq!(c.st.slb[5].esid & SLB_VALID, 0);
+        assert_ne!(c.st.slb[0].esid & SLB_VALID, 0, "slbia keeps entry 0");
+        // isync performs the pending flush.
+        assert!(c.tlb_flush_pending);
+        c.execute(0x4c00_012c).unwrap();
+        assert!(!c.tlb_flush_pending);
     }
 }

@@ -8,8 +8,10 @@
 
 mod tlb;
 mod flat;
+mod ram;
 
 pub use flat::FlatRam;
+pub use ram::{GuestRam, RamError};
 pub use tlb::{MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, Tlb, TlbCounters, TlbEntry, mmu_idx};
 
 use crate::cpu::{CpuState, Exception};

@@ -1,0 +1,146 @@
+//! The run report (`--report FILE`, JSON): everything measured in one run, so the harness
+//! never scrapes logs — except the guest's result line, which it reads itself (and which is
+//! copied here too).
+//!
+//! Fields (schema `ppc64emu.report/1`):
+//! - `strategy`, `bql_primitive`, `tlb_flush_mode`, `tlb_flush_coalesce`, `accel`, `smp`,
+//!   `ram_bytes`, `pin` (`compact` when vCPU i was pinned to host core i, else `none`),
+//!   `sync_profile`: how the run was made.
+//! - `exit`: how it ended (`power-off`, `reboot`, `os-term`, `checkstop`, `timeout`).
+//! - `host_wall_s`: host time from the first vCPU start to the last vCPU stop.
+//! - `guest_elapsed_s` and `guest_elapsed_source`: the guest's own measurement from its
+//!   `MKBENCH-RESULT … elapsed_tb=… tb_hz=…` line (`result-line`), else the timebase at
+//!   power-off (`timebase`).
+//! - `result_line`: the guest's result line, if it printed one.
+//! - `hcalls`: hypercalls by name over all vCPUs.
+//! - `vcpus[]`: per vCPU: instructions, blocks, exits by reason (`exits_exception`,
+//!   `exits_hypercall`), interrupts taken by vector, cross-vCPU flush jobs (queued on it,
+//!   run, elided because its TLB was clean, coalesced), own flushes, TLB fills (misses),
+//!   full TLB flushes, kicks received, seconds halted.
+//! - `locks`: per lock site (names of LOCKING.md: `bql.exec_loop`, `bql.hcall`, …)
+//!   `acquisitions`, `contended`, `wait_ns`, `max_wait_ns`, `hold_ns` (hold times only with
+//!   `--sync-profile`); sites never taken are left out.
+//! - `lock_table`: the same as a top-N text table (what `--sync-profile` prints).
+
+use crate::machine::pseries::MachineExit;
+use crate::machine::pseries::config::MachineConfig;
+use crate::sync::{LockStats, SiteStats, Strategy};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub const SCHEMA: &str = "ppc64emu.report/1";
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VcpuReport {
+    pub index: usize,
+    pub instructions: u64,
+    pub blocks: u64,
+    pub exits_exception: u64,
+    pub exits_hypercall: u64,
+    pub interrupts: BTreeMap<String, u64>,
+    pub flush_jobs_queued: u64,
+    pub flush_jobs_run: u64,
+    pub flush_jobs_elided: u64,
+    pub flush_jobs_coalesced: u64,
+    pub self_flushes: u64,
+    pub tlb_fills: u64,
+    pub tlb_full_flushes: u64,
+    pub kicks: u64,
+    pub halted_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub schema: &'static str,
+    pub emulator_version: &'static str,
+    pub strategy: &'static str,
+    pub bql_primitive: &'static str,
+    pub tlb_flush_mode: &'static str,
+    pub tlb_flush_coalesce: bool,
+    pub accel: &'static str,
+    pub smp: usize,
+    pub ram_bytes: u64,
+    pub pin: &'static str,
+    pub sync_profile: bool,
+    pub exit: String,
+    pub host_wall_s: f64,
+    pub guest_elapsed_s: f64,
+    pub guest_elapsed_source: &'static str,
+    pub result_line: Option<String>,
+    pub hcalls: BTreeMap<String, u64>,
+    pub vcpus: Vec<VcpuReport>,
+    pub locks: BTreeMap<&'static str, SiteStats>,
+    pub lock_table: String,
+}
+
+/// `elapsed_tb / tb_hz` of a `MKBENCH-RESULT` line.
+pub fn guest_elapsed_from_line(line: &str) -> Option<f64> {
+    let field = |k: &str| line.split_whitespace().find_map(|w| w.strip_prefix(k)?.strip_prefix('=')?.parse::<f64>().ok());
+    let (tb, hz) = (field("elapsed_tb")?, field("tb_hz")?);
+    (hz > 0.0).then(|| tb / hz)
+}
+
+pub fn exit_name(e: &MachineExit) -> String {
+    match e {
+        MachineExit::PowerOff => "power-off".into(),
+        MachineExit::Reboot => "reboot".into(),
+        MachineExit::OsTerm(m) => format!("os-term: {m}"),
+        MachineExit::Checkstop(m) => format!("checkstop: {m}"),
+        MachineExit::Timeout => "timeout".into(),
+    }
+}
+
+impl RunReport {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new<S: Strategy>(
+        cfg: &MachineConfig,
+        smp: usize,
+        host_wall: Duration,
+        tb_ticks: u64,
+        tb_hz: u64,
+        exit: &MachineExit,
+        result_line: Option<String>,
+        hcalls: Vec<(&'static str, u64)>,
+        locks: &LockStats,
+        vcpus: Vec<VcpuReport>,
+        pinned: bool,
+    ) -> Self {
+        let from_line = result_line.as_deref().and_then(guest_elapsed_from_line);
+        Self {
+            schema: SCHEMA,
+            emulator_version: env!("CARGO_PKG_VERSION"),
+            strategy: S::NAME,
+            bql_primitive: crate::sync::BQL_PRIMITIVE,
+            tlb_flush_mode: cfg.tlb_flush_mode.as_str(),
+            tlb_flush_coalesce: cfg.tlb_flush_coalesce,
+            accel: cfg.accel.as_str(),
+            smp,
+            ram_bytes: cfg.ram_bytes,
+            pin: if pinned { "compact" } else { "none" },
+            sync_profile: cfg.sync_profile,
+            exit: exit_name(exit),
+            host_wall_s: host_wall.as_secs_f64(),
+            guest_elapsed_s: from_line.unwrap_or(tb_ticks as f64 / tb_hz as f64),
+            guest_elapsed_source: if from_line.is_some() { "result-line" } else { "timebase" },
+            result_line,
+            hcalls: hcalls.into_iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), n)).collect(),
+            vcpus,
+            locks: locks.to_map(),
+            lock_table: locks.table(15),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_from_result_line() {
+        let l = "MKBENCH-RESULT cpus=2 jobs=2 units=6 size=350 checksum=0x1 elapsed_tb=1024000000 tb_hz=512000000 faults=1";
+        assert_eq!(guest_elapsed_from_line(l), Some(2.0));
+        assert_eq!(guest_elapsed_from_line("MKBENCH-RESULT cpus=2 tb_hz=0 elapsed_tb=5"), None);
+        assert_eq!(guest_elapsed_from_line("hello"), None);
+    }
+}

@@ -1,0 +1,352 @@
+//! Guest RAM: one anonymous host mapping shared by every vCPU thread.
+//!
+//! vCPUs reach it through the raw host pointers their TLBs cache, so Rust references into it
+//! never exist while the guest runs. The machine side (loader, hypercalls, RTAS) copies bytes
+//! in and out with [`GuestRam::read`] / [`GuestRam::write`], which use relaxed atomics so that a
+//! copy racing with guest stores is defined behaviour on the host (it sees old or new bytes).
+//!
+//! A bitmap marks the 4 KiB pages that hold translated code: the TLB fill path maps those pages
+//! with `watch_writes`, so every guest store to them reaches `AddressSpace::code_written`.
+
+use super::tlb::PAGE_SHIFT;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+/// Why a RAM operation was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RamError {
+    /// The requested size is zero or not a multiple of 64 KiB (the largest page the guest maps).
+    BadSize(u64),
+    /// The host refused the mapping (`-m` larger than the host can reserve).
+    HostMap(u64),
+    /// `[pa, pa + len)` is not inside guest RAM.
+    OutOfRange { pa: u64, len: u64 },
+}
+
+impl fmt::Display for RamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            RamError::BadSize(s) => write!(f, "guest RAM size {s:#x} is not a non-zero multiple of 64 KiB"),
+            RamError::HostMap(s) => write!(f, "cannot reserve {s:#x} bytes of host memory for guest RAM"),
+            RamError::OutOfRange { pa, len } => {
+                write!(f, "guest physical range {pa:#x}+{len:#x} is outside RAM")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RamError {}
+
+/// Guest physical memory `[0, size)`.
+pub struct GuestRam {
+    base: NonNull<u8>,
+    size: u64,
+    /// One bit per 4 KiB page: the page holds translated code.
+    code_pages: Box<[AtomicU64]>,
+}
+
+// The mapping is only reached through raw pointers with atomic or racy-by-design accesses
+// (guest memory semantics); the struct itself is immutable after creation.
+unsafe impl Send for GuestRam {}
+unsafe impl Sync for GuestRam {}
+
+impl GuestRam {
+    /// Largest page a pseries guest maps; RAM sizes are multiples of it.
+    pub const GRANULE: u64 = 64 << 10;
+
+    /// Reserves `size` bytes of zeroed RAM. The host commits pages on first touch, so a large
+    /// `-m` costs nothing until the guest uses it.
+    pub fn new(size: u64) -> Result<Self, RamError> {
+        if size == 0 || !size.is_multiple_of(Self::GRANULE) || usize::try_from(size).is_err() {
+            return Err(RamError::BadSize(size));
+        }
+        // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(RamError::HostMap(size));
+        }
+        let pages = size >> PAGE_SHIFT;
+        let code_pages = (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        Ok(Self { base: NonNull::new(p.cast()).expect("mmap returned null"), size, code_pages })
+    }
+
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// `[pa, pa + len)` lies inside RAM.
+    #[inline]
+    pub fn contains(&self, pa: u64, len: u64) -> bool {
+        pa < self.size && len <= self.size - pa
+    }
+
+    /// Host address of guest physical `pa`, or `None` outside RAM. The pointer stays valid for
+    /// the lifetime of `self`; accesses through it must tolerate concurrent guest accesses.
+    #[inline]
+    pub fn host_ptr(&self, pa: u64) -> Option<*mut u8> {
+        // SAFETY: in bounds of the mapping.
+        (pa < self.size).then(|| unsafe { self.base.as_ptr().add(pa as usize) })
+    }
+
+    fn check(&self, pa: u64, len: usize) -> Result<*mut u8, RamError> {
+        if self.contains(pa, len as u64) {
+            Ok(unsafe { self.base.as_ptr().add(pa as usize) })
+        } else {
+            Err(RamError::OutOfRange { pa, len: len as u64 })
+        }
+    }
+
+    /// Copies guest RAM at `pa` into `buf`.
+    pub fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), RamError> {
+        let p = self.check(pa, buf.len())?;
+        // SAFETY: checked range; every access is atomic.
+        unsafe { copy_atomic(p, buf.as_mut_ptr(), buf.len(), Dir::FromGuest) };
+        Ok(())
+    }
+
+    /// Copies `data` into guest RAM at `pa`.
+    pub fn write(&self, pa: u64, data: &[u8]) -> Result<(), RamError> {
+        let p = self.check(pa, data.len())?;
+        // SAFETY: checked range; every access is atomic.
+        unsafe { copy_atomic(p, data.as_ptr().cast_mut(), data.len(), Dir::ToGuest) };
+        Ok(())
+    }
+
+    /// Sets `len` bytes at `pa` to `byte` (zeroing BSS, `H_ZERO_PAGE`).
+    pub fn fill(&self, pa: u64, len: u64, byte: u8) -> Result<(), RamError> {
+        let p = self.check(pa, len as usize)?;
+        let word = u64::from_ne_bytes([byte; 8]);
+        let mut k = 0usize;
+        let len = len as usize;
+        unsafe {
+            while k < len && !(p as usize + k).is_multiple_of(8) {
+                AtomicU8::from_ptr(p.add(k)).store(byte, Ordering::Relaxed);
+                k += 1;
+            }
+            while k + 8 <= len {
+                AtomicU64::from_ptr(p.add(k).cast()).store(word, Ordering::Relaxed);
+                k += 8;
+            }
+            while k < len {
+                AtomicU8::from_ptr(p.add(k)).store(byte, Ordering::Relaxed);
+                k += 1;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn read_u32_be(&self, pa: u64) -> Result<u32, RamError> {
+        let mut b = [0; 4];
+        self.read(pa, &mut b)?;
+        Ok(u32::from_be_bytes(b))
+    }
+
+    pub fn read_u32_le(&self, pa: u64) -> Result<u32, RamError> {
+        let mut b = [0; 4];
+        self.read(pa, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn read_u64_be(&self, pa: u64) -> Result<u64, RamError> {
+        let mut b = [0; 8];
+        self.read(pa, &mut b)?;
+        Ok(u64::from_be_bytes(b))
+    }
+
+    pub fn read_u64_le(&self, pa: u64) -> Result<u64, RamError> {
+        let mut b = [0; 8];
+        self.read(pa, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    pub fn write_u32_be(&self, pa: u64, v: u32) -> Result<(), RamError> {
+        self.write(pa, &v.to_be_bytes())
+    }
+
+    pub fn write_u32_le(&self, pa: u64, v: u32) -> Result<(), RamError> {
+        self.write(pa, &v.to_le_bytes())
+    }
+
+    pub fn write_u64_be(&self, pa: u64, v: u64) -> Result<(), RamError> {
+        self.write(pa, &v.to_be_bytes())
+    }
+
+    pub fn write_u64_le(&self, pa: u64, v: u64) -> Result<(), RamError> {
+        self.write(pa, &v.to_le_bytes())
+    }
+
+    // --- pages holding translated code ---
+
+    fn code_bit(&self, pa: u64) -> Option<(&AtomicU64, u64)> {
+        (pa < self.size).then(|| {
+            let page = pa >> PAGE_SHIFT;
+            (&self.code_pages[(page / 64) as usize], 1u64 << (page % 64))
+        })
+    }
+
+    /// Marks the page containing `pa` as holding translated code. TLB entries filled before
+    /// the call may still allow fast-path writes: the caller flushes them.
+    pub fn mark_code_page(&self, pa: u64) {
+        if let Some((w, m)) = self.code_bit(pa) {
+            w.fetch_or(m, Ordering::AcqRel);
+        }
+    }
+
+    /// Clears the mark (the page's translations were invalidated); returns whether it was set.
+    pub fn clear_code_page(&self, pa: u64) -> bool {
+        self.code_bit(pa).is_some_and(|(w, m)| w.fetch_and(!m, Ordering::AcqRel) & m != 0)
+    }
+
+    #[inline]
+    pub fn is_code_page(&self, pa: u64) -> bool {
+        self.code_bit(pa).is_some_and(|(w, m)| w.load(Ordering::Acquire) & m != 0)
+    }
+}
+
+impl Drop for GuestRam {
+    fn drop(&mut self) {
+        // SAFETY: the mapping created in `new`; nothing can use it once `self` is gone.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.size as usize) };
+    }
+}
+
+impl fmt::Debug for GuestRam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GuestRam").field("size", &self.size).finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    ToGuest,
+    FromGuest,
+}
+
+/// Copies `len` bytes between guest RAM at `g` and a private buffer at `h`, with atomic
+/// accesses on the guest side: bytes at the unaligned ends, 8-byte words in between.
+unsafe fn copy_atomic(g: *mut u8, h: *mut u8, len: usize, dir: Dir) {
+    unsafe {
+        let mut k = 0usize;
+        let byte = |k: usize| match dir {
+            Dir::ToGuest => AtomicU8::from_ptr(g.add(k)).store(*h.add(k), Ordering::Relaxed),
+            Dir::FromGuest => *h.add(k) = AtomicU8::from_ptr(g.add(k)).load(Ordering::Relaxed),
+        };
+        while k < len && !(g as usize + k).is_multiple_of(8) {
+            byte(k);
+            k += 1;
+        }
+        while k + 8 <= len {
+            let a = AtomicU64::from_ptr(g.add(k).cast());
+            match dir {
+                Dir::ToGuest => a.store(h.add(k).cast::<u64>().read_unaligned(), Ordering::Relaxed),
+                Dir::FromGuest => h.add(k).cast::<u64>().write_unaligned(a.load(Ordering::Relaxed)),
+            }
+            k += 8;
+        }
+        while k < len {
+            byte(k);
+            k += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_checked() {
+        assert_eq!(GuestRam::new(0).unwrap_err(), RamError::BadSize(0));
+        assert_eq!(GuestRam::new(0x1_1000).unwrap_err(), RamError::BadSize(0x1_1000));
+        let ram = GuestRam::new(1 << 20).unwrap();
+        assert_eq!(ram.size(), 1 << 20);
+    }
+
+    #[test]
+    fn fresh_ram_reads_zero_and_round_trips() {
+        let ram = GuestRam::new(1 << 20).unwrap();
+        let mut buf = [0xffu8; 37];
+        ram.read(0x1_0003, &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
+        let data: Vec<u8> = (0..100u8).collect();
+        ram.write(0x2_0005, &data).unwrap();
+        let mut back = vec![0u8; 100];
+        ram.read(0x2_0005, &mut back).unwrap();
+        assert_eq!(back, data);
+        // Neighbours untouched.
+        assert_eq!(ram.read_u32_be(0x2_0001).unwrap(), 0);
+        assert_eq!(ram.read_u32_be(0x2_0005 + 100).unwrap(), 0);
+    }
+
+    #[test]
+    fn typed_helpers_use_the_named_byte_order() {
+        let ram = GuestRam::new(1 << 16).unwrap();
+        ram.write_u64_be(0x100, 0x0102_0304_0506_0708).unwrap();
+        let mut b = [0u8; 8];
+        ram.read(0x100, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(ram.read_u64_le(0x100).unwrap(), 0x0807_0605_0403_0201);
+        assert_eq!(ram.read_u32_be(0x104).unwrap(), 0x0506_0708);
+        ram.write_u32_le(0x200, 0xaabb_ccdd).unwrap();
+        assert_eq!(ram.read_u32_be(0x200).unwrap(), 0xddcc_bbaa);
+    }
+
+    #[test]
+    fn out_of_range_is_an_error_not_a_panic() {
+        let ram = GuestRam::new(1 << 16).unwrap();
+        let mut b = [0u8; 8];
+        assert!(ram.read((1 << 16) - 4, &mut b).is_err());
+        assert!(ram.write(u64::MAX - 2, &b).is_err());
+        assert!(ram.read_u64_be(1 << 16).is_err());
+        assert!(ram.fill(0xfff0, 0x20, 0).is_err());
+        assert_eq!(ram.host_ptr(1 << 16), None);
+        assert!(ram.host_ptr((1 << 16) - 1).is_some());
+        // A range ending exactly at the top is fine.
+        ram.write((1 << 16) - 8, &b).unwrap();
+    }
+
+    #[test]
+    fn host_pointer_sees_writes() {
+        let ram = GuestRam::new(1 << 16).unwrap();
+        ram.write(0x1234, &[0x5a]).unwrap();
+        let p = ram.host_ptr(0x1234).unwrap();
+        assert_eq!(unsafe { AtomicU8::from_ptr(p).load(Ordering::Relaxed) }, 0x5a);
+    }
+
+    #[test]
+    fn fill_covers_exactly_the_range() {
+        let ram = GuestRam::new(1 << 16).unwrap();
+        ram.fill(0x103, 29, 0xee).unwrap();
+        let mut b = [0u8; 40];
+        ram.read(0x100, &mut b).unwrap();
+        for (k, &x) in b.iter().enumerate() {
+            assert_eq!(x, if (3..32).contains(&k) { 0xee } else { 0 }, "byte {k}");
+        }
+    }
+
+    #[test]
+    fn code_page_bitmap() {
+        let ram = GuestRam::new(1 << 20).unwrap();
+        assert!(!ram.is_code_page(0x5000));
+        ram.mark_code_page(0x5123);
+        assert!(ram.is_code_page(0x5000) && ram.is_code_page(0x5fff));
+        assert!(!ram.is_code_page(0x4fff) && !ram.is_code_page(0x6000));
+        assert!(ram.clear_code_page(0x5800));
+        assert!(!ram.clear_code_page(0x5800));
+        assert!(!ram.is_code_page(0x5000));
+        // Outside RAM: ignored.
+        ram.mark_code_page(1 << 20);
+        assert!(!ram.is_code_page(1 << 20));
+    }
+}
