@@ -56,6 +56,8 @@ pub struct RunRequest {
     /// `compact` or `none`.
     pub pin: String,
     pub oversubscribed: bool,
+    /// Logical cores of the host (compact pinning of peers never names more).
+    pub host_cores: u32,
     pub timeout_s: f64,
     /// Where to ask for the run report (ours only).
     pub report_path: PathBuf,
@@ -72,7 +74,8 @@ pub struct RunRequest {
 /// Peers get the qemu-style command line, whatever their name:
 /// `<cmd> -M pseries -cpu power8 -accel tcg,thread=multi -smp N -m 1G -nographic -no-reboot
 /// -bios ROM -kernel K -append "…"`; with compact pinning the harness runs the peer under
-/// `taskset -c 0-(N-1)` (when `taskset` exists), since peers have no pinning option of their own.
+/// `taskset -c 0-(N-1)` (when `taskset` exists, and never past the host's cores), since peers
+/// have no pinning option of their own.
 pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     let smp = req.cpus.to_string();
@@ -95,7 +98,8 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
             if req.pin == "compact" && taskset_available() {
                 v.push("taskset".into());
                 v.push("-c".into());
-                v.push(if req.cpus == 1 { "0".into() } else { format!("0-{}", req.cpus - 1) });
+                let n = req.cpus.min(req.host_cores).max(1);
+                v.push(if n == 1 { "0".into() } else { format!("0-{}", n - 1) });
             }
             v.push(emu.program.display().to_string());
             let bios = guest.bios.as_ref().map(|b| b.display().to_string());
@@ -401,6 +405,7 @@ mod tests {
             seq: 1,
             pin: "none".into(),
             oversubscribed: false,
+            host_cores: 2,
             timeout_s: 60.0,
             report_path: "/tmp/r.json".into(),
             log_path: "/tmp/r.log".into(),

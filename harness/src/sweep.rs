@@ -133,6 +133,7 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
             seq: p.seq,
             pin: pin_for(file.config.pin, p.cpus, host_cores).to_string(),
             oversubscribed: p.cpus > host_cores,
+            host_cores,
             timeout_s: file.config.timeout_s,
             report_path: s.work_dir.join(format!("{stem}.json")),
             log_path: s.work_dir.join(format!("{stem}.log")),

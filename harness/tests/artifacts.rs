@@ -137,3 +137,25 @@ fn example_workflow_runs_a_valid_gate_command() {
         other => panic!("not a gate command: {other:?}"),
     }
 }
+
+#[test]
+fn report_tolerates_partial_lock_statistics_and_missing_n1() {
+    let s = Scratch::new();
+    let mut f = synthetic("partial", &[("baseline", 2, vec![1.0, 1.1]), ("baseline", 4, vec![0.6, 0.7])]);
+    f.runs[2].report = Some(serde_json::json!({
+        "strategy": "baseline",
+        "locks": { "bql.hcall": { "acquisitions": 10 }, "bql.exec_loop": { "acquisitions": 5, "contended": 1, "wait_ns": 7000000 } }
+    }));
+    f.runs[3].report = Some(serde_json::json!({ "strategy": "baseline" }));
+    write(&f, &s.p("p.json"));
+    let o = s.run(&["report", "p.json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("### baseline, N = 4"), "{out}");
+    assert!(out.contains("| `bql.exec_loop` | 5 | 1 | 20.0% | 7.00 | – | – |"), "{out}");
+    assert!(out.contains("| `bql.hcall` | 10 | – | – | – | – | – |"), "{out}");
+    assert!(out.contains("no successful N=1 run"), "{out}");
+    // Without N = 1 there is nothing to plot, but the command still succeeds.
+    let o = s.run(&["plot", "p.json", "--ascii"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+}

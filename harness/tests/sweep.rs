@@ -324,3 +324,14 @@ fn a_hanging_peer_is_killed_at_the_timeout() {
     assert_eq!(q.signal, Some(9));
     assert!(f.runs.iter().any(|r| r.variant == "baseline" && r.status == RunStatus::Ok));
 }
+
+#[test]
+fn an_emulator_that_cannot_start_is_a_failed_run() {
+    let s = Scratch::new();
+    std::fs::write(s.p("bin/not-executable"), b"data").unwrap();
+    let bin = format!("baseline={}", s.p("bin/not-executable").display());
+    let o = s.run(&["sweep", "--no-plot", "--variants", "baseline", "--bin", &bin, "--cpus", "1", "--reps", "1", "--name", "ns"], &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let f = load(&s.p("results/ns.json"));
+    assert!(f.runs[0].reason.as_deref().unwrap().starts_with("could not start"), "{:?}", f.runs[0]);
+}
