@@ -2,7 +2,7 @@
 
 use super::hpt::{Found, Hpt};
 use super::slb::{self, hash_key, segment_page_sizes, vsid};
-use super::{REAL_MODE_MASK, dsisr, hpte_r};
+use super::{REAL_MODE_MASK, dsisr, hpte_r, hpte_v};
 use crate::cpu::{CpuState, Exception, MachineCheckKind, msr};
 use crate::softmmu::{Access, AddressSpace, GuestRam, PAGE_MASK, PageMapping};
 use std::sync::Arc;
@@ -16,8 +16,8 @@ pub struct MmuStats {
     pub real_fills: AtomicU64,
     /// Translations through the SLB and the HPT that succeeded.
     pub hpt_fills: AtomicU64,
-    /// PTE groups read (one or two per HPT translation).
-    pub hpt_searches: AtomicU64,
+    /// PTE groups read: the primary, and the secondary when the primary has no match.
+    pub pteg_reads: AtomicU64,
     /// R/C bits set in HPTEs.
     pub rc_updates: AtomicU64,
     /// Data / instruction segment interrupts raised.
@@ -118,7 +118,8 @@ impl SystemSpace {
         loop {
             tries += 1;
             let found = self.hpt.search(key, seg);
-            MmuStats::bump(&self.stats.hpt_searches);
+            let secondary = found.is_none_or(|f| f.pte0 & hpte_v::SECONDARY != 0);
+            self.stats.pteg_reads.fetch_add(1 + secondary as u64, Ordering::Relaxed);
             let Some(f) = found else {
                 return Err(self.storage_fault(ea, access, dsisr::NOPTE));
             };
@@ -203,7 +204,6 @@ mod tests {
     use super::*;
     use crate::cpu::{SlbEntry, msr};
     use crate::mmu::hpt::{H_EXACT, H_SUCCESS};
-    use crate::mmu::hpte_v;
     use crate::mmu::slb::esid;
 
     const RAM: u64 = 64 << 20;
@@ -298,7 +298,9 @@ mod tests {
         t.map(0, 0xc000_0000_0345_6000, 0x78_9000, 0x2, false);
         t.map(5, 0x0000_10ab_cdef_0000, 0x12_3000, 0x2, true);
         assert_eq!(t.pa(0xc000_0000_0345_6abc, Access::Read), 0x78_9abc);
+        assert_eq!(t.space.stats.pteg_reads.load(Ordering::Relaxed), 1);
         assert_eq!(t.pa(0x0000_10ab_cdef_0ff8, Access::Read), 0x12_3ff8);
+        assert_eq!(t.space.stats.pteg_reads.load(Ordering::Relaxed), 3, "secondary hit: two groups");
         // The neighbouring page is not mapped.
         assert_eq!(t.err(0xc000_0000_0345_7000, Access::Read), Exception::Dsi { ea: 0xc000_0000_0345_7000, dsisr: dsisr::NOPTE });
         assert_eq!(t.err(0xc000_0000_0345_7000, Access::Write), Exception::Dsi { ea: 0xc000_0000_0345_7000, dsisr: dsisr::NOPTE | dsisr::STORE });
