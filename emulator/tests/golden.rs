@@ -198,7 +198,7 @@ fn signal_of(e: Exception) -> (i64, Option<ProgramKind>) {
         Exception::Dsi { .. } | Exception::DataSegment { .. } | Exception::Isi { .. } | Exception::InstructionSegment { .. } => {
             (SIGSEGV, None)
         }
-        Exception::Alignment { .. } => (SIGBUS, None),
+        Exception::Alignment { .. } | Exception::MachineCheck { .. } => (SIGBUS, None),
         Exception::FacilityUnavailable { .. } | Exception::FpUnavailable | Exception::VecUnavailable | Exception::VsxUnavailable => {
             (SIGILL, None)
         }
