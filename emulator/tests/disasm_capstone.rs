@@ -94,6 +94,8 @@ fn operand_bits(o: Operand) -> u32 {
         Lev => f(20, 26),
         Eh => f(31, 31),
         Sr => f(12, 15),
+        #[allow(unreachable_patterns)]
+        _ => panic!("operand_bits: say where operand {o:?} sits"),
     }
 }
 

@@ -744,4 +744,17 @@ mod tests {
         }
         assert_eq!(c.execute(0x7c00_1a2c), Ok(())); // dcbt 0,r3: a hint
     }
+
+    #[test]
+    fn quadword_reservation_pair_succeeds() {
+        let mut c = cpu();
+        c.st.gpr[3] = 0x9000;
+        c.st.gpr[8] = 0x1111;
+        c.st.gpr[9] = 0x2222;
+        // lqarx r6,0,r3; stqcx. r8,0,r3
+        run(&mut c, &[0x7cc0_1a28, 0x7d00_196d]);
+        assert_eq!(c.st.cr >> 28, 2);
+        run(&mut c, &[0xe143_0000]); // lq r10,0(r3)
+        assert_eq!((c.st.gpr[10], c.st.gpr[11]), (0x1111, 0x2222));
+    }
 }
