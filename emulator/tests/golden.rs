@@ -203,6 +203,9 @@ fn signal_of(e: Exception) -> (i64, Option<ProgramKind>) {
             (SIGILL, None)
         }
         Exception::SystemCall { .. } => unreachable!("handled by the caller"),
+        // An exception added later: no signal, so that the case reports it.
+        #[allow(unreachable_patterns)]
+        _ => (0, None),
     }
 }
 
