@@ -81,6 +81,16 @@ pub trait GuestMemory {
     }
 }
 
+impl GuestMemory for crate::softmmu::GuestRam {
+    fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
+        crate::softmmu::GuestRam::read(self, pa, buf).map_err(|_| OutOfRange { pa, len: buf.len() })
+    }
+
+    fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        crate::softmmu::GuestRam::write(self, pa, data).map_err(|_| OutOfRange { pa, len: data.len() })
+    }
+}
+
 /// Guest memory held in a plain buffer: tests, and tools that prepare an image.
 #[derive(Debug, Default)]
 pub struct VecMemory {

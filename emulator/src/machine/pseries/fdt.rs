@@ -53,8 +53,7 @@ pub fn hypertas_functions(bulk_remove: bool) -> Vec<&'static str> {
 /// log2 of the HPT size in bytes for `ram` bytes of RAM: 1/128 of RAM rounded up to a power
 /// of two, at least 256 KiB (QEMU's choice; `ibm,pft-size`).
 pub fn hpt_shift(ram: u64) -> u32 {
-    let log2 = 64 - ram.max(1).next_power_of_two().leading_zeros() - 1;
-    log2.saturating_sub(7).clamp(18, 46)
+    crate::mmu::Hpt::shift_for_ram_size(ram)
 }
 
 /// What the tree describes.

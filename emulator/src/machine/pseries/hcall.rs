@@ -722,6 +722,72 @@ mod tests {
         assert!(m.fx.take().is_empty(), "no flush without an invalidation");
     }
 
+    /// The machine's hash page table behind the dispatcher, as `boot` serves it.
+    struct RamHpt {
+        hpt: Arc<crate::mmu::Hpt>,
+        ram: Arc<crate::softmmu::GuestRam>,
+    }
+
+    fn ret(r: crate::mmu::HcallResult) -> HptReturn {
+        HptReturn { ret: r.ret, out: r.out, nout: r.n_out, flush: r.flush_all_tlbs }
+    }
+
+    impl HptHcalls for RamHpt {
+        fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HptReturn {
+            ret(self.hpt.h_enter(&self.ram, flags, ptex, pteh, ptel))
+        }
+        fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
+            ret(self.hpt.h_remove(flags, ptex, avpn))
+        }
+        fn read(&self, flags: u64, ptex: u64) -> HptReturn {
+            ret(self.hpt.h_read(flags, ptex))
+        }
+        fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
+            ret(self.hpt.h_protect(flags, ptex, avpn))
+        }
+        fn bulk_remove(&self, args: &[u64; 8]) -> HptReturn {
+            ret(self.hpt.h_bulk_remove(*args))
+        }
+    }
+
+    #[test]
+    fn hpt_hcalls_on_the_machine_hpt() {
+        use crate::mmu::{Hpt, hpte_r, hpte_v};
+        use crate::softmmu::GuestRam;
+        let mut m = M::new(2);
+        let ram = Arc::new(GuestRam::new(256 << 20).unwrap());
+        let hpt = Arc::new(Hpt::new(18).unwrap());
+        m.dev.hpt = Some(Arc::new(RamHpt { hpt, ram }));
+        let pteh = |avpn: u64| (avpn << 7) | hpte_v::VALID;
+        let ptel = |page: u64| (page << 12) | hpte_r::M | 0x2;
+        // Eight entries fill a PTEG; the ninth finds it full.
+        for i in 0..8u64 {
+            let (rc, out, _) = m.call(0, H_ENTER, &[0, 0x40, pteh(i + 1), ptel(i)]);
+            assert_eq!((rc, out[0]), (H_SUCCESS, 0x40 + i));
+        }
+        assert_eq!(m.rc(0, H_ENTER, &[0, 0x40, pteh(99), ptel(9)]), H_PTEG_FULL);
+        assert_eq!(m.rc(0, H_ENTER, &[0, 0x40, pteh(99), ptel(9) | 0x20]), H_PARAMETER, "RAM must be WIMG=M");
+        assert!(m.fx.take().is_empty(), "H_ENTER flushes nothing");
+        let (rc, out, _) = m.call(1, H_READ, &[0, 0x43]);
+        assert_eq!((rc, out[0], out[1]), (H_SUCCESS, pteh(4), ptel(3)));
+        let (rc, out, _) = m.call(1, H_REMOVE, &[0, 0x43, 0]);
+        assert_eq!((rc, out[0], out[1]), (H_SUCCESS, pteh(4), ptel(3)));
+        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        assert_eq!(m.rc(1, H_REMOVE, &[0, 0x43, 0]), H_NOT_FOUND);
+        assert!(m.fx.take().is_empty(), "nothing removed, nothing flushed");
+        assert_eq!(m.rc(0, H_PROTECT, &[1, 0x44, 0]), H_SUCCESS);
+        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        let end = 0xc000_0000_0000_0000u64;
+        let req = |ptex: u64| 0x4000_0000_0000_0000 | ptex;
+        let (rc, out, _) = m.call(0, H_BULK_REMOVE, &[req(0x40), 0, req(0x41), 0, end, 0, 0, 0]);
+        assert_eq!(rc, H_SUCCESS);
+        assert_eq!(out[0] >> 62, 2, "a response word");
+        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        assert_eq!(m.rc(0, H_ENTER, &[0, 0x40, pteh(50), ptel(50)]), H_SUCCESS, "a slot is free again");
+        assert_eq!(m.rc(0, H_REMOVE, &[0, 1 << 40, 0]), H_PARAMETER);
+        assert_eq!(m.dev.hcall_stats.global_flushes, 3);
+    }
+
     #[test]
     fn stats_name_every_kind_once() {
         let mut m = M::new(1);

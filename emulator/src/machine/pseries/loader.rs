@@ -547,5 +547,10 @@ mod tests {
         assert_eq!(mem.read_u32_be(p.fdt_addr).unwrap(), 0xd00d_feed);
         assert_eq!(mem.read_u32_be(p.rtas_base).unwrap(), rtas::BLOB_WORDS[0]);
         assert!(p.apply(&VecMemory::new(1 << 20)).is_err());
+        // The machine's RAM takes the same plan.
+        let ram = crate::softmmu::GuestRam::new(256 << 20).unwrap();
+        p.apply(&ram).unwrap();
+        assert_eq!(ram.read_u32_be(p.fdt_addr).unwrap(), 0xd00d_feed);
+        assert_eq!(ram.read_u32_be(p.rtas_base + 12).unwrap(), rtas::BLOB_WORDS[3]);
     }
 }

@@ -10,7 +10,7 @@
 //!   (clear errors for bad files, exit statuses of `cli`) and calls `boot::run(config, plan)`.
 //! - `boot::run` writes the plan into RAM ([`loader::BootPlan::apply`]), starts vCPU 0 with
 //!   `plan.boot` (the others stopped, PIR = [`server_of`]), owns a [`PseriesDevices`] under the
-//!   BQL (with `hpt` = `hcall::RamHpt`) and implements [`effects::MachineEffects`].
+//!   BQL (its `hpt` serving the HPT hcalls from `mmu::Hpt`) and implements [`effects::MachineEffects`].
 //! - On `sc 1` from a vCPU: [`hcall::hcall`] under the BQL, then act on its
 //!   [`hcall::HcallOutcome`] (cede: halt until an interrupt is pending or
 //!   [`PseriesDevices::take_prod`] is true; stopped: wait for start-cpu; shutdown: leave).
