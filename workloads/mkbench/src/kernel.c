@@ -732,6 +732,8 @@ static void parse_bootargs(void)
 			opt_size = parse_num(eq);
 		else if (!strcmp(w, "seed"))
 			opt_seed = parse_num(eq);
+		else if (!strcmp(w, "bulk"))
+			cfg.have_bulk = cfg.have_bulk && parse_num(eq);
 		else if (!strcmp(w, "inject"))
 			inject = !strcmp(eq, "poison") ? INJECT_POISON :
 				 !strcmp(eq, "result") ? INJECT_RESULT :
