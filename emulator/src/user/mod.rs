@@ -96,6 +96,7 @@ impl Runner {
             Exception::Isi { ea, .. } => (11, format!("instruction fetch from non-executable address {ea:#x}")),
             Exception::DataSegment { ea } | Exception::InstructionSegment { ea } => (11, format!("address {ea:#x}")),
             Exception::Alignment { ea, .. } => (7, format!("unaligned access at {ea:#x}")),
+            Exception::MachineCheck { ea, .. } => (7, format!("access to {ea:#x} reached no memory")),
             Exception::Program(ProgramKind::Trap) => (5, "trap instruction".to_string()),
             Exception::Program(ProgramKind::FpEnabled) => (8, "enabled floating-point exception".to_string()),
             Exception::Program(ProgramKind::Illegal | ProgramKind::Privileged)
