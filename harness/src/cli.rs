@@ -191,6 +191,10 @@ pub struct SweepArgs {
     /// Do not write plots or print the ASCII chart at the end.
     #[arg(long)]
     pub no_plot: bool,
+    /// Extra arguments for every run of our emulator, split at spaces, e.g.
+    /// "--sync-profile" or "--tlb-flush-mode synced" (peers do not get them).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub emu_args: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -293,6 +293,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             memory: sizes::GUEST_MEMORY.into(),
             order: "interleaved".into(),
             share: r.share,
+            emulator_args: a.emu_args.as_deref().map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default(),
         },
         builds,
         workload: WorkloadInfo {
@@ -343,6 +344,7 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
         (a.name.is_some(), "--name"),
         (a.output.is_some(), "--output"),
         (a.plan, "--plan"),
+        (a.emu_args.is_some(), "--emu-args"),
     ]
     .into_iter()
     .filter_map(|(set, n)| set.then_some(n))
@@ -640,6 +642,7 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
             memory: sizes::GUEST_MEMORY.into(),
             order: "interleaved".into(),
             share: None,
+            emulator_args: Vec::new(),
         },
         builds,
         workload: WorkloadInfo {

@@ -105,6 +105,10 @@ pub struct SweepConfig {
     pub order: String,
     /// Set when this file holds only one share of the plan.
     pub share: Option<Share>,
+    /// Extra arguments given to every run of our emulator (e.g. `--sync-profile`,
+    /// `--tlb-flush-mode synced`), after the standard ones.
+    #[serde(default)]
+    pub emulator_args: Vec<String>,
 }
 
 /// What ran for one variant.

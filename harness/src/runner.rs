@@ -65,6 +65,8 @@ pub struct RunRequest {
     pub log_path: PathBuf,
     /// The checksum every run must print, when one is known.
     pub expected_checksum: Option<String>,
+    /// Extra arguments for our emulator.
+    pub extra_args: Vec<String>,
 }
 
 /// The command line for one run.
@@ -93,6 +95,7 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
             v.push(req.pin.clone());
             v.push("--timeout".into());
             v.push(format!("{}", req.timeout_s.ceil() as u64));
+            v.extend(req.extra_args.iter().cloned());
         }
         BuildKind::Peer => {
             if req.pin == "compact" && taskset_available() {
@@ -410,6 +413,7 @@ mod tests {
             report_path: "/tmp/r.json".into(),
             log_path: "/tmp/r.log".into(),
             expected_checksum: None,
+            extra_args: vec![],
         }
     }
 

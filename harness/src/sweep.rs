@@ -138,6 +138,7 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
             report_path: s.work_dir.join(format!("{stem}.json")),
             log_path: s.work_dir.join(format!("{stem}.log")),
             expected_checksum: file.workload.expected_checksum.clone(),
+            extra_args: file.config.emulator_args.clone(),
         };
         let mut run = run_once(emu, &s.guest, &req, now_rfc3339());
         run.log = Some(crate::util::stored_path(&s.repo, &req.log_path));

@@ -135,7 +135,20 @@ fn peers_get_the_qemu_command_line_and_no_report() {
     let log = s.p("invocations.log");
     let o = run_sweep(
         &s,
-        &["--variants", "baseline", "--peer", &format!("qemu={}", s.p("bin/qemu-fake").display()), "--cpus", "1,2", "--reps", "1", "--name", "peer"],
+        &[
+            "--variants",
+            "baseline",
+            "--peer",
+            &format!("qemu={}", s.p("bin/qemu-fake").display()),
+            "--cpus",
+            "1,2",
+            "--reps",
+            "1",
+            "--name",
+            "peer",
+            "--emu-args",
+            "--sync-profile --tlb-flush-mode synced",
+        ],
         &[("FAKE_EMU_LOG", log.to_str().unwrap())],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -151,7 +164,12 @@ fn peers_get_the_qemu_command_line_and_no_report() {
     let first_log = std::fs::read_to_string(s.p(q[0].log.as_ref().unwrap())).unwrap();
     assert!(first_log.contains("-M pseries -cpu power8 -accel tcg,thread=multi"), "{first_log}");
     assert!(first_log.contains("-no-reboot -bios"), "{first_log}");
-    assert!(!first_log.contains("--report"), "{first_log}");
+    assert!(!first_log.contains("--report") && !first_log.contains("--sync-profile"), "{first_log}");
+    // Extra emulator arguments reach ours only, after the standard ones.
+    let ours = f.runs.iter().find(|r| r.variant == "baseline").unwrap();
+    let ours_log = std::fs::read_to_string(s.p(ours.log.as_ref().unwrap())).unwrap();
+    assert!(ours_log.contains("--timeout 300 --sync-profile --tlb-flush-mode synced"), "{ours_log}");
+    assert_eq!(f.config.emulator_args, ["--sync-profile", "--tlb-flush-mode", "synced"]);
 }
 
 #[test]

@@ -167,6 +167,7 @@ pub fn synthetic(name: &str, times: &[(&str, u32, Vec<f64>)]) -> ResultsFile {
             memory: "1G".into(),
             order: "interleaved".into(),
             share: None,
+            emulator_args: vec![],
         },
         builds: BTreeMap::new(),
         workload: WorkloadInfo {
