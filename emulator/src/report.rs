@@ -16,7 +16,7 @@
 //! - `vcpus[]`: per vCPU: instructions, blocks, exits by reason (`exits_exception`,
 //!   `exits_hypercall`), interrupts taken by vector, cross-vCPU flush jobs (queued on it,
 //!   run, elided because its TLB was clean, coalesced), own flushes, TLB fills (misses),
-//!   full TLB flushes, kicks received, seconds halted.
+//!   full TLB flushes, kicks received, seconds halted, and the final pc/msr/lr.
 //! - `locks`: per lock site (names of LOCKING.md: `bql.exec_loop`, `bql.hcall`, …)
 //!   `acquisitions`, `contended`, `wait_ns`, `max_wait_ns`, `hold_ns` (hold times only with
 //!   `--sync-profile`); sites never taken are left out.
@@ -48,6 +48,10 @@ pub struct VcpuReport {
     pub tlb_full_flushes: u64,
     pub kicks: u64,
     pub halted_s: f64,
+    /// Where the vCPU stopped (helps when a guest hangs or crashes).
+    pub final_pc: String,
+    pub final_msr: String,
+    pub final_lr: String,
 }
 
 #[derive(Clone, Debug, Serialize)]

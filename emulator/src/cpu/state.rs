@@ -91,6 +91,8 @@ pub struct CpuState {
     pub lpcr: u64,
     pub pvr: u64,
     pub pir: u64,
+    /// Performance-monitor registers (SIER, MMCR2, MMCRA, PMC1-6, MMCR0, SIAR, SDAR, MMCR1).
+    pub pmu: [u64; 13],
     /// Decrementer: value written and the timebase at the time of the write (it counts
     /// down at the timebase frequency from there).
     pub dec_value: u64,
@@ -158,6 +160,7 @@ impl CpuState {
             lpcr: 0,
             pvr: 0x004d_0200,
             pir: 0,
+            pmu: [0; 13],
             dec_value: 0,
             dec_tb: 0,
             slb: [SlbEntry::default(); SLB_SIZE],

@@ -36,12 +36,13 @@ impl Cpu {
         self.st.dec_value.wrapping_sub(elapsed) & 0xffff_ffff
     }
 
-    pub fn read_spr(&mut self, n: u32) -> Result<u64, Exception> {
+    /// Reads SPR `n`; `Ok(None)` when this CPU has no such SPR (see `undefined_spr`).
+    pub fn read_spr(&mut self, n: u32) -> Result<Option<u64>, Exception> {
         if spr_privileged(n) && self.st.pr() {
             return Err(PRIVILEGED);
         }
         let s = &self.st;
-        Ok(match n {
+        Ok(Some(match n {
             spr::XER => s.xer(),
             spr::LR => s.lr,
             spr::CTR => s.ctr,
@@ -72,13 +73,15 @@ impl Cpu {
             spr::FSCR => s.fscr,
             spr::PVR => s.pvr,
             spr::PIR => s.pir,
+            _ if pmu_index(n).is_some() => s.pmu[pmu_index(n).unwrap()],
             // Hypervisor resources (LPCR, HSPRGx, HDEC, …): not accessible to a partition.
-            _ if n >= 304 && n < 320 => return Err(PRIVILEGED),
-            _ => return Err(ILLEGAL),
-        })
+            _ if (304..320).contains(&n) => return Err(PRIVILEGED),
+            _ => return Ok(None),
+        }))
     }
 
-    pub fn write_spr(&mut self, n: u32, v: u64) -> Exec {
+    /// Writes SPR `n`; `Ok(false)` when this CPU has no such SPR (see `undefined_spr`).
+    pub fn write_spr(&mut self, n: u32, v: u64) -> Result<bool, Exception> {
         if spr_privileged(n) && self.st.pr() {
             return Err(PRIVILEGED);
         }
@@ -114,10 +117,41 @@ impl Cpu {
             spr::FSCR => s.fscr = v,
             // Read-only or hypervisor resources.
             spr::PVR | spr::PIR | spr::TBL_WRITE | spr::TBU_WRITE => return Err(PRIVILEGED),
-            _ if n >= 304 && n < 320 => return Err(PRIVILEGED),
-            _ => return Err(ILLEGAL),
+            // The problem-state aliases of the PMU registers are read-only.
+            _ if pmu_index(n).is_some() && n < PMU_PRIVILEGED_BASE => return Err(PRIVILEGED),
+            _ if pmu_index(n).is_some() => s.pmu[pmu_index(n).unwrap()] = v,
+            _ if (304..320).contains(&n) => return Err(PRIVILEGED),
+            _ => return Ok(false),
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// An access to an SPR this CPU does not have: a no-op in supervisor state (Linux probes
+    /// some), a privileged-instruction or illegal-instruction interrupt in problem state
+    /// depending on the number's privilege bit — what the reference implementation does.
+    fn undefined_spr(&self, n: u32) -> Exec {
+        if !self.st.pr() && n != 0 {
+            Ok(())
+        } else if spr_privileged(n) {
+            Err(PRIVILEGED)
+        } else {
+            Err(ILLEGAL)
+        }
+    }
+}
+
+/// First privileged PMU SPR (SIER); each has a problem-state alias 16 below it.
+const PMU_PRIVILEGED_BASE: u32 = 784;
+
+/// Index in `CpuState::pmu` of a performance-monitor SPR of POWER8: SIER (784), MMCR2,
+/// MMCRA, PMC1-6, MMCR0 (795), SIAR, SDAR, MMCR1 (798), and their aliases 768-782. The PMU
+/// does not count: its registers only hold what the guest writes.
+fn pmu_index(n: u32) -> Option<usize> {
+    let p = if n < PMU_PRIVILEGED_BASE { n + 16 } else { n };
+    match p {
+        784..=792 => Some((p - 784) as usize),
+        795..=798 => Some((p - 795 + 9) as usize),
+        _ => None,
     }
 }
 
@@ -128,8 +162,10 @@ pub(super) fn mfspr(c: &mut Cpu, i: Insn) -> Exec {
     if NOOP_SPRS.contains(&i.spr()) {
         return Ok(());
     }
-    let v = c.read_spr(i.spr())?;
-    c.st.gpr[i.rt() as usize] = v;
+    match c.read_spr(i.spr())? {
+        Some(v) => c.st.gpr[i.rt() as usize] = v,
+        None => c.undefined_spr(i.spr())?,
+    }
     Ok(())
 }
 
@@ -137,7 +173,10 @@ pub(super) fn mtspr(c: &mut Cpu, i: Insn) -> Exec {
     if NOOP_SPRS.contains(&i.spr()) {
         return Ok(());
     }
-    c.write_spr(i.spr(), c.st.gpr[i.rs() as usize])
+    if !c.write_spr(i.spr(), c.st.gpr[i.rs() as usize])? {
+        c.undefined_spr(i.spr())?;
+    }
+    Ok(())
 }
 
 /// `mftb` with a TBR other than TB/TBU is an invalid form; the reference implementation

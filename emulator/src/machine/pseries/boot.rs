@@ -64,6 +64,8 @@ pub struct Shared {
     pub tlb_locks: Vec<StatMutex<()>>,
     pub flush_mode: TlbFlushMode,
     pub flush_coalesce: bool,
+    /// `PPC64EMU_LOG=int`: log every synchronous interrupt with its instruction (debugging).
+    pub log_interrupts: bool,
     exit_tx: std::sync::mpsc::Sender<()>,
 }
 
@@ -360,6 +362,12 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
         match e {
             Exit::Exception(e) => {
                 self.counters.exits_exception += 1;
+                if self.shared.log_interrupts {
+                    let pc = self.cpu.st.pc;
+                    let word = self.cpu.mmu.fetch(&self.cpu.st, pc).ok();
+                    let text = word.map_or_else(|| "(unreadable)".to_string(), |w| crate::isa::disassemble(w, pc));
+                    eprintln!("ppc64emu: vcpu{i}: {e:?} at {pc:#x}: {text} (lr={:#x} msr={:#x})", self.cpu.st.lr, self.cpu.st.msr);
+                }
                 match self.cpu.deliver_interrupt(Interrupt::from(e)) {
                     crate::cpu::interrupt::Delivery::Taken { vector } => self.note_interrupt(vector),
                     crate::cpu::interrupt::Delivery::Checkstop => {
@@ -458,6 +466,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
         tlb_locks: (0..n).map(|_| StatMutex::new((), crate::sync::Class::Leaf)).collect(),
         flush_mode: config.tlb_flush_mode,
         flush_coalesce: config.tlb_flush_coalesce,
+        log_interrupts: std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "int")),
         exit_tx,
     });
     let mut dev = PseriesDevices::new(n);
@@ -565,5 +574,8 @@ fn vcpu_report(v: &PseriesVcpu, shared: &crate::accel::VcpuShared<PseriesVcpu>) 
         tlb_full_flushes: t.full_flushes,
         kicks: shared.counters.kicks.load(Ordering::Relaxed),
         halted_s: v.counters.halted.as_secs_f64(),
+        final_pc: format!("{:#x}", v.cpu.st.pc),
+        final_msr: format!("{:#x}", v.cpu.st.msr),
+        final_lr: format!("{:#x}", v.cpu.st.lr),
     }
 }
