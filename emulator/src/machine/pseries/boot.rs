@@ -2,7 +2,7 @@
 //! I/O thread with the decrementer timers, and the devices under the BQL of the strategy `S`.
 
 use super::config::{AccelMode, MachineConfig, PinMode, TlbFlushMode};
-use super::effects::{GuestMemory, MachineEffects, NotStopped, OutOfRange};
+use super::effects::{MachineEffects, NotStopped};
 use super::hcall::{self, HcallOutcome, HptHcalls, HptReturn};
 use super::loader::BootPlan;
 use super::{MachineExit, PseriesDevices};
@@ -127,18 +127,6 @@ impl PseriesVcpu {
 
     fn note_interrupt(&mut self, vector: u64) {
         *self.counters.interrupts.entry(vector).or_default() += 1;
-    }
-}
-
-/// Guest RAM as the device models see it.
-struct RamMemory<'a>(&'a GuestRam);
-
-impl GuestMemory for RamMemory<'_> {
-    fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
-        self.0.read(pa, buf).map_err(|_| OutOfRange { pa, len: buf.len() })
-    }
-    fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
-        self.0.write(pa, data).map_err(|_| OutOfRange { pa, len: data.len() })
     }
 }
 
@@ -381,7 +369,7 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                 self.counters.exits_hypercall += 1;
                 let mut fx = Fx { accel, out: Vec::new(), starting: Vec::new(), console: Vec::new() };
                 let ram = self.shared.ram.clone();
-                let outcome = hcall::hcall(&mut b.dev, i, &mut self.cpu.st, &RamMemory(&ram), &mut fx);
+                let outcome = hcall::hcall(&mut b.dev, i, &mut self.cpu.st, &*ram, &mut fx);
                 self.apply(accel, b, fx);
                 match outcome {
                     HcallOutcome::Continue | HcallOutcome::Stopped | HcallOutcome::Shutdown => {}
@@ -454,7 +442,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
     let _ = crate::sync::stats::take_local();
     let n = plan.ncpus;
     let ram = Arc::new(GuestRam::new(plan.ram_bytes).map_err(|e| anyhow::anyhow!("guest RAM: {e}"))?);
-    plan.apply(&RamMemory(&ram)).map_err(|e| anyhow::anyhow!("boot image does not fit in RAM: {e:?}"))?;
+    plan.apply(&*ram).map_err(|e| anyhow::anyhow!("boot image does not fit in RAM: {e:?}"))?;
     let hpt = Arc::new(Hpt::new(plan.hpt_shift).map_err(|e| anyhow::anyhow!("{e}"))?);
     let timebase = Arc::new(HostTimeBase::new());
     let (exit_tx, exit_rx) = std::sync::mpsc::channel();
@@ -525,6 +513,12 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
             })
             .expect("spawn I/O thread")
     };
+
+    if console == Console::Stdout {
+        // Console input: the reader blocks in read(2), so it is left running at the end.
+        let accel = accel.clone();
+        super::console::spawn_input_reader(std::io::stdin(), move |bytes| accel.bql(Site::BqlIoThread).dev.hvterm.push_input(bytes))?;
+    }
 
     // Wait for the guest to stop the machine, or for the timeout.
     let timed_out = match config.timeout {
