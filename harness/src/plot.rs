@@ -11,6 +11,7 @@ use std::sync::Once;
 use anyhow::{Context, Result, anyhow, bail};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
 
 use crate::stats::Estimate;
@@ -147,19 +148,24 @@ where
         .label("ideal (T(1)/T(N) = N)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(120, 120, 120)));
 
-    // Host core count.
+    // Host core count, when some points lie beyond it.
     if let Some(c) = opts.host_cores
-        && (c as f64) < x_max
+        && (c as f64) < x_data_max as f64
     {
         let xc = c as f64 + 0.5;
         chart
             .draw_series(DashedLineSeries::new(vec![(xc, 0.0), (xc, y_max)], 4, 4, RGBColor(110, 110, 110).stroke_width(1)))
             .map_err(err)?;
+        // Label on whichever side of the line has room.
+        let left_half = xc < x_max * 0.6;
+        let anchor = if left_half { HPos::Left } else { HPos::Right };
+        let x_text = if left_half { xc + x_max * 0.01 } else { xc - x_max * 0.01 };
+        let style = ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)).pos(Pos::new(anchor, VPos::Top));
         chart
             .draw_series(std::iter::once(Text::new(
                 format!("host cores = {c}; hollow points oversubscribed"),
-                (xc + x_max * 0.01, y_max * 0.97),
-                ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)),
+                (x_text, y_max * 0.98),
+                style,
             )))
             .map_err(err)?;
     }
