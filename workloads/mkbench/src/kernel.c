@@ -544,7 +544,6 @@ static void run_one(struct percpu *pc, u32 id)
 	jf.gpr[2] = pc->toc;
 	jf.gpr[3] = JOB_ARGS_BASE;
 	jf.gpr[12] = (u64)job_main;
-	pc->job_status = 0;
 	result = run_job(&jf, pc);
 
 	proc_exit(pc);
@@ -600,23 +599,25 @@ static void scheduler(struct percpu *pc)
 
 /* ---- interrupts ------------------------------------------------------- */
 
-static void debug_ea(struct percpu *pc, u64 ea)
+/*
+ * A job reported a failed self-check with an address of its heap in the
+ * third argument: show how the kernel maps that page and what the frame
+ * holds, to tell a corrupted translation from corrupted data.
+ */
+static void show_mapping(struct percpu *pc, u64 ea)
 {
-	struct proc *p = &pc->proc;
-	struct region *r = &p->rg[RG_HEAP];
+	struct region *r = &pc->proc.rg[RG_HEAP];
 	u64 idx = (ea - r->base) >> PAGE_SHIFT;
 
 	if (ea < r->base || idx >= r->npages)
 		return;
-	printk("debug: ea 0x%lx idx %lu pfn 0x%x slot 0x%x lo %u hi %u\n", ea, idx,
-	       r->pte[idx].pfn, r->pte[idx].slot, r->lo, r->hi);
+	printk("mkbench: ea 0x%lx: page %lu, frame 0x%lx, ptex 0x%x\n", ea, idx,
+	       (u64)r->pte[idx].pfn << PAGE_SHIFT, r->pte[idx].slot);
 	if (r->pte[idx].pfn) {
 		u64 *q = (u64 *)(((u64)r->pte[idx].pfn << PAGE_SHIFT) + (ea & 0xff8));
-		printk("debug: phys 0x%lx: %016lx %016lx %016lx\n", (u64)q, q[-1], q[0], q[1]);
+
+		printk("mkbench: frame data at 0x%lx: %016lx %016lx\n", (u64)q, q[0], q[1]);
 	}
-	for (int k = -3; k <= 3; k++)
-		if (idx + k < r->npages)
-			printk("debug: idx %lu pfn 0x%x slot 0x%x\n", idx + k, r->pte[idx + k].pfn, r->pte[idx + k].slot);
 }
 
 static void do_syscall(struct percpu *pc, struct frame *f)
@@ -634,7 +635,7 @@ static void do_syscall(struct percpu *pc, struct frame *f)
 		f->gpr[3] = (u64)sys_mprotect(pc, f->gpr[4], f->gpr[5]);
 		break;
 	case SYS_FAIL:
-		debug_ea(pc, f->gpr[6]);
+		show_mapping(pc, f->gpr[6]);
 		panic("job %u (%s %u) self-check failed: code %lu, 0x%016lx 0x%016lx",
 		      pc->cur_job, kind_name(js.jobs[pc->cur_job].kind),
 		      js.jobs[pc->cur_job].unit, f->gpr[4], f->gpr[5], f->gpr[6]);

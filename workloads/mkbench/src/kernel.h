@@ -121,7 +121,6 @@ struct percpu {
 	struct proc proc;
 	u32 *free;		/* this CPU's free frames (poisoned) */
 	u32 nfree;
-	u64 job_status;
 	u8 pad[128];
 } __attribute__((aligned(128)));
 
