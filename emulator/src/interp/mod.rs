@@ -4,6 +4,7 @@
 
 mod branch;
 mod fixed;
+mod fp;
 mod loadstore;
 mod system;
 mod system_step;
@@ -81,6 +82,7 @@ macro_rules! build_dispatch {
 
             use branch::*;
             use fixed::*;
+            use fp::*;
             use loadstore::*;
             use system::*;
 

@@ -200,7 +200,7 @@ mod tests {
         assert_eq!(decode(0x7c64292c), Op::Illegal); // stwcx without the dot is reserved
         assert_eq!(decode(0x7c8300de), Op::Isel);
         assert_eq!(decode(0x00000000), Op::Illegal);
-        assert_eq!(decode(0xffffffff), Op::Illegal);
+        assert_eq!(decode(0x07ffffff), Op::Illegal); // primary opcode 1 (prefixes, ISA 3.1)
     }
 
     #[test]
