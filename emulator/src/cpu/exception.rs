@@ -24,7 +24,8 @@ pub enum MachineCheckKind {
 
 /// A synchronous exception raised by an instruction. The instruction has no side effects
 /// when it raises one, except `SystemCall` (which completes: the return address is the next
-/// instruction).
+/// instruction) and `Program(FpEnabled)` (the FPSCR, and for enabled overflow, underflow and
+/// inexact exceptions the target register, are updated first, as the ISA specifies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exception {
     Program(ProgramKind),

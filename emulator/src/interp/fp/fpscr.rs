@@ -153,8 +153,9 @@ pub fn update(st: &mut CpuState, f: Flags, written: bool, report: Report) -> boo
     if f.exc != 0 {
         s |= FX;
     }
-    // Invalid operations other than a lone SNaN, and zero divides, clear FR and FI.
-    if f.exc & (VX_ALL & !VXSNAN | ZX) != 0 {
+    // Invalid arithmetic and conversions, and zero divides, clear FR and FI (an SNaN
+    // operand or an invalid compare alone do not).
+    if f.exc & (VXISI | VXIDI | VXZDZ | VXIMZ | VXSQRT | VXCVI | ZX) != 0 {
         s &= !(FR | FI);
     }
     if written {

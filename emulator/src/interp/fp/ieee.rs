@@ -342,9 +342,10 @@ fn sqrt_odd(b: u64) -> Quad {
 pub fn fma(a: u64, c: u64, b: u64, neg_b: bool, neg_result: bool, prec: Prec, env: Env) -> Res {
     let imz = (is_inf(a) && is_zero(c)) || (is_zero(a) && is_inf(c));
     if let Some(mut r) = propagate(&[a, b, c], prec) {
-        // 0 * inf is reported even when the addend is a NaN.
+        // 0 * inf is reported even when the addend is a NaN, and then (as QEMU does) instead
+        // of VXSNAN for a signalling addend.
         if imz {
-            r.f.exc |= fpscr::VXIMZ;
+            r.f.exc = fpscr::VXIMZ;
         }
         return r;
     }
@@ -365,11 +366,21 @@ pub fn fma(a: u64, c: u64, b: u64, neg_b: bool, neg_result: bool, prec: Prec, en
         v = if like { if prod_neg { -Quad::ZERO } else { Quad::ZERO } } else { zero_sum_sign(v, env) };
     }
     if neg_result {
-        // QEMU (the oracle) negates before rounding, so in the directed modes the result
-        // rounds away from the mode's direction as seen from the negated value.
-        v = -v;
+        // The ISA rounds, then negates: -(round(v)) is round(-v) in the mirrored directed
+        // mode. (QEMU 7.2 rounds -v in the mode itself, which differs in directed modes.)
+        return round(-v, prec, Env { round: mirror(env.round), ..env });
     }
     round(v, prec, env)
+}
+
+/// The rounding mode that rounding a negated value must use to give the negated result of
+/// rounding the value itself.
+fn mirror(r: Round) -> Round {
+    match r {
+        Round::TowardPositive => Round::TowardNegative,
+        Round::TowardNegative => Round::TowardPositive,
+        r => r,
+    }
 }
 
 /// Rounds a double to the target precision (`frsp`, `xscvdpsp`, `xsrsp`).

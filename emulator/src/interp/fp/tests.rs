@@ -351,15 +351,15 @@ fn vsx_scalar_and_vector() {
     run(&mut c, &[xx3(4, 2, 3, 112)]);
     assert_eq!(c.st.vsr[4], (d(3.0 * (1.0 / 3.0)) as u128) << 64 | d(-4.0) as u128);
     assert_eq!(c.st.fpscr & (FPRF | FI), 0);
-    // xsmaddadp XT = XA*XT + XB, xsmaddmdp XT = XA*XB + XT.
+    // xsmaddadp XT = XA*XB + XT, xsmaddmdp XT = XA*XT + XB.
     c.st.vsr[5] = (d(2.0) as u128) << 64;
     c.st.vsr[6] = (d(3.0) as u128) << 64;
     c.st.vsr[7] = (d(5.0) as u128) << 64;
     let mut c2 = Cpu { st: c.st.clone(), ..cpu() };
     run(&mut c, &[xx3(7, 5, 6, 33)]);
-    assert_eq!(c.st.vsr[7] >> 64, d(2.0 * 5.0 + 3.0) as u128);
+    assert_eq!(c.st.vsr[7] >> 64, d(2.0 * 3.0 + 5.0) as u128);
     run(&mut c2, &[xx3(7, 5, 6, 41)]);
-    assert_eq!(c2.st.vsr[7] >> 64, d(2.0 * 3.0 + 5.0) as u128);
+    assert_eq!(c2.st.vsr[7] >> 64, d(2.0 * 5.0 + 3.0) as u128);
     // xvcmpgtdp. sets CR6 (all true / none true).
     c.st.vsr[8] = (d(2.0) as u128) << 64 | d(1.0) as u128;
     c.st.vsr[9] = (d(1.0) as u128) << 64 | d(2.0) as u128;

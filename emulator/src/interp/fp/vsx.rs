@@ -77,17 +77,24 @@ fn store_scalar(c: &mut Cpu, i: Insn, f: Flags, v: u128, report: Report) -> Exec
 }
 
 /// Stores a vector result unless an element raised an enabled invalid-operation or
-/// zero-divide exception. When that exception interrupts, the elements after it are not
-/// evaluated as far as the FPSCR is concerned (QEMU stops at the first one).
+/// zero-divide exception. As in QEMU (the oracle), when that exception interrupts, the
+/// elements after it do not count, and neither do the overflow, underflow and inexact
+/// exceptions of the ones before it; and an overflow hides an underflow of another element.
 fn vector_result(c: &mut Cpu, i: Insn, flags: &[Flags], v: u128) -> Exec {
     let fp = c.st.fpscr;
-    let stop = fpscr::interrupts(&c.st);
     let mut f = Flags::default();
+    let mut stopped = false;
     for e in flags {
         f |= *e;
-        if stop && fpscr::suppresses(fp, e.exc) {
+        if fpscr::interrupts(&c.st) && fpscr::suppresses(fp, e.exc) {
+            stopped = true;
             break;
         }
+    }
+    if stopped {
+        f.exc &= fpscr::VX_ALL | fpscr::ZX;
+    } else if f.exc & fpscr::OX != 0 {
+        f.exc &= !fpscr::UX;
     }
     let written = !fpscr::suppresses(fp, f.exc);
     if written {
@@ -165,10 +172,10 @@ xv_binary! {
     xvdivdp => div, Double;  xvdivsp => div, Single;
 }
 
-/// Multiply-add operand order: "a" forms compute XA*XT + XB, "m" forms XA*XB + XT.
-/// Returns (multiplicand, addend).
+/// Multiply-add operand order: "a" forms compute XA*XB + XT (XT is the addend), "m" forms
+/// XA*XT + XB (XT is a multiplicand). Returns (multiplicand, addend).
 fn ma_operands<T: Copy>(a_form: bool, xt: T, xb: T) -> (T, T) {
-    if a_form { (xt, xb) } else { (xb, xt) }
+    if a_form { (xb, xt) } else { (xt, xb) }
 }
 
 macro_rules! xs_fma {
@@ -224,14 +231,35 @@ xv_fma! {
     xvnmsubasp => Single, true, true, true;     xvnmsubmsp => Single, false, true, true;
 }
 
-/// Unary operations on one element: square root and the estimates.
-fn unary(op: u8, b: u64, prec: Prec, env: Env) -> Res {
-    match op {
-        SQRT => ieee::sqrt(b, prec, env),
-        RE => scalar::reciprocal(b, prec, env),
+/// Unary operations on one element: square root and the estimates. The estimates are
+/// computed the way QEMU does (exactly, then rounded step by step): the scalar single forms
+/// in double precision and then rounded to single like `frsp`, the vector single forms in
+/// single precision throughout.
+fn unary(op: u8, b: u64, prec: Prec, vector: bool, env: Env) -> Res {
+    match (op, prec, vector) {
+        (SQRT, _, _) => ieee::sqrt(b, prec, env),
+        (RE, Prec::Single, false) => then_round_single(scalar::reciprocal(b, Prec::Double, env), env),
+        (RE, _, _) => scalar::reciprocal(b, prec, env),
+        (_, Prec::Single, false) => then_round_single(scalar::reciprocal_sqrt(b, Prec::Double, env), env),
+        (_, Prec::Single, true) => {
+            let s = ieee::sqrt(b, Prec::Single, env);
+            let mut r = scalar::reciprocal(single_to_double(s.bits as u32), Prec::Single, env);
+            r.f.exc |= s.f.exc;
+            r.f.fi |= s.f.fi;
+            r
+        }
         _ => scalar::reciprocal_sqrt(b, prec, env),
     }
 }
+
+/// Rounds a double result to single precision as a second step, merging the flags.
+fn then_round_single(d: Res, env: Env) -> Res {
+    let mut r = ieee::round_to_prec(d.bits, Prec::Single, env);
+    r.f.exc |= d.f.exc;
+    r.f.fi |= d.f.fi;
+    r
+}
+
 const SQRT: u8 = 0;
 const RE: u8 = 1;
 const RSQRTE: u8 = 2;
@@ -240,7 +268,7 @@ macro_rules! xs_unary {
     ($($name:ident => $op:ident, $prec:ident;)*) => {$(
         pub(in crate::interp) fn $name(c: &mut Cpu, i: Insn) -> Exec {
             vsx_available(c)?;
-            let r = unary($op, xb0(c, i), Prec::$prec, env(c)).via_single();
+            let r = unary($op, xb0(c, i), Prec::$prec, false, env(c)).via_single();
             scalar_result(c, i, r, Prec::$prec)
         }
     )*};
@@ -262,11 +290,11 @@ macro_rules! xv_unary {
     )*};
     (@ Double, $c:ident, $i:ident, $b:ident, $e:ident, $op:ident) => {{
         let b = elems_dp($b);
-        vec_dp($c, $i, [0, 1].map(|k| unary($op, b[k], Prec::Double, $e)))
+        vec_dp($c, $i, [0, 1].map(|k| unary($op, b[k], Prec::Double, true, $e)))
     }};
     (@ Single, $c:ident, $i:ident, $b:ident, $e:ident, $op:ident) => {{
         let b = elems_sp($b);
-        vec_sp($c, $i, [0, 1, 2, 3].map(|k| unary($op, b[k], Prec::Single, $e)))
+        vec_sp($c, $i, [0, 1, 2, 3].map(|k| unary($op, b[k], Prec::Single, true, $e)))
     }};
 }
 
