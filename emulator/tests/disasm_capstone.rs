@@ -44,7 +44,39 @@ const CAPSTONE_GAPS: &[(&str, &str)] = &[
     ("stswx", "indexed string instructions are missing"),
     ("bctar", "ISA 2.07 branch to TAR is missing"),
     ("slbfee.", "missing"),
+    ("fcmpo", "the ordered FP compare is missing"),
+    ("fmrgew", "ISA 2.07 FP merges are missing"),
+    ("fmrgow", "ISA 2.07 FP merges are missing"),
 ];
+
+/// Record (`.`) forms Capstone 5 does not decode although it knows the plain instruction.
+const CAPSTONE_RC_GAPS: &[(&str, &str)] = &[
+    ("mtfsb0", "record form missing"),
+    ("mtfsb1", "record form missing"),
+];
+
+/// Capstone names VSX registers by the register file they overlay (`fN` for VSR N < 32, `vN`
+/// for VSR 32 + N, sometimes `vsN`): operands of VSX kinds are rewritten as `vsN`.
+fn vsx_registers(op_str: &str, info: &OpInfo) -> String {
+    let toks: Vec<&str> = op_str.split(',').map(str::trim).collect();
+    if toks.len() != info.operands.len() {
+        return op_str.to_string();
+    }
+    let vsx = |o: &Operand| matches!(o, Operand::Xt | Operand::Xs | Operand::Xa | Operand::Xb | Operand::Xc);
+    let fixed: Vec<String> = toks
+        .iter()
+        .zip(info.operands)
+        .map(|(t, o)| {
+            let n = |p: &str| t.strip_prefix(p).and_then(|n| n.parse::<u32>().ok());
+            match (vsx(o), t.starts_with("vs"), n("v"), n("f")) {
+                (true, false, Some(v), _) => format!("vs{}", v + 32),
+                (true, false, _, Some(f)) => format!("vs{f}"),
+                _ => t.to_string(),
+            }
+        })
+        .collect();
+    fixed.join(", ")
+}
 
 fn capstone(le: bool) -> Capstone {
     Capstone::new()
@@ -358,7 +390,7 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
     }
     // Operands Capstone leaves out when they are zero.
     let omitted_zero = match mnemonic {
-        "sc" | "dcbt" | "dcbtst" | "mtmsr" | "mtmsrd" | "tlbie" | "tlbiel" => ours.ops.len(),
+        "sc" | "dcbt" | "dcbtst" | "mtmsr" | "mtmsrd" | "tlbie" | "tlbiel" | "mtfsfi" | "mtfsfi." => ours.ops.len(),
         _ => 0,
     };
     while ops.len() < omitted_zero {
@@ -490,7 +522,9 @@ fn every_table_instruction_agrees_with_capstone() {
                 let theirs = insns.iter().next().map(|i| (i.mnemonic().unwrap_or("").to_string(), i.op_str().unwrap_or("").to_string()));
                 let gap = CAPSTONE_GAPS
                     .iter()
-                    .find(|(m, _)| *m == op.info().mnemonic || o.mnemonic.trim_end_matches('.') == m.trim_end_matches('.'));
+                    .find(|(m, _)| *m == op.info().mnemonic || o.mnemonic.trim_end_matches('.') == m.trim_end_matches('.'))
+                    .or_else(|| CAPSTONE_RC_GAPS.iter().find(|(m, _)| o.mnemonic.strip_suffix('.') == Some(m)));
+                let theirs = theirs.map(|(m, s)| (m, vsx_registers(&s, op.info())));
                 match (theirs, gap) {
                     (None, Some(_)) => continue,
                     (None, None) => failures.push(format!("{w:08x}: ours `{}`, Capstone cannot decode it", disassemble(w, pc))),
