@@ -3,7 +3,7 @@
 //! One vCPU runs, with the MMU on (SLB + HPT, 4 KiB or 64 KiB pages), loops that load from a
 //! 64 MiB buffer: sequentially, one load per 4 KiB page, and at pseudo-random addresses.
 //! Printed per loop: TLB lookups (instruction fetches + data accesses), fills, hit rate, time
-//! per instruction; then the fill cost measured directly on the fill path.
+//! per instruction (thread CPU time); then the fill cost measured directly on the fill path.
 //!
 //! Run: `cargo run --release -p ppc64emu --example tlb_report`
 
@@ -15,13 +15,36 @@ use ppc64emu::mmu::slb::{esid, hash_key, segment_page_sizes};
 use ppc64emu::mmu::{Hpt, SystemSpace, hpte_r, hpte_v};
 use ppc64emu::softmmu::{Access, AddressSpace, GuestRam};
 use std::sync::Arc;
-use std::time::Instant;
 
 const RAM: u64 = 256 << 20;
 const CODE: u64 = 0x1_0000;
 const BUF_EA: u64 = 0x1000_0000;
 const BUF_PA: u64 = 0x0400_0000;
 const BUF_LEN: u64 = 64 << 20;
+
+/// CPU time of this thread: the host is shared, so wall time would count other programs.
+#[derive(Clone, Copy)]
+struct Instant(f64);
+
+impl Instant {
+    fn now() -> Self {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: valid pointer to a timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Instant(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    }
+    fn elapsed(&self) -> Elapsed {
+        Elapsed(Instant::now().0 - self.0)
+    }
+}
+
+struct Elapsed(f64);
+
+impl Elapsed {
+    fn as_secs_f64(&self) -> f64 {
+        self.0
+    }
+}
 
 fn op(o: Op) -> u32 {
     o.info().value
@@ -88,8 +111,20 @@ fn run(e: &mut Env, setup: &[(u32, u64)], body: &[u32], iterations: u64, passes:
     for (k, w) in words.iter().enumerate() {
         e.cpu.mmu.store(&e.cpu.st, CODE + 4 * k as u64, 4, *w as u64, false).unwrap();
     }
-    e.cpu.mmu.tlb.flush_all();
     let end = CODE + 4 * words.len() as u64;
+    // Best of three: the host is shared, the minimum is the least disturbed run.
+    let mut best: Option<Run> = None;
+    for _ in 0..3 {
+        let r = run_once(e, setup, end, iterations, passes);
+        if best.as_ref().is_none_or(|b| r.secs < b.secs) {
+            best = Some(r);
+        }
+    }
+    best.unwrap()
+}
+
+fn run_once(e: &mut Env, setup: &[(u32, u64)], end: u64, iterations: u64, passes: u32) -> Run {
+    e.cpu.mmu.tlb.flush_all();
     let fills0 = e.cpu.mmu.tlb.counters.fills;
     let insns0 = e.cpu.counters.instructions;
     let t = Instant::now();
@@ -154,11 +189,12 @@ fn main() {
         let s = &e.space_stats;
         let ord = std::sync::atomic::Ordering::Relaxed;
         println!(
-            "  fill path: {} HPT fills, {} PTEG reads, {} R/C updates, {} faults",
+            "  fill path, all runs above: {} HPT fills, {} PTEG reads, {} R/C updates, {} faults; {} victim-TLB hits",
             s.hpt_fills.load(ord),
             s.pteg_reads.load(ord),
             s.rc_updates.load(ord),
-            s.storage_faults.load(ord) + s.segment_faults.load(ord)
+            s.storage_faults.load(ord) + s.segment_faults.load(ord),
+            e.cpu.mmu.tlb.counters.victim_hits
         );
     }
 
@@ -168,25 +204,37 @@ fn main() {
     st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
     st.slb[1] = SlbEntry { esid: BUF_EA | esid::VALID, vsid: 0x200 << 12 };
     let n = BUF_LEN / 4096;
-    let t = Instant::now();
     let mut acc = 0u64;
-    for rep in 0..4 {
-        for k in 0..n {
-            let m = space.translate(&st, BUF_EA + ((k * 7919 + rep) % n) * 4096, Access::Read).unwrap();
-            acc = acc.wrapping_add(m.pa);
-        }
-    }
-    let ns = t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64;
-    println!("translate() alone, 4K pages, scattered: {ns:.0} ns per call (checksum {acc:#x})");
+    let ns = best_ns(n, |k| {
+        let m = space.translate(&st, BUF_EA + ((k * 7919) % n) * 4096, Access::Read).unwrap();
+        acc = acc.wrapping_add(m.pa);
+    });
+    println!("translate() alone, 4K pages, scattered over 64 MiB: {ns:.0} ns per call");
+    let ns = best_ns(n, |k| {
+        let m = space.translate(&st, BUF_EA + (k % 256) * 4096, Access::Read).unwrap();
+        acc = acc.wrapping_add(m.pa);
+    });
+    println!("translate() alone, 4K pages, 256 pages (HPT in cache): {ns:.0} ns per call");
     let mut real = st.clone();
     real.msr = msr::SF | msr::ME;
-    let t = Instant::now();
-    for k in 0..4 * n {
+    let ns = best_ns(n, |k| {
         let m = space.translate(&real, (k % n) * 4096, Access::Read).unwrap();
         acc = acc.wrapping_add(m.pa);
-    }
-    let ns = t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64;
+    });
     println!("translate() alone, real mode: {ns:.0} ns per call (checksum {acc:#x})");
+}
+
+/// Nanoseconds per call of `f(0..n)`, best of seven runs.
+fn best_ns(n: u64, mut f: impl FnMut(u64)) -> f64 {
+    (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for k in 0..n {
+                f(k);
+            }
+            t.elapsed().as_secs_f64() * 1e9 / n as f64
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// A fresh fill path over the same mappings as `env(shift)`.

@@ -83,6 +83,11 @@ impl SoftMmu {
 
     #[cold]
     fn fill(&mut self, st: &CpuState, idx: usize, ea: u64, size: usize, access: Access) -> Result<Option<*mut u8>, Exception> {
+        if self.tlb.victim_lookup(idx, ea, access)
+            && let Some(p) = self.tlb.lookup(idx, ea, size, access)
+        {
+            return Ok(Some(p));
+        }
         let m = self.space.translate(st, ea, access)?;
         self.tlb.insert(idx, ea, &m);
         if m.host.is_null() || (ea & !PAGE_MASK) as usize + size > PAGE_SIZE as usize {

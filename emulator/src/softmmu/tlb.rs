@@ -3,6 +3,10 @@
 //! Tags are page-aligned effective addresses; a tag with a low bit set never matches, which
 //! is how entries are invalidated and how pages that need the slow path (MMIO, watched code
 //! pages for writes) are kept off the fast path.
+//!
+//! An entry displaced from the table goes to a small fully associative victim table of its
+//! MMU index, searched on a miss before the MMU is asked. Without it, a loop whose code page
+//! and data page share a slot refills both on every access.
 
 use super::{Access, PageMapping};
 
@@ -11,6 +15,8 @@ pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 /// Clears the offset within a page.
 pub const PAGE_MASK: u64 = !(PAGE_SIZE - 1);
 pub const TLB_ENTRIES: usize = 256;
+/// Victim entries per MMU index.
+pub const VICTIM_ENTRIES: usize = 8;
 /// Problem state × relocation: 0 = hypervisor/supervisor real, 1 = problem real (unused by
 /// pseries guests but harmless), 2 = supervisor translated, 3 = problem translated.
 pub const MMU_IDX_COUNT: usize = 4;
@@ -30,12 +36,19 @@ pub struct TlbEntry {
 
 impl TlbEntry {
     pub const EMPTY: TlbEntry = TlbEntry { read: INVALID, write: INVALID, exec: INVALID, addend: 0 };
+
+    /// The page this entry maps, if it has any valid tag.
+    fn page(&self) -> Option<u64> {
+        [self.read, self.write, self.exec].into_iter().find(|t| t & !PAGE_MASK == 0)
+    }
 }
 
 /// Counters the run report shows.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TlbCounters {
     pub fills: u64,
+    /// Misses served by the victim table (no MMU walk).
+    pub victim_hits: u64,
     pub full_flushes: u64,
     pub page_flushes: u64,
 }
@@ -45,6 +58,9 @@ pub struct Tlb {
     pub table: [[TlbEntry; TLB_ENTRIES]; MMU_IDX_COUNT],
     /// MMU indexes written since the last full flush: a flush of a clean TLB is elided.
     pub dirty: u8,
+    /// Entries displaced from `table`, and where the next one goes (round robin).
+    victim: [[TlbEntry; VICTIM_ENTRIES]; MMU_IDX_COUNT],
+    victim_next: [u8; MMU_IDX_COUNT],
     pub counters: TlbCounters,
 }
 
@@ -62,7 +78,13 @@ pub fn mmu_idx(msr: u64, access: Access) -> usize {
 
 impl Tlb {
     pub fn new() -> Self {
-        Self { table: [[TlbEntry::EMPTY; TLB_ENTRIES]; MMU_IDX_COUNT], dirty: 0, counters: TlbCounters::default() }
+        Self {
+            table: [[TlbEntry::EMPTY; TLB_ENTRIES]; MMU_IDX_COUNT],
+            dirty: 0,
+            victim: [[TlbEntry::EMPTY; VICTIM_ENTRIES]; MMU_IDX_COUNT],
+            victim_next: [0; MMU_IDX_COUNT],
+            counters: TlbCounters::default(),
+        }
     }
 
     #[inline(always)]
@@ -86,30 +108,48 @@ impl Tlb {
         }
     }
 
-    /// Caches a translation. Devices get no fast-path tags; watched pages get no write tag.
+    /// On a miss: moves a victim entry with a tag for `access` to `ea`'s page back into the
+    /// table (swapping it with the entry there); true when the table now has it.
+    pub fn victim_lookup(&mut self, idx: usize, ea: u64, access: Access) -> bool {
+        let page = ea & PAGE_MASK;
+        let tag = |e: &TlbEntry| match access {
+            Access::Read => e.read,
+            Access::Write => e.write,
+            Access::Exec => e.exec,
+        };
+        let Some(k) = self.victim[idx].iter().position(|e| tag(e) == page) else {
+            return false;
+        };
+        let slot = Self::slot(ea);
+        std::mem::swap(&mut self.table[idx][slot], &mut self.victim[idx][k]);
+        self.counters.victim_hits += 1;
+        true
+    }
+
+    /// Caches a translation, replacing what the slot held for this page (a fill always
+    /// carries every permission the page has now). Devices get no fast-path tags; watched
+    /// pages get no write tag. Another page's entry in the slot moves to the victim table.
     pub fn insert(&mut self, idx: usize, ea: u64, m: &PageMapping) {
         self.counters.fills += 1;
         self.dirty |= 1 << idx;
         let page = ea & PAGE_MASK;
-        let e = &mut self.table[idx][Self::slot(ea)];
-        let ram = !m.host.is_null();
-        // A new page in the slot: drop the old page's other permissions.
-        if e.read & PAGE_MASK != page || e.write & PAGE_MASK != page || e.exec & PAGE_MASK != page {
-            *e = TlbEntry::EMPTY;
+        let slot = Self::slot(ea);
+        let old = std::mem::replace(&mut self.table[idx][slot], TlbEntry::EMPTY);
+        if old.page().is_some_and(|p| p != page) {
+            let n = &mut self.victim_next[idx];
+            self.victim[idx][*n as usize] = old;
+            *n = (*n + 1) % VICTIM_ENTRIES as u8;
         }
-        if !ram {
+        if m.host.is_null() {
             return;
         }
-        e.addend = (m.host as u64).wrapping_sub(page);
-        if m.read {
-            e.read = page;
-        }
-        if m.write && !m.watch_writes {
-            e.write = page;
-        }
-        if m.exec {
-            e.exec = page;
-        }
+        let tag = |allowed: bool| if allowed { page } else { INVALID };
+        self.table[idx][slot] = TlbEntry {
+            read: tag(m.read),
+            write: tag(m.write && !m.watch_writes),
+            exec: tag(m.exec),
+            addend: (m.host as u64).wrapping_sub(page),
+        };
     }
 
     /// Drops every entry (a no-op when nothing was filled since the last flush).
@@ -120,6 +160,9 @@ impl Tlb {
         for t in &mut self.table {
             t.fill(TlbEntry::EMPTY);
         }
+        for v in &mut self.victim {
+            v.fill(TlbEntry::EMPTY);
+        }
         self.dirty = 0;
         self.counters.full_flushes += 1;
         true
@@ -129,9 +172,14 @@ impl Tlb {
     pub fn flush_page(&mut self, ea: u64) {
         let page = ea & PAGE_MASK;
         let s = Self::slot(ea);
+        let same = |e: &TlbEntry| e.page() == Some(page);
         for t in &mut self.table {
-            let e = &mut t[s];
-            if e.read & PAGE_MASK == page || e.write & PAGE_MASK == page || e.exec & PAGE_MASK == page {
+            if same(&t[s]) {
+                t[s] = TlbEntry::EMPTY;
+            }
+        }
+        for e in self.victim.iter_mut().flatten() {
+            if same(e) {
                 *e = TlbEntry::EMPTY;
             }
         }
@@ -142,5 +190,75 @@ impl Tlb {
 impl Default for Tlb {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapping(host: *mut u8, read: bool, write: bool, exec: bool) -> PageMapping {
+        PageMapping { host, pa: 0, read, write, exec, watch_writes: false }
+    }
+
+    #[test]
+    fn insert_replaces_the_slot_and_keeps_the_displaced_page_as_a_victim() {
+        let mut buf = vec![0u8; 3 * PAGE_SIZE as usize];
+        let h = buf.as_mut_ptr();
+        let mut t = Tlb::new();
+        let a = 0x10_0000u64;
+        let b = a + (TLB_ENTRIES as u64) * PAGE_SIZE; // same slot as `a`
+        t.insert(2, a, &mapping(h, true, false, true));
+        assert!(t.lookup(2, a + 8, 8, Access::Read).is_some());
+        assert!(t.lookup(2, a, 4, Access::Write).is_none());
+        // The same page again, now writable: one entry with all three tags.
+        t.insert(2, a, &mapping(h, true, true, true));
+        assert_eq!(t.lookup(2, a + 8, 8, Access::Write), Some(unsafe { h.add(8) }));
+        t.insert(2, b, &mapping(unsafe { h.add(PAGE_SIZE as usize) }, true, true, false));
+        assert!(t.lookup(2, a, 4, Access::Read).is_none(), "displaced from the table");
+        assert_eq!(t.lookup(2, b + 4, 4, Access::Read), Some(unsafe { h.add(PAGE_SIZE as usize + 4) }));
+        // A miss on `a` finds it among the victims and swaps it back, with its permissions.
+        assert!(t.victim_lookup(2, a + 16, Access::Write));
+        assert_eq!(t.lookup(2, a + 16, 8, Access::Write), Some(unsafe { h.add(16) }));
+        assert!(t.lookup(2, b, 4, Access::Read).is_none());
+        assert!(t.victim_lookup(2, b, Access::Read));
+        assert!(!t.victim_lookup(2, b, Access::Exec), "b was never executable");
+        // Other MMU indexes have their own victims.
+        assert!(!t.victim_lookup(3, a, Access::Read));
+        assert_eq!(t.counters.victim_hits, 2);
+    }
+
+    #[test]
+    fn flushes_reach_the_victims() {
+        let mut buf = vec![0u8; PAGE_SIZE as usize];
+        let h = buf.as_mut_ptr();
+        let mut t = Tlb::new();
+        let a = 0x4000u64;
+        let b = a + (TLB_ENTRIES as u64) * PAGE_SIZE;
+        t.insert(0, a, &mapping(h, true, true, true));
+        t.insert(0, b, &mapping(h, true, true, true));
+        t.flush_page(a);
+        assert!(!t.victim_lookup(0, a, Access::Read));
+        assert!(t.lookup(0, b, 1, Access::Read).is_some());
+        t.insert(0, a, &mapping(h, true, true, true));
+        assert!(t.flush_all());
+        assert!(!t.victim_lookup(0, b, Access::Read));
+        assert!(t.lookup(0, a, 1, Access::Read).is_none());
+    }
+
+    #[test]
+    fn victims_are_bounded_round_robin() {
+        let mut buf = vec![0u8; PAGE_SIZE as usize];
+        let h = buf.as_mut_ptr();
+        let mut t = Tlb::new();
+        let stride = (TLB_ENTRIES as u64) * PAGE_SIZE;
+        for k in 0..=VICTIM_ENTRIES as u64 + 1 {
+            t.insert(1, k * stride, &mapping(h, true, false, false));
+        }
+        // Pages 0..=VICTIM_ENTRIES were displaced; page 0 was pushed out of the victims again.
+        assert!(!t.victim_lookup(1, 0, Access::Read));
+        for k in 1..=VICTIM_ENTRIES as u64 {
+            assert!(t.victim_lookup(1, k * stride, Access::Read), "page {k}");
+        }
     }
 }
