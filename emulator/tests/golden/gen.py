@@ -395,9 +395,14 @@ class Stream:
 
 
 def encode(insn, ops, flagbits=0):
+    """The instruction word; memory operands are (displacement, RA) pairs."""
     w = insn.value | flagbits
     for kind, v in zip(insn.operands, ops):
-        w |= FIELD[kind](v)
+        if kind in ("d_ra", "ds_ra", "dq_ra"):
+            d, ra = v
+            w |= (d & 0xFFFF) | ra << 16
+        else:
+            w |= FIELD[kind](v)
     return w & 0xFFFF_FFFF
 
 
@@ -605,23 +610,6 @@ def place_memory_operand(st, insn, ops, target=None):
     return target
 
 
-def encode_ops(insn, ops, flagbits):
-    flat = []
-    kinds = []
-    for kind, v in zip(insn.operands, ops):
-        if kind in ("d_ra", "ds_ra", "dq_ra"):
-            d, ra = v
-            flat.append((d & 0xFFFF) | ra << 16)
-            kinds.append("_raw")
-        else:
-            flat.append(v)
-            kinds.append(kind)
-    w = insn.value | flagbits
-    for kind, v in zip(kinds, flat):
-        w |= v if kind == "_raw" else FIELD[kind](v)
-    return w & 0xFFFF_FFFF
-
-
 def mem_regs(insn, ops):
     """(RT, RA, RB) of a memory instruction (RA/RB None when absent)."""
     rt = ops[0] if insn.operands and insn.operands[0] in ("rt", "rs") else None
@@ -666,7 +654,7 @@ def lswx_valid(rt, ra, rb, n):
 
 # --- per-instruction generation ---------------------------------------------------------------
 
-def gen_memory_insn(st, insn, allow_invalid=False):
+def gen_memory_insn(st, insn):
     g = st.g
     for _ in range(100):
         ops = random_operands(g, insn)
@@ -675,18 +663,17 @@ def gen_memory_insn(st, insn, allow_invalid=False):
             m = insn.mnemonic
             if m in ("lswx", "stswx"):
                 n = g.randrange(0, 33) if g.random() < 0.8 else g.randrange(128)
-                ok = lswx_valid(ops[0], ops[1], ops[2], n) if m == "lswx" else True
-                if not ok and not allow_invalid:
+                if m == "lswx" and not lswx_valid(ops[0], ops[1], ops[2], n):
                     raise Invalid()
                 x = st.fixed.get("xer", fill(st.case.seed)[0]["xer"])
                 st.need("xer", (x & ~0x7F) | n)
-            if not allow_invalid and not valid_memory_form(insn, ops, st):
+            if not valid_memory_form(insn, ops, st):
                 raise Invalid()
             target = place_memory_operand(st, insn, ops)
             override_operand_regs(st, insn, [o if not isinstance(o, tuple) else None for o in ops], 0.5)
             seed_memory(st, insn, target)
             flagbits = random_flags(g, insn)
-            return encode_ops(insn, ops, flagbits), ops
+            return encode(insn, ops, flagbits), ops
         except Invalid:
             st.fixed = fixed_before
             continue
@@ -700,7 +687,7 @@ def seed_memory(st, insn, target):
         return
     le = st.case.le
     size = insn.size
-    if "fp" in insn.flags and size == 4 and "algebraic" not in insn.mnemonic and insn.mnemonic.startswith("lfs"):
+    if insn.mnemonic.startswith("lfs"):
         v = g.sp_value()
     elif "fp" in insn.flags and size == 8:
         v = g.fp_value()
@@ -900,8 +887,8 @@ class Family:
         """Cases that must stop with a signal: privileged instructions and invalid forms."""
         for insn in self.insns:
             if insn.flags & {"priv", "hv"}:
-                for k in range(4):
-                    case = add(f"{insn.mnemonic}/priv", le=k != 3)
+                for k in range(8):
+                    case = add(f"{insn.mnemonic}/priv", le=k < 6)
                     st = Stream(g, case)
                     ops = random_operands(g, insn)
                     override_operand_regs(st, insn, ops)
@@ -1059,9 +1046,6 @@ class LoadStoreFamily(Family):
     per_insn_be = 8
     streams = 300
 
-    def runnable(self, insn):
-        return super().runnable(insn)
-
     def single(self, g, case, insn):
         m = insn.mnemonic
         if m in BIG_ENDIAN_ONLY:
@@ -1139,7 +1123,7 @@ class LoadStoreFamily(Family):
                             if m in ("lq", "lqarx", "stq", "stqcx."):
                                 ops[0] &= ~1
                     st.finish()
-                    case.words = [encode_ops(insn, ops, 0)]
+                    case.words = [encode(insn, ops, 0)]
                 # Unmapped addresses.
                 if is_memory(insn) and m not in ("dcbt", "dcbtst"):
                     case = add(f"{m}/unmapped", le=le)
@@ -1162,7 +1146,7 @@ class LoadStoreFamily(Family):
                 continue
             if not valid_memory_form(insn, ops, st):
                 st.finish()
-                case.words = [encode_ops(insn, ops, 0)]
+                case.words = [encode(insn, ops, 0)]
                 return
             # Force the invalid form: RA = 0 or RA = RT.
             rt, ra, rb = mem_regs(insn, ops)
@@ -1172,7 +1156,7 @@ class LoadStoreFamily(Family):
                 new_ra = 0 if g.random() < 0.5 or "store" in insn.flags or "fp" in insn.flags else rt
                 ops[k] = (d, new_ra)
                 case.init = {}
-                case.words = [encode_ops(insn, ops, 0)]
+                case.words = [encode(insn, ops, 0)]
                 return
         raise SystemExit(f"gen.py: no invalid form for {m}")
 
@@ -1228,7 +1212,7 @@ class LoadStoreFamily(Family):
             x = fill(case.seed)[0]["xer"]
             st.fixed["xer"] = (x & ~0x7F) | 4
         st.finish()
-        case.words = [encode_ops(insn, ops, 0)]
+        case.words = [encode(insn, ops, 0)]
 
 
 class SystemFamily(Family):
