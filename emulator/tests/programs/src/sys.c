@@ -172,6 +172,22 @@ void cmain(u64 *sp)
     auxv++;
 
     if (argc > 1 && seq(argv[1], "segv")) segv();
+    /* A page that was accessed (so the TLB caches it) and then unmapped or write-protected
+     * must fault on the next access. */
+    if (argc > 1 && (seq(argv[1], "munmap") || seq(argv[1], "mprotect"))) {
+        volatile u64 *p = (volatile u64 *)sc(SYS_mmap, 0, 4096, 3, 0x22, -1, 0);
+        *p = 1;
+        kv("before", *p);
+        if (seq(argv[1], "munmap")) {
+            sc(SYS_munmap, (i64)p, 4096, 0, 0, 0, 0);
+            kv("after", *p);
+        } else {
+            sc(SYS_mprotect, (i64)p, 4096, 1, 0, 0, 0);
+            kv("read", *p);
+            *p = 2;
+        }
+        kv("not reached", 0);
+    }
     /* `sys bench`: a silent compute loop for the interpreter benchmark. */
     if (argc > 1 && seq(argv[1], "bench")) sc(SYS_exit_group, mix(1, 100000) & 1, 0, 0, 0, 0, 0);
     kv("argc", argc);
