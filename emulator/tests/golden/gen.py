@@ -1504,9 +1504,10 @@ CFLAGS = [
 ]
 
 
-def build_harness(workdir):
-    out = os.path.join(workdir, "harness")
-    subprocess.run([CC, *CFLAGS, "-o", out, os.path.join(HERE, "harness.c")], check=True)
+def build_harness(workdir, big_endian=False):
+    out = os.path.join(workdir, "harness-be" if big_endian else "harness")
+    extra = ["-mbig-endian", "-mabi=elfv2"] if big_endian else []
+    subprocess.run([CC, *CFLAGS, *extra, "-o", out, os.path.join(HERE, "harness.c")], check=True)
     return out
 
 
@@ -1576,7 +1577,7 @@ CASE_MAGIC, RESULT_MAGIC, END_MAGIC = 0x53414347, 0x53455247, 0x444E4547
 RESULT = struct.Struct("<IiiIQQQ32Q6Q128Q")
 
 
-def case_input(case, loader_le, loader_be):
+def case_input(case, loader_le, loader_be, order="<"):
     st, mem = case.state()
     code = words_bytes(case.words + [TRAP], case.le)
     blobs = [
@@ -1585,22 +1586,23 @@ def case_input(case, loader_le, loader_be):
         (CASE_ADDR, code),
         (BUF_ADDR, bytes(mem)),
     ]
-    out = bytearray(struct.pack("<IIIIQQQ", CASE_MAGIC, int(case.le), len(blobs), BUF_SIZE, LOADER_ADDR, STATE_ADDR, BUF_ADDR))
+    out = bytearray(struct.pack(order + "IIIIQQQ", CASE_MAGIC, int(case.le), len(blobs), BUF_SIZE, LOADER_ADDR, STATE_ADDR, BUF_ADDR))
     for addr, data in blobs:
-        out += struct.pack("<QII", addr, len(data), 0)
+        out += struct.pack(order + "QII", addr, len(data), 0)
         out += data + bytes(-len(data) % 8)
     return bytes(out)
 
 
-def run_qemu(cases, workdir, qemu="qemu-ppc64le-static"):
-    """QEMU's result for every case; a case that makes QEMU itself abort is dropped (reported)."""
-    harness = build_harness(workdir)
+def run_qemu(cases, workdir, qemu="qemu-ppc64le-static", big_endian=False):
+    """QEMU's result for every case; a case that makes QEMU itself abort is dropped (reported).
+    `big_endian`: run a big-endian harness process (qemu-ppc64-static)."""
+    harness = build_harness(workdir, big_endian)
     loader = loader_words()
     loader_le, loader_be = words_bytes(loader, True), words_bytes(loader, False)
     results = {}
     todo = list(cases)
     while todo:
-        got = run_harness(harness, todo, loader_le, loader_be, qemu)
+        got = run_harness(harness, todo, loader_le, loader_be, qemu, ">" if big_endian else "<")
         for c, r in zip(todo, got):
             results[id(c)] = r
         if len(got) == len(todo):
@@ -1613,25 +1615,26 @@ def run_qemu(cases, workdir, qemu="qemu-ppc64le-static"):
     return kept, [results[id(c)] for c in kept]
 
 
-def run_harness(harness, cases, loader_le, loader_be, qemu):
+def run_harness(harness, cases, loader_le, loader_be, qemu, order):
     inp = bytearray()
     for c in cases:
-        inp += case_input(c, loader_le, loader_be)
-    inp += struct.pack("<I", END_MAGIC)
+        inp += case_input(c, loader_le, loader_be, order)
+    inp += struct.pack(order + "I", END_MAGIC)
     env = dict(os.environ, QEMU_CPU="power8")
     p = subprocess.run([qemu, harness], input=bytes(inp), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        env=env, timeout=1200)
     out = p.stdout
     results = []
     pos = 0
-    rec = RESULT.size + BUF_SIZE
+    result = struct.Struct(order + RESULT.format[1:])
+    rec = result.size + BUF_SIZE
     while pos + rec <= len(out):
-        vals = RESULT.unpack_from(out, pos)
+        vals = result.unpack_from(out, pos)
         if vals[0] != RESULT_MAGIC:
             break
-        results.append((vals, out[pos + RESULT.size: pos + rec]))
+        results.append((vals, out[pos + result.size: pos + rec]))
         pos += rec
-    complete = len(results) == len(cases) and out[pos:pos + 4] == struct.pack("<I", END_MAGIC)
+    complete = len(results) == len(cases) and out[pos:pos + 4] == struct.pack(order + "I", END_MAGIC)
     if not complete and p.returncode == 0:
         raise SystemExit(f"gen.py: the harness stopped after {len(results)} of {len(cases)} cases")
     return results
@@ -1765,6 +1768,34 @@ def cmd_show(args):
                                 f"--endian={endian}", f"--adjust-vma={CASE_ADDR:#x}", t.name])
 
 
+def cmd_crosscheck_be(args):
+    """Runs the big-endian cases of families twice: in a little-endian process switched to
+    MSR[LE]=0 (how they are recorded, qemu-ppc64le-static) and in a big-endian process
+    (qemu-ppc64-static), and reports any difference."""
+    table = load_table()
+    fams = args.family or sorted(n[:-6] for n in os.listdir(DATA_DIR) if n.endswith(".jsonl"))
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in fams:
+            fam = family_for(name, table[name])
+            seed = args.seed if args.seed is not None else DEFAULT_SEED
+            cases = [c for c in generate(fam, seed, args.scale) if not c.le]
+            kept_le, res_le = run_qemu(cases, tmp, "qemu-ppc64le-static")
+            kept_be, res_be = run_qemu(cases, tmp, "qemu-ppc64-static", big_endian=True)
+            by_name = {c.name: record(c, r) for c, r in zip(kept_be, res_be)}
+            diff = 0
+            for c, r in zip(kept_le, res_le):
+                a, b = record(c, r), by_name.get(c.name)
+                if a != b:
+                    diff += 1
+                    if diff <= 5:
+                        print(f"{c.name}:\n  le process: {json.dumps(a)}\n  be process: {json.dumps(b)}")
+            print(f"{name}: {len(kept_le)} big-endian cases, {diff} differ", file=sys.stderr)
+            bad += diff
+    if bad:
+        raise SystemExit(1)
+
+
 def cmd_probe(args):
     """Runs instruction words under QEMU and prints the registers that changed."""
     case = Case("probe", args.seed, not args.big_endian)
@@ -1790,6 +1821,11 @@ def main():
         s.add_argument("--qemu", default="qemu-ppc64le-static")
         s.add_argument("--out", default=DATA_DIR if name == "record" else None)
         s.set_defaults(fn=fn)
+    s = sub.add_parser("crosscheck-be", help="big-endian cases: LE process with MSR[LE]=0 vs BE process")
+    s.add_argument("--family", action="append")
+    s.add_argument("--seed", type=int)
+    s.add_argument("--scale", type=float, default=1.0)
+    s.set_defaults(fn=cmd_crosscheck_be)
     s = sub.add_parser("probe", help="run words under QEMU: probe [--init r3=5] 7c632214 …")
     s.add_argument("words", nargs="+")
     s.add_argument("--init", action="append")

@@ -11,8 +11,17 @@
  * to stdout, and returns into the next case.
  *
  * Build: powerpc64le-linux-gnu-gcc -O2 -ffreestanding -fno-builtin -nostdlib -static
- *        -mcpu=power8 -msoft-float -mno-altivec -mno-vsx -Wa,-mpower8 (see gen.py).
+ *        -mcpu=power8 -msoft-float -mno-altivec -mno-vsx -Wa,-mpower8 (see gen.py); with
+ *        -mbig-endian -mabi=elfv2 it is a big-endian process for qemu-ppc64-static, which
+ *        `gen.py crosscheck-be` uses to confirm the big-endian cases. Header fields of the
+ *        input and the result records are in the process's byte order.
  */
+
+#ifdef __LITTLE_ENDIAN__
+#define HARNESS_LE 1
+#else
+#define HARNESS_LE 0
+#endif
 
 typedef unsigned long u64;
 typedef unsigned int u32;
@@ -185,7 +194,8 @@ static void handler(int sig, struct siginfo64 *info, struct ucontext64 *uc) {
     res.signo = sig;
     res.si_code = info->si_code;
     res.si_addr = info->si_addr;
-    res.vscr = (u32)vs[0] | (u32)vs[1] << 8 | (u32)vs[2] << 16 | (u32)vs[3] << 24;
+    /* VSCR is the low-order word of the vector: first in memory when little-endian. */
+    res.vscr = *(const u32 *)(vs + (HARNESS_LE ? 0 : 12));
     res.nip = g[PT_NIP];
     res.msr = g[PT_MSR];
     for (int i = 0; i < 32; i++) res.gpr[i] = g[i];
@@ -199,19 +209,19 @@ static void handler(int sig, struct siginfo64 *info, struct ucontext64 *uc) {
     for (int i = 0; i < 32; i++) {
         res.vsr[i][0] = uc->mc.fp_regs[i];
         res.vsr[i][1] = vr[2 * 34 + i];
-        /* Frame vector images are little-endian 128-bit values: low doubleword first. */
-        res.vsr[32 + i][0] = vr[2 * i + 1];
-        res.vsr[32 + i][1] = vr[2 * i];
+        /* Frame vector images are 128-bit values in the process's byte order. */
+        res.vsr[32 + i][0] = vr[2 * i + HARNESS_LE];
+        res.vsr[32 + i][1] = vr[2 * i + 1 - HARNESS_LE];
     }
     write_full(&res, sizeof res);
     write_full((const void *)cur.dump_addr, cur.dump_len);
-    /* Return into next_case on the harness stack, little-endian. */
+    /* Return into next_case on the harness stack, in the harness's byte order. */
     u64 entry = (u64)&next_case;
     g[PT_NIP] = entry;
     g[12] = entry;
     g[1] = (u64)(mainstack + sizeof mainstack - 256);
     g[PT_LNK] = 0;
-    g[PT_MSR] |= 1;
+    g[PT_MSR] = (g[PT_MSR] & ~1ul) | HARNESS_LE;
 }
 
 void next_case(void) {
