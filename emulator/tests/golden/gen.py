@@ -20,6 +20,7 @@ from fractions import Fraction
 import json
 import os
 import random
+import shlex
 import shutil
 import struct
 import subprocess
@@ -1621,7 +1622,7 @@ def run_harness(harness, cases, loader_le, loader_be, qemu, order):
         inp += case_input(c, loader_le, loader_be, order)
     inp += struct.pack(order + "I", END_MAGIC)
     env = dict(os.environ, QEMU_CPU="power8")
-    p = subprocess.run([qemu, harness], input=bytes(inp), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.run([*shlex.split(qemu), harness], input=bytes(inp), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        env=env, timeout=1200)
     out = p.stdout
     results = []
