@@ -202,10 +202,8 @@ fn crbit(t: &str) -> Option<i64> {
         let (n, b) = r.split_once('+')?;
         return Some(4 * n.parse::<i64>().ok()? + bit(b)?);
     }
-    if let Some(r) = t.strip_prefix("cr") {
-        if r.len() > 1 && r.as_bytes()[1].is_ascii_alphabetic() {
-            return Some(4 * r[..1].parse::<i64>().ok()? + bit(&r[1..])?);
-        }
+    if let Some(r) = t.strip_prefix("cr").filter(|r| r.len() > 1 && r.as_bytes()[1].is_ascii_alphabetic()) {
+        return Some(4 * r[..1].parse::<i64>().ok()? + bit(&r[1..])?);
     }
     bit(t)
 }
@@ -228,10 +226,8 @@ fn operands(s: &str) -> Option<Vec<i64>> {
 
 fn reg(t: &str) -> Option<i64> {
     for p in ["vs", "r", "f", "v", "cr"] {
-        if let Some(n) = t.strip_prefix(p) {
-            if let Ok(v) = n.parse::<i64>() {
-                return Some(v);
-            }
+        if let Some(v) = t.strip_prefix(p).and_then(|n| n.parse::<i64>().ok()) {
+            return Some(v);
         }
     }
     if t == "0" { Some(0) } else { None }
@@ -429,26 +425,23 @@ fn branch_alias(mnemonic: &str, ops: &[i64], ours: &Canon) -> Option<Canon> {
     let mut c_lk = false;
     let mut c_aa = false;
     let mut c_kind = "";
-    if kind.is_empty() && s.ends_with('a') && !s.ends_with("la") || s.ends_with("la") {
-        if s.ends_with("la") {
-            c_lk = true;
-            s.truncate(s.len() - 2);
-        } else {
-            s.truncate(s.len() - 1);
+    const CONDS: &[&str] = &[
+        "", "dnz", "dz", "dnzt", "dnzf", "dzt", "dzf", "t", "f", "lt", "gt", "eq", "so", "un", "ge", "nl", "le", "ng",
+        "ne", "ns", "nu",
+    ];
+    if kind.is_empty() {
+        // b<cond>[l][a]: strip a suffix only where what is left is a condition (`bnl`, `bnll`).
+        for (suffix, is_lk) in [('a', false), ('l', true)] {
+            if let Some(r) = s.strip_suffix(suffix).filter(|_| !CONDS.contains(&s.as_str())) {
+                if is_lk { c_lk = true } else { c_aa = true }
+                s = r.to_string();
+            }
         }
-        c_aa = true;
-    }
-    for k in ["lrl", "ctrl", "lr", "ctr"] {
-        if kind.len() > 0 && s.ends_with(k) {
-            c_lk = k.ends_with("rl") && k != "lr" || k == "lrl";
-            c_kind = if k.starts_with("lr") { "lr" } else { "ctr" };
-            s.truncate(s.len() - k.len());
-            break;
-        }
-    }
-    if kind.is_empty() && !c_aa && s.ends_with('l') {
-        c_lk = true;
-        s.pop();
+    } else if let Some(k) = ["lrl", "ctrl", "lr", "ctr"].into_iter().find(|k| s.ends_with(k)) {
+        // b<cond>lr[l], b<cond>ctr[l]
+        c_lk = k.ends_with('l');
+        c_kind = if k.starts_with("lr") { "lr" } else { "ctr" };
+        s.truncate(s.len() - k.len());
     }
     let cond = s.as_str();
     let mut rest = ops.to_vec();
