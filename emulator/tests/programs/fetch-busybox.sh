@@ -9,7 +9,7 @@ DEST="$ROOT/target/guest-cache"
 SUITE=${1:-bookworm}
 MIRROR=$({ sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
            awk '/^deb /{print $2}' /etc/apt/sources.list 2>/dev/null; } | tr ' ' '\n' | grep -v -- '-security' | head -1 || true)
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+[ -n "$MIRROR" ] || { echo "fetch-busybox: no Debian archive configured for apt" >&2; exit 1; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mmdebstrap --quiet --mode=auto --arch=ppc64el --variant=extract --include=busybox-static \
