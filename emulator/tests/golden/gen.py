@@ -869,9 +869,9 @@ class Family:
         case.words = [w]
         case.ignore |= set(unpredictable(insn, ops))
 
-    def stream(self, g, case, n):
+    def stream(self, g, case, n, insns=None):
         st = Stream(g, case)
-        pool = [i for i in self.insns if self.runnable(i) and i.mnemonic not in NOT_IN_STREAMS
+        pool = [i for i in insns or self.insns if self.runnable(i) and i.mnemonic not in NOT_IN_STREAMS
                 and not (case.le and i.mnemonic in BIG_ENDIAN_ONLY)]
         for _ in range(n):
             insn = g.choice(pool)
@@ -930,6 +930,25 @@ class FixedFamily(Family):
     per_insn = 30
     per_insn_be = 4
     streams = 300
+    mixed = 200  # streams that mix fixed-point, load/store and CR/SPR instructions
+
+    def cases(self, g, add):
+        super().cases(g, add)
+        table = load_table()
+        pool = self.insns + table.get("loadstore", []) + [
+            i for i in table.get("branch", []) if "branch" not in i.flags and i.mnemonic != "sc"]
+        for k in range(self.mixed):
+            n = g.randint(3, 6)
+            case = add("mixed", le=g.random() < 0.8)
+            for _ in range(50):
+                try:
+                    case.words, case.init, case.mem_init, case.ignore = [], {}, {}, set()
+                    self.stream(g, case, n, pool)
+                    break
+                except Invalid:
+                    continue
+            else:
+                raise SystemExit("gen.py: cannot generate a mixed stream")
 
     def traps(self, g, add):
         super().traps(g, add)
