@@ -12,7 +12,7 @@ const ILLEGAL: Exception = Exception::Program(ProgramKind::Illegal);
 
 /// How the effective address is formed.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Addr {
+pub(super) enum Addr {
     /// `D(RA|0)`
     D,
     /// `DS(RA|0)`
@@ -32,7 +32,7 @@ impl Addr {
 }
 
 #[inline(always)]
-fn ea(c: &Cpu, i: Insn, a: Addr) -> u64 {
+pub(super) fn ea(c: &Cpu, i: Insn, a: Addr) -> u64 {
     let base = match a {
         Addr::D | Addr::Ds | Addr::X => c.ra0(i.ra()),
         _ => c.st.gpr[i.ra() as usize],

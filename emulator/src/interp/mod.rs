@@ -8,6 +8,7 @@ mod fp;
 mod loadstore;
 mod system;
 mod system_step;
+mod vector;
 
 pub use system::{MSR_IMPLEMENTED, events};
 pub use system_step::StepOutcome;
@@ -85,6 +86,7 @@ macro_rules! build_dispatch {
             use fp::*;
             use loadstore::*;
             use system::*;
+            use vector::*;
 
             [illegal, $($func),*]
         };

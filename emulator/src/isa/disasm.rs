@@ -89,6 +89,9 @@ fn operand(s: &mut String, o: Operand, i: Insn, pc: u64, absolute: bool) {
         Eh => write!(s, "{}", i.bit31()),
         Sr => write!(s, "{}", (i.0 >> 16) & 0xf),
         Bc => write!(s, "{}", i.frc()),
+        St => write!(s, "{}", i.st()),
+        Six => write!(s, "{}", i.six()),
+        Ps => write!(s, "{}", i.ps()),
     };
 }
 

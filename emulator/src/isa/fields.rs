@@ -77,6 +77,11 @@ fields! {
     shb: 22..=25;
     /// UIM of vector splats (11-15; the used width depends on the element size)
     uim: 11..=15;
+    /// ST (16) and SIX (17-20) of vshasigma[wd]
+    st: 16..=16;
+    six: 17..=20;
+    /// PS of bcdadd./bcdsub. (22)
+    ps: 22..=22;
     /// TX/SX (31), AX (29), BX (30), CX (28)
     tx: 31..=31;
     ax: 29..=29;

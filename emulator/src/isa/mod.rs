@@ -122,6 +122,12 @@ pub enum Operand {
     Sr,
     /// CR bit selected by isel (bits 21-25)
     Bc,
+    /// ST of vshasigma[wd] (bit 16): lower-case sigma (0) or upper-case Sigma (1)
+    St,
+    /// SIX of vshasigma[wd] (bits 17-20): which function per element
+    Six,
+    /// PS of bcdadd./bcdsub. (bit 22): preferred plus sign 0xF instead of 0xC
+    Ps,
 }
 
 /// Everything the table says about one instruction.

@@ -164,6 +164,13 @@ impl SoftMmu {
         Ok(())
     }
 
+    /// Raises the fault a store to the byte at `ea` would raise, without storing: a store
+    /// done in parts (16-byte vector stores) probes its last byte first so that a fault in
+    /// the second page leaves memory untouched.
+    pub fn probe_write(&mut self, st: &CpuState, ea: u64) -> Result<(), Exception> {
+        self.host_ptr(st, ea, 1, Access::Write).map(|_| ())
+    }
+
     /// Host pointer to `size` bytes of RAM at `ea` for an atomic read-modify-write
     /// (`st?cx.`) or a block operation (`dcbz`). The range must lie in one page.
     pub fn ram_ptr(&mut self, st: &CpuState, ea: u64, size: usize, access: Access) -> Result<*mut u8, Exception> {
