@@ -47,6 +47,8 @@ const CAPSTONE_GAPS: &[(&str, &str)] = &[
     ("fcmpo", "the ordered FP compare is missing"),
     ("fmrgew", "ISA 2.07 FP merges are missing"),
     ("fmrgow", "ISA 2.07 FP merges are missing"),
+    ("bcdadd.", "ISA 2.07 decimal integer instructions are missing"),
+    ("bcdsub.", "ISA 2.07 decimal integer instructions are missing"),
 ];
 
 /// Record (`.`) forms Capstone 5 does not decode although it knows the plain instruction.
@@ -126,6 +128,9 @@ fn operand_bits(o: Operand) -> u32 {
         Lev => f(20, 26),
         Eh => f(31, 31),
         Sr => f(12, 15),
+        St => f(16, 16),
+        Six => f(17, 20),
+        Ps => f(22, 22),
         #[allow(unreachable_patterns)]
         _ => panic!("operand_bits: say where operand {o:?} sits"),
     }
@@ -162,6 +167,10 @@ fn encoding(op: Op, x: u64) -> u32 {
     if matches!(info.mnemonic, "tlbie" | "tlbiel") {
         // Capstone knows only the forms without RS (RS = 0).
         w &= !(31 << 21);
+    }
+    if info.mnemonic == "xxspltw" {
+        // UIM is bits 14-15; 11-13 are reserved.
+        w &= !(7 << 18);
     }
     if matches!(info.mnemonic, "mfocrf" | "mtocrf") {
         // One field: with several, Capstone prints only the lowest selected one.
@@ -267,9 +276,22 @@ fn spr_alias(name: &str) -> Option<i64> {
     })
 }
 
+/// VSX instructions name all 64 VSRs; Capstone spells VSR 32-63 as the VRs v0-v31 (also in
+/// the extended mnemonics, whose operands `vsx_registers` cannot pair with ours).
+fn is_vsx(mnemonic: &str) -> bool {
+    ["xx", "lxv", "lxs", "stxv", "stxs", "mfvsr", "mtvsr"].iter().any(|p| mnemonic.starts_with(p))
+}
+
 /// Capstone's output in the form of ours.
 fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
     let mut ops = operands(op_str)?;
+    if is_vsx(&ours.mnemonic) {
+        for (v, t) in ops.iter_mut().zip(op_str.split(',').map(str::trim)) {
+            if t.starts_with('v') && !t.starts_with("vs") {
+                *v += 32;
+            }
+        }
+    }
     let c = |m: &str, ops: Vec<i64>| Some(Canon { mnemonic: m.to_string(), ops });
     let (base, dot) = match mnemonic.strip_suffix('.') {
         Some(b) => (b, "."),
@@ -328,6 +350,21 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
         "clrlsldi" => return c(&with("rldic"), vec![ops[0], ops[1], ops[3], ops[2] - ops[3]]),
         "insrdi" => return c(&with("rldimi"), vec![ops[0], ops[1], (128 - ops[3] - ops[2]) % 64, ops[3]]),
         "rotld" => return c(&with("rldcl"), vec![ops[0], ops[1], ops[2], 0]),
+        "vmr" => return c("vor", vec![ops[0], ops[1], ops[1]]),
+        "vnot" => return c("vnor", vec![ops[0], ops[1], ops[1]]),
+        "xxmr" => return c("xxlor", vec![ops[0], ops[1], ops[1]]),
+        "xxlnot" => return c("xxlnor", vec![ops[0], ops[1], ops[1]]),
+        "xxmrghd" => return c("xxpermdi", vec![ops[0], ops[1], ops[2], 0]),
+        "xxmrgld" => return c("xxpermdi", vec![ops[0], ops[1], ops[2], 3]),
+        "xxswapd" => return c("xxpermdi", vec![ops[0], ops[1], ops[1], 2]),
+        "xxspltd" => return c("xxpermdi", vec![ops[0], ops[1], ops[1], if ops[2] == 0 { 0 } else { 3 }]),
+        // GPR <-> VSR moves are spelled by register half (`vsx_registers` has renumbered
+        // the VSR operand already).
+        "mffprd" | "mfvrd" => return c("mfvsrd", ops),
+        "mffprwz" | "mfvrwz" => return c("mfvsrwz", ops),
+        "mtfprd" | "mtvrd" => return c("mtvsrd", ops),
+        "mtfprwa" | "mtvrwa" => return c("mtvsrwa", ops),
+        "mtfprwz" | "mtvrwz" => return c("mtvsrwz", ops),
         _ => {}
     }
     // Compares: cmpw/cmpd/cmplw/cmpld[i] [crF,] a, b.

@@ -446,10 +446,20 @@ fn vsx_floating_point() {
     replay_family("vsx_fp");
 }
 
+#[test]
+fn vmx() {
+    replay_family("vmx");
+}
+
+#[test]
+fn vsx() {
+    replay_family("vsx");
+}
+
 /// Data files of families without a test function of their own above.
 #[test]
 fn other_families() {
-    let own = ["fixed", "branch", "loadstore", "system", "fp", "vsx_fp"];
+    let own = ["fixed", "branch", "loadstore", "system", "fp", "vsx_fp", "vmx", "vsx"];
     for entry in std::fs::read_dir(data_dir()).unwrap() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
@@ -503,9 +513,10 @@ fn every_instruction_of_a_recorded_family_is_covered() {
 /// The ISA 3.0 instructions a POWER8 lacks are recorded as SIGILL, and we decode them as illegal.
 #[test]
 fn isa_3_0_instructions_are_recorded_as_illegal() {
-    let cases = load(&data_dir().join("fixed.jsonl"));
+    let mut cases = load(&data_dir().join("fixed.jsonl"));
+    cases.extend(load(&data_dir().join("vmx.jsonl")));
     let isa3: Vec<&Case> = cases.iter().filter(|c| c.name.contains("/isa3/")).collect();
-    assert!(isa3.len() >= 20);
+    assert!(isa3.len() >= 100);
     for c in isa3 {
         assert_eq!((c.stop.0, c.stop.2), (SIGILL, CASE_ADDR), "{}", c.name);
         assert_eq!(decode(c.words[0]), Op::Illegal, "{}", c.name);
@@ -527,7 +538,7 @@ fn live_fuzz_against_qemu() {
     if let Ok(seed) = std::env::var("LOCKSCALE_FUZZ_SEED") {
         cmd.args(["--seed", &seed]);
     }
-    let families = std::env::var("LOCKSCALE_FUZZ_FAMILY").unwrap_or_else(|_| "fixed,branch,loadstore,system,fp,vsx_fp".into());
+    let families = std::env::var("LOCKSCALE_FUZZ_FAMILY").unwrap_or_else(|_| "fixed,branch,loadstore,system,fp,vsx_fp,vmx,vsx".into());
     for f in families.split(',') {
         cmd.args(["--family", f]);
     }

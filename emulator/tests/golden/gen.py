@@ -152,7 +152,7 @@ FIELD = {
     "dm": lambda v: v << 8, "shw": lambda v: v << 8,
     "uim": lambda v: v << 16, "simm": lambda v: (v & 31) << 16, "shb": lambda v: v << 6,
     "lev": lambda v: v << 5, "eh": lambda v: v, "sr": lambda v: v << 16,
-    "st": lambda v: v << 15, "six": lambda v: v << 11,
+    "st": lambda v: v << 15, "six": lambda v: v << 11, "ps": lambda v: v << 9,
 }
 
 # Range of each plain operand kind (exclusive upper bound).
@@ -166,11 +166,14 @@ RANGE = {
     "sh": 32, "nb": 32, "mb": 32, "me": 32, "sh6": 64, "mb6": 64,
     "crm": 256, "fxm": 256, "flm": 256, "u": 16, "w": 2,
     "dm": 4, "shw": 4, "uim": 32, "simm": 32, "shb": 16, "lev": 128, "eh": 2, "sr": 16,
-    "st": 2, "six": 16,
+    "st": 2, "six": 16, "ps": 2,
 }
 
 # Per-instruction operand ranges that are narrower than the field (families add theirs).
-RANGE_OVERRIDE = {}
+RANGE_OVERRIDE = {
+    # UIM selects an element: only as many bits as there are elements are defined.
+    ("vspltb", "uim"): 16, ("vsplth", "uim"): 8, ("vspltw", "uim"): 4, ("xxspltw", "uim"): 4,
+}
 
 GPR_OPS = {"rt", "rs", "ra", "ra0", "rb"}
 FPR_OPS = {"frt", "frs", "fra", "frb", "frc"}
@@ -1506,8 +1509,97 @@ class VsxFpFamily(FpFamily):
     per_insn_be = 3
 
 
+def bcd_value(g):
+    """A signed packed decimal (31 digits and a sign code), now and then an invalid one."""
+    r = g.random()
+    if r < 0.15:
+        digits = [9] * 31
+    elif r < 0.3:
+        digits = [0] * 31
+    else:
+        digits = [g.randrange(10) for _ in range(31)]
+        if g.random() < 0.5:  # a short number
+            n = g.randrange(32)
+            digits = [0] * (31 - n) + digits[31 - n:]
+    if g.random() < 0.05:
+        digits[g.randrange(31)] = g.randrange(10, 16)
+    v = g.choice([0xA, 0xB, 0xC, 0xD, 0xE, 0xF, 0xC, 0xD, g.randrange(16)])
+    for n, d in enumerate(reversed(digits), 1):
+        v |= d << (4 * n)
+    return v
+
+
+# VMX single-precision instructions: their vector operands are mostly made of single edges.
+VMX_FP = {"vaddfp", "vsubfp", "vmaddfp", "vnmsubfp", "vmaxfp", "vminfp", "vrefp", "vrsqrtefp",
+          "vexptefp", "vlogefp", "vrfin", "vrfiz", "vrfip", "vrfim", "vctuxs", "vctsxs",
+          "vcmpeqfp", "vcmpgefp", "vcmpgtfp", "vcmpbfp"}
+
+
+def vector_isa3_words(g):
+    """ISA 3.0 vector encodings: illegal on POWER8 (QEMU_CPU=power8 agrees for these)."""
+    t, a, b, c = (g.randrange(32) for _ in range(4))
+    vx = lambda xo, ra=None: 4 << 26 | t << 21 | (a if ra is None else ra) << 16 | b << 11 | xo
+    x31 = lambda xo: 31 << 26 | t << 21 | a << 16 | b << 11 | xo << 1 | g.randrange(2)
+    xx = lambda xo, shift: 60 << 26 | t << 21 | a << 16 | b << 11 | xo << shift | g.randrange(1 << shift)
+    return [
+        ("vabsduh", vx(1091)), ("vabsduw", vx(1155)), ("vcmpnezb", vx(263 | g.randrange(2) << 10)),
+        ("vcmpneh", vx(71 | g.randrange(2) << 10)), ("vcmpnew", vx(135 | g.randrange(2) << 10)),
+        ("vctzb", vx(1538, 28)), ("vctzd", vx(1538, 31)), ("vnegw", vx(1538, 6)),
+        ("vextsb2w", vx(1538, 16)), ("vprtybw", vx(1538, 8)), ("vclzlsbb", vx(1538, 0)),
+        ("vextractub", vx(525, a & 15)), ("vextractd", vx(717, a & 15)),
+        ("vextublx", vx(1549)), ("vrlwmi", vx(133)), ("vslv", vx(1860)),
+        ("vsrv", vx(1796)), ("vbpermd", vx(1484)), ("vmsumudm", 4 << 26 | t << 21 | a << 16 | b << 11 | c << 6 | 35),
+        ("lxvb16x", x31(876)), ("lxvwsx", x31(364)), ("lxsibzx", x31(781)), ("stxvl", x31(397)),
+        ("stxsihx", x31(941)), ("mtvsrdd", x31(435)),
+        ("xxpermr", xx(58, 3)), ("xxextractuw", xx(165, 2)), ("xxbrw", 60 << 26 | t << 21 | 15 << 16 | b << 11 | 475 << 2 | g.randrange(4)),
+    ]
+
+
+class VectorFamily(Family):
+    """VMX (vmx.insn) and non-floating-point VSX (vsx.insn)."""
+
+    per_insn = 16
+    per_insn_be = 4
+    streams = 100
+
+    def single(self, g, case, insn):
+        super().single(g, case, insn)
+        self.shape(g, case, insn, case.words[0])
+
+    def stream(self, g, case, n):
+        super().stream(g, case, n)
+        self.vscr(g, case)
+
+    def vscr(self, g, case):
+        # NJ (as Linux runs POWER8) most of the time; sometimes IEEE denormals, or SAT set.
+        if g.random() < 0.3:
+            case.init["vscr"] = g.choice([0, 1, 0x10001])
+
+    def shape(self, g, case, insn, w):
+        m = insn.mnemonic
+        self.vscr(g, case)
+        vra, vrb, vrc = 32 + (w >> 16 & 31), 32 + (w >> 11 & 31), 32 + (w >> 6 & 31)
+        if m.startswith("bcd"):
+            for r in (vra, vrb):
+                if g.random() < 0.9:
+                    case.init[f"vs{r}"] = bcd_value(g)
+        elif m in VMX_FP:
+            for r in ("vra" in insn.operands and vra, vrb, "vrc" in insn.operands and vrc):
+                if r and g.random() < 0.7:
+                    case.init[f"vs{r}"] = sum(g.sp_value() << (32 * k) for k in range(4))
+
+    def traps(self, g, add):
+        super().traps(g, add)
+        if self.name != "vmx":
+            return
+        for k in range(3):
+            for name, w in vector_isa3_words(g):
+                case = add(f"isa3/{name}", le=k != 2)
+                case.words = [w]
+
+
 FAMILIES = {"fixed": FixedFamily, "branch": BranchFamily, "loadstore": LoadStoreFamily, "system": SystemFamily,
-            "fp": FpFamily, "vsx_fp": VsxFpFamily}
+            "fp": FpFamily, "vsx_fp": VsxFpFamily, "vmx": VectorFamily, "vsx": VectorFamily}
 
 
 def family_for(name, insns):
