@@ -17,6 +17,8 @@ if [ "${1:-build}" = build ]; then
   $CC $FLAGS -mno-vsx -mno-altivec -ffreestanding -fno-builtin -fno-tree-loop-distribute-patterns \
     -nostdlib -fno-pie -no-pie -o bin/sys src/sys.c
   $CC $FLAGS -o bin/libc-tests src/libc-tests.c -lm
+  # VMX/VSX: auto-vectorized loops, AltiVec/crypto intrinsics, glibc's POWER8 string routines.
+  $CC ${FLAGS/-O2/-O3} -o bin/vector-tests src/vector-tests.c
 fi
 
 QEMU="qemu-ppc64le-static -cpu power8"
