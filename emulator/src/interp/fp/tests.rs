@@ -257,7 +257,7 @@ fn conversions_to_integer() {
     // fctidz: 2^63 is out of range, the largest double below it is not.
     let fctidz = |b: u64| exec(x_form(63, 1, 0, 2, 815, false), 0, &[0, b]);
     assert_eq!(fctidz(d(9.223372036854775e18)).st.fpr(1), 9223372036854774784);
-    assert_eq!(fctidz(d(9.223372036854775808e18)).st.fpr(1), i64::MAX as u64);
+    assert_eq!(fctidz(d(2f64.powi(63))).st.fpr(1), i64::MAX as u64);
     // fcfid: 2^53 + 1 is not representable; to nearest it is 2^53.
     let c = exec(x_form(63, 1, 0, 2, 846, false), 0, &[0, (1 << 53) + 1]);
     assert_eq!(c.st.fpr(1), d(9007199254740992.0));

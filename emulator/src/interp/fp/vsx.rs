@@ -378,22 +378,26 @@ macro_rules! sign_ops {
         pub(in crate::interp) fn $name(c: &mut Cpu, i: Insn) -> Exec {
             vsx_available(c)?;
             let (va, vb) = (c.st.vsr[i.xa() as usize], c.st.vsr[i.xb() as usize]);
-            let _ = va;
             c.st.vsr[i.xt() as usize] = sign_ops!(@ $elem, va, vb, |$a, $b| $e);
             Ok(())
         }
     )*};
     (@ scalar, $va:ident, $vb:ident, |$a:ident, $b:ident| $e:expr) => {{
         let ($a, $b) = (dw($va, 0), dw($vb, 0));
-        let _ = $a;
         from_dws($e, 0)
     }};
     (@ dp, $va:ident, $vb:ident, |$a:ident, $b:ident| $e:expr) => {{
-        let r = [0, 1].map(|k| { let ($a, $b) = (dw($va, k), dw($vb, k)); let _ = $a; $e });
+        let r = [0, 1].map(|k| {
+            let ($a, $b) = (dw($va, k), dw($vb, k));
+            $e
+        });
         from_dws(r[0], r[1])
     }};
     (@ sp, $va:ident, $vb:ident, |$a:ident, $b:ident| $e:expr) => {{
-        from_words([0, 1, 2, 3].map(|k| { let ($a, $b) = (word($va, k), word($vb, k)); let _ = $a; $e }))
+        from_words([0, 1, 2, 3].map(|k| {
+            let ($a, $b) = (word($va, k), word($vb, k));
+            $e
+        }))
     }};
 }
 
@@ -401,17 +405,17 @@ const S64: u64 = 1 << 63;
 const S32: u32 = 1 << 31;
 
 sign_ops! {
-    xsabsdp => scalar, |a, b| b & !S64;
-    xsnabsdp => scalar, |a, b| b | S64;
-    xsnegdp => scalar, |a, b| b ^ S64;
+    xsabsdp => scalar, |_a, b| b & !S64;
+    xsnabsdp => scalar, |_a, b| b | S64;
+    xsnegdp => scalar, |_a, b| b ^ S64;
     xscpsgndp => scalar, |a, b| (a & S64) | (b & !S64);
-    xvabsdp => dp, |a, b| b & !S64;
-    xvnabsdp => dp, |a, b| b | S64;
-    xvnegdp => dp, |a, b| b ^ S64;
+    xvabsdp => dp, |_a, b| b & !S64;
+    xvnabsdp => dp, |_a, b| b | S64;
+    xvnegdp => dp, |_a, b| b ^ S64;
     xvcpsgndp => dp, |a, b| (a & S64) | (b & !S64);
-    xvabssp => sp, |a, b| b & !S32;
-    xvnabssp => sp, |a, b| b | S32;
-    xvnegsp => sp, |a, b| b ^ S32;
+    xvabssp => sp, |_a, b| b & !S32;
+    xvnabssp => sp, |_a, b| b | S32;
+    xvnegsp => sp, |_a, b| b ^ S32;
     xvcpsgnsp => sp, |a, b| (a & S32) | (b & !S32);
 }
 
