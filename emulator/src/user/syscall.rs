@@ -227,11 +227,16 @@ pub struct Process {
     /// `struct sigaction` of each signal as the guest set it: handler, flags, restorer, mask.
     sigactions: [[u64; 4]; 65],
     sigmask: u64,
+    /// PR_SET_NAME's name (initially the program's file name, at most 15 bytes).
+    thread_name: Vec<u8>,
 }
 
 impl Process {
     pub fn new(mem: Arc<Mutex<GuestMemory>>, brk: u64, exe: Vec<u8>) -> Self {
+        let mut thread_name = exe.rsplit(|&c| c == b'/').next().unwrap_or_default().to_vec();
+        thread_name.truncate(15);
         Self {
+            thread_name,
             mem,
             brk_start: brk,
             brk,
@@ -384,7 +389,7 @@ impl Process {
             nr::SET_ROBUST_LIST => Ok(0),
             nr::RSEQ | nr::MEMBARRIER => Err(Stop::Errno(ENOSYS)),
             nr::PERSONALITY => Ok(0),
-            nr::PRCTL => Err(Stop::Errno(EINVAL)),
+            nr::PRCTL => self.prctl(a[0], a[1]),
             nr::SCHED_YIELD => Ok(0),
             nr::SCHED_GETAFFINITY => {
                 // One vCPU: CPU 0 only.
@@ -1036,6 +1041,28 @@ impl Process {
                 Err(Stop::Exit(128 + 6))
             }
             _ => Err(Stop::Errno(ENOSYS)),
+        }
+    }
+
+    /// Only the thread name is supported (busybox and glibc set it); it is kept, not applied
+    /// to the host thread.
+    fn prctl(&mut self, option: u64, arg: u64) -> SysResult {
+        const PR_SET_NAME: u64 = 15;
+        const PR_GET_NAME: u64 = 16;
+        match option {
+            PR_SET_NAME => {
+                let mut name = self.mem.lock().read_cstr(arg, PATH_MAX)?;
+                name.truncate(15);
+                self.thread_name = name;
+                Ok(0)
+            }
+            PR_GET_NAME => {
+                let mut name = self.thread_name.clone();
+                name.resize(16, 0);
+                self.mem.lock().write(arg, &name)?;
+                Ok(0)
+            }
+            _ => Err(Stop::Errno(EINVAL)),
         }
     }
 

@@ -27,7 +27,7 @@ enum {
     SYS_exit = 1, SYS_read = 3, SYS_write = 4, SYS_close = 6, SYS_lseek = 19, SYS_brk = 45,
     SYS_ioctl = 54, SYS_mmap = 90, SYS_munmap = 91, SYS_fstat = 108, SYS_uname = 122,
     SYS_mprotect = 125, SYS_mremap = 163, SYS_clock_gettime = 246, SYS_exit_group = 234,
-    SYS_openat = 286, SYS_pipe2 = 317, SYS_getrandom = 359,
+    SYS_openat = 286, SYS_pipe2 = 317, SYS_getrandom = 359, SYS_prctl = 171,
 };
 
 static void out(const char *s, u64 n) { sc(SYS_write, 1, (i64)s, n, 0, 0, 0); }
@@ -157,6 +157,10 @@ static void test_misc(void)
     sc(SYS_clock_gettime, 1, (i64)t1, 0, 0, 0, 0);
     kv("monotonic", t1[0] > t0[0] || (t1[0] == t0[0] && t1[1] >= t0[1]));
     kv("unknown syscall", sc(9999, 0, 0, 0, 0, 0, 0));
+    char name[16];
+    kv("prctl set name", sc(SYS_prctl, 15, (i64)"guest-thread-name", 0, 0, 0, 0));
+    kv("prctl get name", sc(SYS_prctl, 16, (i64)name, 0, 0, 0, 0));
+    puts_(name); puts_("\n");
     kx("mix", mix(0x123456789abcdefull, 5000));
 }
 
