@@ -253,6 +253,10 @@ pub fn add(a: u64, b: u64, prec: Prec, env: Env) -> Res {
     if is_inf(a) && is_inf(b) && is_neg(a) != is_neg(b) {
         return Res::invalid(prec, fpscr::VXISI);
     }
+    host::add(a, b, prec, env).unwrap_or_else(|| add_quad(a, b, prec, env))
+}
+
+fn add_quad(a: u64, b: u64, prec: Prec, env: Env) -> Res {
     let (qa, qb) = (quad(a), quad(b));
     let (mut v, inexact) = odd(qa.add_r(qb, Round::TowardZero));
     // x + (-x) is +0 except when rounding toward -inf; like-signed zeros keep their sign.
@@ -279,9 +283,12 @@ pub fn mul(a: u64, b: u64, prec: Prec, env: Env) -> Res {
     if (is_inf(a) && is_zero(b)) || (is_zero(a) && is_inf(b)) {
         return Res::invalid(prec, fpscr::VXIMZ);
     }
+    host::mul(a, b, prec, env).unwrap_or_else(|| mul_quad(a, b, prec, env))
+}
+
+fn mul_quad(a: u64, b: u64, prec: Prec, env: Env) -> Res {
     // A product of two 53-bit significands is exact in quad.
-    let v = (quad(a) * quad(b)).value;
-    round(v, prec, env)
+    round((quad(a) * quad(b)).value, prec, env)
 }
 
 /// `a / b`.
@@ -303,8 +310,11 @@ pub fn div(a: u64, b: u64, prec: Prec, env: Env) -> Res {
         };
         return Res::new(bits, Flags { exc: fpscr::ZX, ..Flags::default() });
     }
-    let (v, _) = odd(quad(a).div_r(quad(b), Round::TowardZero));
-    round(v, prec, env)
+    host::div(a, b, prec, env).unwrap_or_else(|| div_quad(a, b, prec, env))
+}
+
+fn div_quad(a: u64, b: u64, prec: Prec, env: Env) -> Res {
+    round(odd(quad(a).div_r(quad(b), Round::TowardZero)).0, prec, env)
 }
 
 /// `sqrt(b)`.
@@ -318,7 +328,87 @@ pub fn sqrt(b: u64, prec: Prec, env: Env) -> Res {
     if is_zero(b) || is_inf(b) {
         return round(quad(b), prec, env);
     }
-    round(sqrt_odd(b), prec, env)
+    host::sqrt(b, prec, env).unwrap_or_else(|| round(sqrt_odd(b), prec, env))
+}
+
+/// The host's double arithmetic where it provably gives what the quad path gives: double
+/// precision, round to nearest (the host's mode), finite operands and results well inside
+/// the normal range (so no overflow, underflow or exponent adjustment can happen), and an
+/// error-free transformation that yields the exact rounding error, from which XX, FI and FR
+/// follow. Anything else returns `None` and takes the quad path. x86-64 and AArch64 hosts do
+/// IEEE binary64 arithmetic in SSE2/NEON registers without flush-to-zero, and `mul_add` is
+/// a fused multiply-add (hardware or libm's correctly rounded `fma`).
+mod host {
+    use super::{Env, Flags, Prec, Res, fpscr};
+    use rustc_apfloat::Round;
+
+    /// Magnitudes in [2^-500, 2^500]: products, quotients and square roots of such values,
+    /// and their rounding errors, are normal numbers.
+    fn moderate(x: f64) -> bool {
+        let e = (x.to_bits() >> 52) & 0x7ff;
+        (1023 - 500..=1023 + 500).contains(&e)
+    }
+
+    fn usable(prec: Prec, env: Env) -> bool {
+        prec == Prec::Double && env.round == Round::NearestTiesToEven
+    }
+
+    /// `r` rounded from `r + err` exactly: XX/FI when `err` is non-zero, FR when the
+    /// rounding moved away from zero (the error points the other way).
+    fn result(r: f64, err_toward_exact_positive: Option<bool>) -> Res {
+        let f = match err_toward_exact_positive {
+            None => Flags::default(),
+            Some(up) => Flags { exc: fpscr::XX, fi: true, fr: up != (r > 0.0) },
+        };
+        Res::new(r.to_bits(), f)
+    }
+
+    pub(super) fn add(a: u64, b: u64, prec: Prec, env: Env) -> Option<Res> {
+        let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+        if !usable(prec, env) || !x.is_finite() || !y.is_finite() {
+            return None;
+        }
+        let s = x + y;
+        if !s.is_finite() {
+            return None;
+        }
+        // TwoSum: s + e == x + y exactly (sums below 2^-1022 are exact, e = 0).
+        let bb = s - x;
+        let e = (x - (s - bb)) + (y - bb);
+        Some(result(s, (e != 0.0).then_some(e > 0.0)))
+    }
+
+    pub(super) fn mul(a: u64, b: u64, prec: Prec, env: Env) -> Option<Res> {
+        let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+        if !usable(prec, env) || !moderate(x) || !moderate(y) {
+            return None;
+        }
+        let p = x * y;
+        let e = x.mul_add(y, -p); // x*y - p, exact
+        Some(result(p, (e != 0.0).then_some(e > 0.0)))
+    }
+
+    pub(super) fn div(a: u64, b: u64, prec: Prec, env: Env) -> Option<Res> {
+        let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+        if !usable(prec, env) || !moderate(x) || !moderate(y) {
+            return None;
+        }
+        let q = x / y;
+        // x - q*y = y * (x/y - q), exact.
+        let rem = (-q).mul_add(y, x);
+        Some(result(q, (rem != 0.0).then_some((rem > 0.0) == (y > 0.0))))
+    }
+
+    pub(super) fn sqrt(b: u64, prec: Prec, env: Env) -> Option<Res> {
+        let x = f64::from_bits(b);
+        if !usable(prec, env) || !moderate(x) || x < 0.0 {
+            return None;
+        }
+        let r = x.sqrt();
+        // x - r*r, exact; positive when the exact root is above r.
+        let rem = (-r).mul_add(r, x);
+        Some(result(r, (rem != 0.0).then_some(rem > 0.0)))
+    }
 }
 
 /// The square root of a positive finite double, rounded to odd at 60+ bits.
@@ -544,4 +634,53 @@ mod tests {
         let b = d(2f64.powi(-24) + 2f64.powi(-60));
         assert_eq!(add(d(1.0), b, Prec::Single, rn()).bits as u32, (1.0f32 + f32::EPSILON).to_bits());
     }
+
+    /// The host fast path and the quad path agree on everything they both handle.
+    #[test]
+    fn host_fast_path_equals_quad_path() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let edges = [ONE_BITS, 0x3ff0_0000_0000_0001, 0x3fef_ffff_ffff_ffff, 0x3ca0_0000_0000_0000, 0x4330_0000_0000_0000];
+        let mut compared = [0usize; 4];
+        for k in 0..200_000 {
+            let pick = |r: u64| -> u64 {
+                match r % 4 {
+                    0 => edges[(r >> 8) as usize % edges.len()] ^ (r & 1 << 63),
+                    // Moderate exponents, so that the fast path applies.
+                    1 | 2 => (r & 0x800f_ffff_ffff_ffff) | (((r >> 52) % 600 + 1023 - 300) << 52),
+                    _ => r,
+                }
+            };
+            let (a, b) = (pick(next()), pick(next()));
+            let b = if k % 3 == 0 { b ^ (a & 0xffff_ffff_ffff_ff00) & 0x800f_ffff_ffff_ff00 | (a & 0x7ff0_0000_0000_0000) } else { b };
+            if is_nan(a) || is_nan(b) || is_inf(a) || is_inf(b) {
+                continue;
+            }
+            let e = rn();
+            if let Some(r) = host::add(a, b, Prec::Double, e) {
+                assert_eq!(r, add_quad(a, b, Prec::Double, e), "{a:#x} + {b:#x}");
+                compared[0] += 1;
+            }
+            if let Some(r) = host::mul(a, b, Prec::Double, e) {
+                assert_eq!(r, mul_quad(a, b, Prec::Double, e), "{a:#x} * {b:#x}");
+                compared[1] += 1;
+            }
+            if let Some(r) = host::div(a, b, Prec::Double, e) {
+                assert_eq!(r, div_quad(a, b, Prec::Double, e), "{a:#x} / {b:#x}");
+                compared[2] += 1;
+            }
+            if let Some(r) = host::sqrt(a, Prec::Double, e) {
+                assert_eq!(r, round(sqrt_odd(a), Prec::Double, e), "sqrt {a:#x}");
+                compared[3] += 1;
+            }
+        }
+        assert!(compared.iter().all(|&n| n > 10_000), "{compared:?}");
+    }
+
+    const ONE_BITS: u64 = 0x3ff0_0000_0000_0000;
 }
