@@ -70,6 +70,7 @@ mod nr {
     pub const GETPGID: u64 = 132;
     pub const FCHDIR: u64 = 133;
     pub const PERSONALITY: u64 = 136;
+    pub const LLSEEK: u64 = 140;
     pub const FLOCK: u64 = 143;
     pub const MSYNC: u64 = 144;
     pub const READV: u64 = 145;
@@ -302,6 +303,14 @@ impl Process {
             nr::OPENAT => self.openat(a[0] as i32, a[1], a[2], a[3]),
             nr::CLOSE => host(unsafe { libc::close(fd) } as i64),
             nr::LSEEK => host(unsafe { libc::lseek(fd, a[1] as i64, a[2] as i32) }),
+            nr::LLSEEK => {
+                // glibc's lseek on ppc64: the offset in two 32-bit halves, the result stored.
+                self.mem.lock().check(a[3], 8, PROT_WRITE)?;
+                let off = ((a[1] as u32 as u64) << 32 | a[2] as u32 as u64) as i64;
+                let pos = host(unsafe { libc::lseek(fd, off, a[4] as i32) })?;
+                self.put_words(a[3], &[pos])?;
+                Ok(0)
+            }
             nr::DUP => host(unsafe { libc::dup(fd) } as i64),
             nr::DUP2 => {
                 if a[0] == a[1] {
@@ -1210,6 +1219,11 @@ fn name(n: u64) -> String {
         nr::OPEN => "open",
         nr::CLOSE => "close",
         nr::LSEEK => "lseek",
+        nr::LLSEEK => "_llseek",
+        nr::READLINK => "readlink",
+        nr::UNLINK => "unlink",
+        nr::PRCTL => "prctl",
+        nr::SYSINFO => "sysinfo",
         nr::BRK => "brk",
         nr::IOCTL => "ioctl",
         nr::FCNTL => "fcntl",
