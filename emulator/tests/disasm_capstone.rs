@@ -272,6 +272,8 @@ fn spr_alias(name: &str) -> Option<i64> {
         "tar" => 815,
         "ppr" => 896,
         "ppr32" => 898,
+        // BookE's exception syndrome register, which Capstone names for every PowerPC.
+        "esr" => 980,
         _ => return None,
     })
 }
@@ -279,7 +281,7 @@ fn spr_alias(name: &str) -> Option<i64> {
 /// VSX instructions name all 64 VSRs; Capstone spells VSR 32-63 as the VRs v0-v31 (also in
 /// the extended mnemonics, whose operands `vsx_registers` cannot pair with ours).
 fn is_vsx(mnemonic: &str) -> bool {
-    ["xx", "lxv", "lxs", "stxv", "stxs", "mfvsr", "mtvsr"].iter().any(|p| mnemonic.starts_with(p))
+    ["xx", "xv", "xs", "lxv", "lxs", "stxv", "stxs", "mfvsr", "mtvsr"].iter().any(|p| mnemonic.starts_with(p))
 }
 
 /// Capstone's output in the form of ours.
@@ -353,6 +355,8 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
         "vmr" => return c("vor", vec![ops[0], ops[1], ops[1]]),
         "vnot" => return c("vnor", vec![ops[0], ops[1], ops[1]]),
         "xxmr" => return c("xxlor", vec![ops[0], ops[1], ops[1]]),
+        "xvmovsp" => return c("xvcpsgnsp", vec![ops[0], ops[1], ops[1]]),
+        "xvmovdp" => return c("xvcpsgndp", vec![ops[0], ops[1], ops[1]]),
         "xxlnot" => return c("xxlnor", vec![ops[0], ops[1], ops[1]]),
         "xxmrghd" => return c("xxpermdi", vec![ops[0], ops[1], ops[2], 0]),
         "xxmrgld" => return c("xxpermdi", vec![ops[0], ops[1], ops[2], 3]),

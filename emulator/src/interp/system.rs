@@ -74,6 +74,9 @@ impl Cpu {
             spr::PVR => s.pvr,
             spr::PIR => s.pir,
             _ if pmu_index(n).is_some() => s.pmu[pmu_index(n).unwrap()],
+            // PURR/SPURR count at the timebase rate while the thread runs; a partition reads
+            // them for processor-utilisation accounting (the hypervisor writes them).
+            spr::SPURR | spr::PURR => self.timebase.now(),
             // Hypervisor resources (LPCR, HSPRGx, HDEC, …): not accessible to a partition.
             _ if (304..320).contains(&n) => return Err(PRIVILEGED),
             _ => return Ok(None),
