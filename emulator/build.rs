@@ -43,7 +43,7 @@ const OPERANDS: &[&str] = &[
     "l_sync", "bt", "ba", "bb", "bo", "bi", "bh", "bd", "li", "to", "sh", "mb", "me", "sh6", "mb6",
     "spr", "tbr", "crm", "fxm", "flm", "u", "w", "frt", "frs", "fra", "frb", "frc", "vrt", "vrs",
     "vra", "vrb", "vrc", "xt", "xs", "xa", "xb", "xc", "dm", "shw", "uim", "simm", "shb", "nb",
-    "th", "lev", "eh", "sr", "bc", "st", "six", "ps",
+    "th", "lev", "eh", "sr", "bc", "st", "six", "ps", "strm",
 ];
 
 /// Flags the data files may use, in the order of their bit in `InsnFlags`.

@@ -131,6 +131,7 @@ fn operand_bits(o: Operand) -> u32 {
         St => f(16, 16),
         Six => f(17, 20),
         Ps => f(22, 22),
+        Strm => f(9, 10),
         #[allow(unreachable_patterns)]
         _ => panic!("operand_bits: say where operand {o:?} sits"),
     }

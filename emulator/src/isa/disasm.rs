@@ -92,6 +92,7 @@ fn operand(s: &mut String, o: Operand, i: Insn, pc: u64, absolute: bool) {
         St => write!(s, "{}", i.st()),
         Six => write!(s, "{}", i.six()),
         Ps => write!(s, "{}", i.ps()),
+        Strm => write!(s, "{}", i.strm()),
     };
 }
 

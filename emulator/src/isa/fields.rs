@@ -82,6 +82,8 @@ fields! {
     six: 17..=20;
     /// PS of bcdadd./bcdsub. (22)
     ps: 22..=22;
+    /// STRM of dst/dss (9-10)
+    strm: 9..=10;
     /// TX/SX (31), AX (29), BX (30), CX (28)
     tx: 31..=31;
     ax: 29..=29;

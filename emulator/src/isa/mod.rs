@@ -128,6 +128,8 @@ pub enum Operand {
     Six,
     /// PS of bcdadd./bcdsub. (bit 22): preferred plus sign 0xF instead of 0xC
     Ps,
+    /// STRM of the data stream instructions (bits 9-10)
+    Strm,
 }
 
 /// Everything the table says about one instruction.

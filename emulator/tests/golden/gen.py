@@ -152,7 +152,7 @@ FIELD = {
     "dm": lambda v: v << 8, "shw": lambda v: v << 8,
     "uim": lambda v: v << 16, "simm": lambda v: (v & 31) << 16, "shb": lambda v: v << 6,
     "lev": lambda v: v << 5, "eh": lambda v: v, "sr": lambda v: v << 16,
-    "st": lambda v: v << 15, "six": lambda v: v << 11, "ps": lambda v: v << 9,
+    "st": lambda v: v << 15, "six": lambda v: v << 11, "ps": lambda v: v << 9, "strm": lambda v: v << 21,
 }
 
 # Range of each plain operand kind (exclusive upper bound).
@@ -166,7 +166,7 @@ RANGE = {
     "sh": 32, "nb": 32, "mb": 32, "me": 32, "sh6": 64, "mb6": 64,
     "crm": 256, "fxm": 256, "flm": 256, "u": 16, "w": 2,
     "dm": 4, "shw": 4, "uim": 32, "simm": 32, "shb": 16, "lev": 128, "eh": 2, "sr": 16,
-    "st": 2, "six": 16, "ps": 2,
+    "st": 2, "six": 16, "ps": 2, "strm": 4,
 }
 
 # Per-instruction operand ranges that are narrower than the field (families add theirs).

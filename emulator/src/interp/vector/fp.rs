@@ -280,8 +280,9 @@ pub(in crate::interp) fn vcmpbfp(c: &mut Cpu, i: Insn) -> Exec {
         if is_nan(a) || is_nan(b) {
             return 0xc000_0000u32;
         }
+        // Neither operand is a NaN here, so "not <=" is ">" and "not >=" is "<".
         let (x, y) = (m.input(a), m.input(b));
-        (((!(x <= y)) as u32) << 31) | (((!(x >= -y)) as u32) << 30)
+        (((x > y) as u32) << 31) | (((x < -y) as u32) << 30)
     });
     c.st.set_vr(i.rt(), r);
     if i.bit21() != 0 {

@@ -144,10 +144,9 @@ where
 
 /// Multiply-sum: per word, the products of the narrower elements plus word j of c.
 #[inline(always)]
-fn msum<A: Lane + Into<i128>, B: Lane + Into<i128>, T: Lane>(a: u128, b: u128, c: u128, wrap: bool) -> (u128, bool)
+fn msum<A: Lane + Into<i128>, B: Lane + Into<i128>, T: Lane + Into<i128>>(a: u128, b: u128, c: u128, wrap: bool) -> (u128, bool)
 where
     i128: Clamp<T>,
-    T: Into<i128>,
 {
     let n = count::<A>() / 4;
     let sums = std::array::from_fn(|j| {

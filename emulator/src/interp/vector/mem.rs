@@ -8,7 +8,7 @@
 use super::super::loadstore::{Addr, ea};
 use super::super::loadstore::{double_to_single, single_to_double};
 use super::{Cpu, Exec, Lane, get, put, vec_ok, vsx_ok};
-use crate::cpu::Exception;
+use crate::cpu::{Exception, ProgramKind};
 use crate::isa::Insn;
 use crate::softmmu::{PAGE_MASK, PAGE_SIZE};
 
@@ -139,6 +139,31 @@ pub(in crate::interp) fn lvsr(c: &mut Cpu, i: Insn) -> Exec {
     vec_ok(c)?;
     let sh = (ea_x(c, i) & 15) as u128;
     c.st.set_vr(i.rt(), 0x1011_1213_1415_1617_1819_1a1b_1c1d_1e1f - sh * 0x0101_0101_0101_0101_0101_0101_0101_0101);
+    Ok(())
+}
+
+/// The data stream instructions only hint at future accesses: no effect, no facility check.
+/// A stream start needs a base register (RA = 0 is an invalid form).
+fn stream_touch(_: &mut Cpu, i: Insn) -> Exec {
+    if i.ra() == 0 { Err(Exception::Program(ProgramKind::Illegal)) } else { Ok(()) }
+}
+
+pub(in crate::interp) fn dst(c: &mut Cpu, i: Insn) -> Exec {
+    stream_touch(c, i)
+}
+pub(in crate::interp) fn dstt(c: &mut Cpu, i: Insn) -> Exec {
+    stream_touch(c, i)
+}
+pub(in crate::interp) fn dstst(c: &mut Cpu, i: Insn) -> Exec {
+    stream_touch(c, i)
+}
+pub(in crate::interp) fn dststt(c: &mut Cpu, i: Insn) -> Exec {
+    stream_touch(c, i)
+}
+pub(in crate::interp) fn dss(_: &mut Cpu, _: Insn) -> Exec {
+    Ok(())
+}
+pub(in crate::interp) fn dssall(_: &mut Cpu, _: Insn) -> Exec {
     Ok(())
 }
 
@@ -310,7 +335,7 @@ mod tests {
             let lvx_view = if le { u128::from_le_bytes(Q.to_be_bytes()) } else { Q };
             let k = if le { 4 } else { 3 };
             let sh = 112 - 16 * k;
-            assert_eq!(c.st.vr(5), (u128::MAX & !(0xffff << sh)) | (lvx_view & (0xffff << sh)), "le={le}");
+            assert_eq!(c.st.vr(5), !(0xffff << sh) | (lvx_view & (0xffff << sh)), "le={le}");
             // stvewx of the word at 0x900c stores that word back where lvx found it.
             c.st.set_vr(6, !lvx_view);
             c.st.gpr[4] = 0xd; // aligned down to 0x900c
@@ -360,6 +385,15 @@ mod tests {
         c.mmu.store(&c.st, 0x1000, 4, 0x7c43_2798, true).unwrap(); // stxvd2x vs2,r3,r4
         assert!(matches!(c.step(), Err(Exception::Dsi { .. })));
         assert_eq!(c.mmu.load(&c.st, top, 8, true).unwrap(), 0x1234);
+    }
+
+    #[test]
+    fn stream_hints_need_no_facility_but_a_base_register() {
+        let mut c = cpu();
+        c.st.msr &= !(msr::VEC | msr::VSX | msr::FP);
+        assert_eq!(c.execute(0x7e00_066c), Ok(())); // dssall
+        assert_eq!(c.execute(0x7c23_22ac), Ok(())); // dst r3,r4,1
+        assert_eq!(c.execute(0x7c20_22ac), Err(Exception::Program(crate::cpu::ProgramKind::Illegal))); // dst r0,r4,1
     }
 
     #[test]
