@@ -557,15 +557,6 @@ pub(super) fn dcbtst(c: &mut Cpu, i: Insn) -> Exec {
 pub(super) fn dcbst(c: &mut Cpu, i: Insn) -> Exec {
     cache_flush(c, i)
 }
-pub(super) fn dst(c: &mut Cpu, i: Insn) -> Exec {
-    cache_hint(c, i)
-}
-pub(super) fn dstst(c: &mut Cpu, i: Insn) -> Exec {
-    cache_hint(c, i)
-}
-pub(super) fn dss(c: &mut Cpu, i: Insn) -> Exec {
-    cache_hint(c, i)
-}
 pub(super) fn dcbf(c: &mut Cpu, i: Insn) -> Exec {
     cache_flush(c, i)
 }
