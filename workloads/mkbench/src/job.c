@@ -11,6 +11,11 @@
  *   checksum them.  The object checksum is computed while emitting and again
  *   by reading the object back; all trees are re-walked at the end and their
  *   hashes compared with those taken at parse time.
+ *   Each batch of functions is handed to the unit's assembler through a
+ *   pipe (a message with the running checksums), the result last.
+ * assemble: read the compile's messages as they come (blocking on the pipe),
+ *   build symbols for each, sort them, resolve references among them and
+ *   combine the checksum of the layout with the compile's result.
  * link: build a symbol table from the checksums of the inputs, sort it,
  *   resolve references and checksum the resulting layout.
  */
@@ -1102,6 +1107,9 @@ static u64 compile(struct job_args *a)
 		emit_stmts(&o, f->body);
 		/* hash again after the passes: folded trees hash differently */
 		tree_sum += mix64(f->hash) ^ stmts_hash(f->body);
+		/* a batch of functions is done: hand it to the assembler */
+		if ((fn + 1) % pipe_step(nfuncs) == 0 && fn + 1 < nfuncs)
+			job_syscall(SYS_PIPE_WRITE, (long)mix64(o.sum ^ tree_sum ^ (fn << 32)), 0, 0);
 	}
 	if (chunk)
 		job_syscall(SYS_MUNMAP, (long)chunk, SRC_CHUNK, 0);
@@ -1228,13 +1236,79 @@ static u64 link(struct job_args *a)
 	return h;
 }
 
+/* ---- assemble ---------------------------------------------------------------- */
+
+#define ASM_SYMS 200	/* symbols per function of the unit */
+
+/*
+ * The assembler of a compile: reads the compile's output from the pipe batch
+ * by batch as it is written (blocking until it is), and for each batch
+ * builds its symbols, sorts them, lays them out and resolves references to
+ * them and to earlier batches.  The last message is the compile's result,
+ * combined with the checksum of the layout.  Each batch is somewhat less
+ * work than the compile spends on it, so the assembler keeps pace, waiting
+ * a little for every batch (cc1 | as).
+ */
+static u64 assemble(struct job_args *a)
+{
+	struct heap hp;
+	struct lsym **tab, **vec, **tmp;
+	u64 nmsg = pipe_msgs(a->size), per = ASM_SYMS * a->size / PIPE_BATCHES + 8;
+	u64 k = 0, h = 0x452821e638d01377UL, addr = 0x20000000UL, last;
+
+	heap_init(&hp);
+	tab = halloc(&hp, LINK_BUCKETS * sizeof(*tab));
+	memset(tab, 0, LINK_BUCKETS * sizeof(*tab));
+	vec = halloc(&hp, nmsg * per * sizeof(*vec));
+	tmp = halloc(&hp, per * sizeof(*tmp));
+	for (u64 m = 0; m + 1 < nmsg; m++) {
+		u64 d = (u64)job_syscall(SYS_PIPE_READ, (long)m, 0, 0), k0 = k;
+
+		for (u64 j = 0; j < per; j++) {
+			struct lsym *s = halloc(&hp, sizeof(*s));
+			u64 v = mix64(d + j);
+
+			sym_name(s->name, v);
+			s->hash = str_hash(s->name, 18);
+			s->value = mix64(v ^ a->unit);
+			s->next = tab[s->hash % LINK_BUCKETS];
+			tab[s->hash % LINK_BUCKETS] = s;
+			vec[k++] = s;
+		}
+		merge_sort(vec + k0, tmp, per);
+		for (u64 i = k0; i < k; i++) {
+			vec[i]->addr = addr;
+			addr += 4 + (vec[i]->value & 0x3c);
+		}
+		/* references to this batch's symbols and to earlier ones */
+		for (u64 j = 0; j < 2 * per; j++) {
+			u64 t = mix64(d ^ (j * 0x9e3779b97f4a7c15UL));
+			struct lsym *s, *w = vec[t % k];
+
+			s = lookup_sym(tab, w->name);
+			if (s != w)
+				job_fail(4, m, t);
+			h = mix64(h ^ s->addr) + j;
+		}
+	}
+	last = (u64)job_syscall(SYS_PIPE_READ, (long)(nmsg - 1), 0, 0);
+	for (u64 i = 0; i < k; i++)
+		h = mix64(h + vec[i]->addr) ^ vec[i]->hash;
+	/* the unit's result: the compile's and the assembler's */
+	return mix64(last + h);
+}
+
 void job_main(struct job_args *a)
 {
 	u64 r;
 
-	if (a->kind == JOB_COMPILE)
+	if (a->kind == JOB_COMPILE) {
 		r = compile(a);
-	else
+		job_syscall(SYS_PIPE_WRITE, (long)r, 0, 0);
+	} else if (a->kind == JOB_ASM) {
+		r = assemble(a);
+	} else {
 		r = link(a);
+	}
 	job_exit(r);
 }

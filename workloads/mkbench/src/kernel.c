@@ -262,17 +262,28 @@ struct job {
 	u32 unit;		/* compile: unit; link: directory */
 	u32 deps;		/* unfinished prerequisites */
 	u32 parent;		/* job that depends on this one */
-	u32 verify_of;		/* verification compile: the job it repeats */
+	u32 verify_of;		/* verification compile (and its assembler): the unit it repeats */
 	u32 cpu;
 	volatile u32 done;
 	u64 result;
 	u64 t0, t1;
 };
 
+#define NO_PARENT	(~1u)	/* a compile: its assembler carries the result on */
+
+/* compile -> assembler: messages in order; the reader waits for the next */
+struct pipe {
+	u64 msg[PIPE_MAX];
+	volatile u32 n;		/* messages written */
+	volatile u32 waiter;	/* 1 + CPU of the assembler waiting for message n */
+};
+
 static struct {
 	spinlock_t lock;
 	u32 njobs, nunits, ndirs, nverify;
 	u32 first_link, final;
+	u32 asm_base;		/* assembler of compile job c: asm_base + c */
+	struct pipe *pipes;	/* one per compile job */
 	u32 *queue;
 	u32 qhead, qtail;
 	u32 *exited;		/* make's inbox: jobs that exited, not yet reaped */
@@ -282,14 +293,14 @@ static struct {
 	struct job *jobs;
 } js;
 
-static u64 opt_jobs, opt_units = 6, opt_size = 350, opt_seed = 1;
+static u64 opt_jobs, opt_units = 6, opt_size = 400, opt_seed = 1;
 static u64 t_start, t_end;
 static u64 base_cnt[NCOUNT];
 static volatile u32 go;
 
 static const char *kind_name(u32 k)
 {
-	return k == JOB_COMPILE ? "cc" : k == JOB_LINK ? "ld" : "ld-final";
+	return k == JOB_COMPILE ? "cc" : k == JOB_ASM ? "as" : k == JOB_LINK ? "ld" : "ld-final";
 }
 
 static int is_sampled(u32 unit)
@@ -298,7 +309,7 @@ static int is_sampled(u32 unit)
 	return unit == 0 || mix64(opt_seed * 0x9e3779b97f4a7c15UL + unit) % VERIFY_EVERY == 0;
 }
 
-static u8 boot_pool[256 << 10] __attribute__((aligned(128)));
+static u8 boot_pool[768 << 10] __attribute__((aligned(128)));
 
 static void *boot_alloc(u64 size)
 {
@@ -332,10 +343,12 @@ static void build_dag(void)
 	js.nunits = U;
 	js.ndirs = D;
 	js.nverify = V;
-	js.njobs = U + V + D + 1;
+	js.njobs = 2 * (U + V) + D + 1;
 	js.first_link = U + V;
 	js.final = U + V + D;
+	js.asm_base = U + V + D + 1;
 	js.jobs = boot_alloc(js.njobs * sizeof(struct job));
+	js.pipes = boot_alloc((U + V) * sizeof(struct pipe));
 	js.queue = boot_alloc(js.njobs * sizeof(u32));
 	js.exited = boot_alloc(js.njobs * sizeof(u32));
 	for (u32 d = 0; d < D; d++) {
@@ -367,11 +380,30 @@ static void build_dag(void)
 			js.jobs[c->parent].deps++;
 		}
 	}
-	/* ready queue: compiles in unit order, each verification after its unit */
+	/*
+	 * each compile pipes its output to an assembler (a job of its own, like
+	 * cc1 | as); the assembler finishes the unit, so it is the one the
+	 * directory's link waits for
+	 */
+	for (u32 c = 0; c < U + V; c++) {
+		struct job *a = &js.jobs[js.asm_base + c];
+
+		*a = js.jobs[c];
+		a->kind = JOB_ASM;
+		js.jobs[c].parent = NO_PARENT;
+	}
+	/*
+	 * ready queue: compiles in unit order, each verification after its unit,
+	 * each assembler right after its compile (so a compile has always started
+	 * when its assembler starts: the assembler waits only for a running job)
+	 */
 	for (u32 u = 0, v = U; u < U; u++) {
 		enqueue(u);
-		if (is_sampled(u))
-			enqueue(v++);
+		enqueue(js.asm_base + u);
+		if (is_sampled(u)) {
+			enqueue(v);
+			enqueue(js.asm_base + v++);
+		}
 	}
 	js.tokens = (u32)opt_jobs;
 }
@@ -389,7 +421,7 @@ static void fill_args(struct job_args *a, u32 id)
 		u32 d = j->unit;
 
 		for (u32 u = d * UNITS_PER_DIR; u < js.nunits && u < (d + 1) * UNITS_PER_DIR; u++)
-			a->input[a->ninputs++] = js.jobs[u].result;
+			a->input[a->ninputs++] = js.jobs[js.asm_base + u].result;
 	} else if (j->kind == JOB_FINAL) {
 		for (u32 d = 0; d < js.ndirs; d++)
 			a->input[a->ninputs++] = js.jobs[js.first_link + d].result;
@@ -419,11 +451,11 @@ static void report(void)
 	printk("MKBENCH-STATS h_enter=%lu h_remove=%lu h_bulk_remove=%lu h_protect=%lu "
 	       "h_cede=%lu h_ipi=%lu procs=%lu h_xirr=%lu h_eoi=%lu h_put_term_char=%lu "
 	       "h_other=%lu dsi=%lu isi=%lu syscalls=%lu munmaps=%lu pages_in=%lu "
-	       "idle_ticks=%lu lock_spins=%lu\n",
+	       "idle_ticks=%lu lock_spins=%lu pipe_waits=%lu\n",
 	       c[C_HC_ENTER], c[C_HC_REMOVE], c[C_HC_BULK], c[C_HC_PROTECT], c[C_HC_CEDE],
 	       c[C_HC_IPI], c[C_PROCS], c[C_HC_XIRR], c[C_HC_EOI], c[C_HC_TERM],
 	       c[C_HC_CPPR] + c[C_HC_RTAS] + c[C_HC_OTHER], c[C_DSI], c[C_ISI], c[C_SYSCALL],
-	       c[C_MUNMAP], c[C_PAGES_IN], c[C_IDLE_TICK], c[C_LOCK_SPINS]);
+	       c[C_MUNMAP], c[C_PAGES_IN], c[C_IDLE_TICK], c[C_LOCK_SPINS], c[C_PIPE_WAIT]);
 	printk("MKBENCH-RESULT cpus=%u jobs=%lu units=%lu size=%lu checksum=0x%016lx "
 	       "elapsed_tb=%lu tb_hz=%lu faults=%lu hcalls=%lu flush_hcalls=%lu ipis=%lu "
 	       "ticks=%lu\n",
@@ -450,6 +482,8 @@ static void make_reap(struct percpu *pc)
 
 		/* as in GNU make, the job slot comes back when the child is reaped */
 		js.tokens++;
+		if (j->parent == NO_PARENT)
+			continue;
 		if (j->parent == ~0u) {
 			js.finished = 1;
 			last = 1;
@@ -489,7 +523,7 @@ static void complete_job(struct percpu *pc, u32 id, u64 result)
 	struct job *j = &js.jobs[id];
 	u64 ms = (j->t1 - j->t0) / (cfg.tb_hz / 1000);
 
-	if (j->kind == JOB_COMPILE)
+	if (j->kind == JOB_COMPILE || j->kind == JOB_ASM)
 		printk("mkbench: cpu%u %s unit %u%s -> %016lx (%lu ms)\n", pc->index,
 		       kind_name(j->kind), j->unit, j->verify_of != ~0u ? " (again)" : "",
 		       result, ms);
@@ -512,7 +546,8 @@ static void complete_job(struct percpu *pc, u32 id, u64 result)
 static void verify_inputs(u32 id)
 {
 	for (u32 v = js.nunits; v < js.first_link; v++) {
-		struct job *a = &js.jobs[v], *b = &js.jobs[a->verify_of];
+		struct job *a = &js.jobs[js.asm_base + v];
+		struct job *b = &js.jobs[js.asm_base + a->verify_of];
 
 		if (a->parent != id)
 			continue;
@@ -553,7 +588,7 @@ static void run_one(struct percpu *pc, u32 id)
 		inject &= ~INJECT_POISON;
 		((volatile u64 *)((u64)pc->free[pc->nfree - 1] << PAGE_SHIFT))[7] = 0x1234;
 	}
-	if ((inject & INJECT_RESULT) && j->verify_of != ~0u) {
+	if ((inject & INJECT_RESULT) && j->kind == JOB_ASM && j->verify_of != ~0u) {
 		inject &= ~INJECT_RESULT;
 		result ^= 1;
 	}
@@ -620,6 +655,59 @@ static void show_mapping(struct percpu *pc, u64 ea)
 	}
 }
 
+/* the compile running on this CPU sends its assembler the next message */
+static void pipe_write(struct percpu *pc, u64 v)
+{
+	struct job *j = &js.jobs[pc->cur_job];
+	struct pipe *p = &js.pipes[pc->cur_job];
+	u32 w;
+
+	if (j->kind != JOB_COMPILE)
+		panic("job %u (%s): pipe write", pc->cur_job, kind_name(j->kind));
+	spin_lock(&js.lock);
+	if (p->n >= PIPE_MAX)
+		panic("job %u: pipe overflow", pc->cur_job);
+	p->msg[p->n] = v;
+	lwsync();
+	p->n++;
+	w = p->waiter;
+	p->waiter = 0;
+	spin_unlock(&js.lock);
+	/* the reader waits on another CPU (in H_CEDE): wake it like a pipe write */
+	if (w && w - 1 != pc->index)
+		send_ipi(pc, w - 1);
+}
+
+/*
+ * The assembler on this CPU wants message i of its compile.  Jobs are not
+ * preempted, so a reader that must wait keeps its CPU and cedes it to the
+ * hypervisor until the writer's IPI (or the idle timeout) ends the cede.
+ * The compile started before its assembler (queue order) and never waits,
+ * so the message comes.
+ */
+static u64 pipe_read(struct percpu *pc, u64 i)
+{
+	struct job *j = &js.jobs[pc->cur_job];
+	struct pipe *p;
+	u64 v;
+
+	if (j->kind != JOB_ASM || i >= PIPE_MAX)
+		panic("job %u (%s): pipe read %lu", pc->cur_job, kind_name(j->kind), i);
+	p = &js.pipes[pc->cur_job - js.asm_base];
+	for (;;) {
+		spin_lock(&js.lock);
+		if (p->n > i) {
+			v = p->msg[i];
+			spin_unlock(&js.lock);
+			return v;
+		}
+		p->waiter = pc->index + 1;
+		spin_unlock(&js.lock);
+		pc->cnt[C_PIPE_WAIT]++;
+		idle_wait(pc);
+	}
+}
+
 static void do_syscall(struct percpu *pc, struct frame *f)
 {
 	u64 nr = f->gpr[3];
@@ -633,6 +721,13 @@ static void do_syscall(struct percpu *pc, struct frame *f)
 		break;
 	case SYS_MPROTECT:
 		f->gpr[3] = (u64)sys_mprotect(pc, f->gpr[4], f->gpr[5]);
+		break;
+	case SYS_PIPE_WRITE:
+		pipe_write(pc, f->gpr[4]);
+		f->gpr[3] = 0;
+		break;
+	case SYS_PIPE_READ:
+		f->gpr[3] = pipe_read(pc, f->gpr[4]);
 		break;
 	case SYS_FAIL:
 		show_mapping(pc, f->gpr[6]);

@@ -76,6 +76,8 @@
 #define SYS_MUNMAP	2
 #define SYS_MPROTECT	3
 #define SYS_FAIL	4
+#define SYS_PIPE_WRITE	5	/* compile -> its assembler: one message */
+#define SYS_PIPE_READ	6	/* assembler: message a (blocks until written) */
 
 #ifndef __ASSEMBLER__
 
@@ -101,6 +103,7 @@ struct frame {
 #define JOB_COMPILE	1
 #define JOB_LINK	2
 #define JOB_FINAL	3
+#define JOB_ASM		4	/* the assembler reading a compile's output */
 #define MAX_INPUTS	500
 
 struct job_args {
@@ -111,6 +114,23 @@ struct job_args {
 	u64 ninputs;
 	u64 input[MAX_INPUTS];	/* link: checksums of the inputs, in order */
 };
+
+/*
+ * The compile -> assembler pipe: a compile sends PIPE_BATCHES - 1 messages
+ * (one per batch of functions) and then its result; pipe_msgs() is how many.
+ */
+#define PIPE_BATCHES	4
+#define PIPE_MAX	(PIPE_BATCHES + 1)
+
+static inline u64 pipe_step(u64 nfuncs)
+{
+	return (nfuncs + PIPE_BATCHES - 1) / PIPE_BATCHES;
+}
+
+static inline u64 pipe_msgs(u64 nfuncs)
+{
+	return (nfuncs - 1) / pipe_step(nfuncs) + 1;
+}
 
 /* job side: job.c, runs in problem state in its own address space */
 void job_main(struct job_args *a);
