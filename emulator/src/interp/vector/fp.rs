@@ -290,3 +290,81 @@ pub(in crate::interp) fn vcmpbfp(c: &mut Cpu, i: Insn) -> Exec {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{vr_op, w4};
+    use super::super::{VSCR_NJ, VSCR_SAT};
+    use crate::interp::test_util::cpu;
+
+    const RC: u32 = 1 << 10;
+    const MIN_NORMAL: u32 = 0x0080_0000;
+
+    #[test]
+    fn nj_flushes_denormal_inputs_and_results() {
+        let mut c = cpu();
+        let den = 0x0000_0001; // the smallest denormal
+        c.st.vscr = VSCR_NJ;
+        let r = vr_op(&mut c, "vaddfp", w4([den, 0x8000_0003, MIN_NORMAL, 0x3f80_0000]), w4([0, 0, 0x8000_0001, 0]), 0, 0);
+        // (-0 + +0 is +0 in round-to-nearest.)
+        assert_eq!(r, w4([0, 0, MIN_NORMAL, 0x3f80_0000]));
+        // Without NJ the same sums are exact denormals.
+        c.st.vscr = 0;
+        let r = vr_op(&mut c, "vaddfp", w4([den, 0x8000_0003, MIN_NORMAL, 0x3f80_0000]), w4([0, 0, 0x8000_0001, 0]), 0, 0);
+        assert_eq!(r, w4([den, 0x8000_0003, 0x007f_ffff, 0x3f80_0000]));
+    }
+
+    #[test]
+    fn nj_flushes_a_result_that_is_tiny_before_rounding() {
+        let mut c = cpu();
+        // MIN_NORMAL - (tiny product): rounds back up to MIN_NORMAL, but is below it exactly.
+        let (a, cc, b) = (w4([0x069f_1dec; 4]), w4([0x9959_0a6e; 4]), w4([MIN_NORMAL; 4]));
+        c.st.vscr = 0;
+        assert_eq!(vr_op(&mut c, "vmaddfp", a, b, cc, 0), w4([MIN_NORMAL; 4]));
+        c.st.vscr = VSCR_NJ;
+        assert_eq!(vr_op(&mut c, "vmaddfp", a, b, cc, 0), 0);
+    }
+
+    #[test]
+    fn nans_propagate_quieted_in_operand_order() {
+        let mut c = cpu();
+        let (snan_a, qnan_b) = (0x7f80_0001, 0xffc0_0002);
+        let r = vr_op(&mut c, "vaddfp", w4([snan_a, 0x3f80_0000, 0x7f80_0000, 0]), w4([qnan_b, qnan_b, 0xff80_0000, 0]), 0, 0);
+        // A's NaN wins and is quieted; inf - inf is the default NaN.
+        assert_eq!(r, w4([0x7fc0_0001, qnan_b, 0x7fc0_0000, 0]));
+    }
+
+    #[test]
+    fn conversions_saturate_and_set_sat() {
+        let mut c = cpu();
+        c.st.vscr = VSCR_NJ;
+        // 3e9 (as a single), -1.5, NaN, 2.75 to signed words, scaled by 2^1.
+        let b = w4([0x4f32_d05e, 0xbfc0_0000, 0x7fc0_0000, 0x4030_0000]);
+        let r = vr_op(&mut c, "vctsxs", 0, b, 0, 1 << 16);
+        assert_eq!(r, w4([0x7fff_ffff, (-3i32) as u32, 0, 5]));
+        assert_eq!(c.st.vscr, VSCR_NJ | VSCR_SAT);
+        // Unsigned: negative values clamp to 0.
+        c.st.vscr = VSCR_NJ;
+        let r = vr_op(&mut c, "vctuxs", 0, b, 0, 0);
+        assert_eq!(r, w4([3_000_000_000, 0, 0, 2]));
+        assert_eq!(c.st.vscr, VSCR_NJ | VSCR_SAT);
+        // vcfsx: -6 / 2^2.
+        assert_eq!(vr_op(&mut c, "vcfsx", 0, w4([(-6i32) as u32; 4]), 0, 2 << 16), w4([0xbfc0_0000; 4]));
+    }
+
+    #[test]
+    fn bounds_compare_and_cr6() {
+        let mut c = cpu();
+        // |a| <= b for 1 vs 2 and -2 vs 2; 3 > 2; -3 < -2.
+        let a = w4([0x3f80_0000, 0xc000_0000, 0x4040_0000, 0xc040_0000]);
+        let b = w4([0x4000_0000; 4]);
+        assert_eq!(vr_op(&mut c, "vcmpbfp", a, b, 0, RC), w4([0, 0, 0x8000_0000, 0x4000_0000]));
+        assert_eq!(c.st.crf(6), 0);
+        let a = w4([0x3f80_0000, 0xc000_0000, 0, 0x8000_0000]);
+        assert_eq!(vr_op(&mut c, "vcmpbfp", a, b, 0, RC), 0);
+        assert_eq!(c.st.crf(6), 0b0010);
+        // vcmpgefp: NaN compares false in every element.
+        assert_eq!(vr_op(&mut c, "vcmpgefp", w4([0x7fc0_0000; 4]), w4([0x7fc0_0000; 4]), 0, RC), 0);
+        assert_eq!(c.st.crf(6), 0b0010);
+    }
+}

@@ -327,3 +327,75 @@ vx_b! {
     vpopcntw: |b| map1(b, |x: u32| x.count_ones());
     vpopcntd: |b| map1(b, |x: u64| x.count_ones() as u64);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{vr_op, w4};
+    use super::super::VSCR_SAT;
+    use crate::interp::test_util::cpu;
+
+    const RC: u32 = 1 << 10;
+
+    #[test]
+    fn saturation_sets_the_sticky_sat_bit() {
+        let mut c = cpu();
+        c.st.vscr = 0;
+        // 0xf0 + 0x20 saturates to 0xff; 0x10 + 0x20 does not.
+        let r = vr_op(&mut c, "vaddubs", 0xf010u128, 0x2020, 0, 0);
+        assert_eq!(r, 0xff30);
+        assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
+        // A modulo add wraps and leaves SAT as it was (set).
+        assert_eq!(vr_op(&mut c, "vaddubm", 0xf0, 0x20, 0, 0), 0x10);
+        assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
+        // Without saturation SAT stays clear.
+        c.st.vscr = 0;
+        vr_op(&mut c, "vaddubs", 0x10, 0x20, 0, 0);
+        assert_eq!(c.st.vscr, 0);
+        // Signed: -128 - 1 clamps to -128, 127 + 1 to 127.
+        let r = vr_op(&mut c, "vsubsbs", 0x807f << 112, 0x01ff << 112, 0, 0);
+        assert_eq!(r >> 112, 0x807f);
+        assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
+        c.st.vscr = 0;
+        let r = vr_op(&mut c, "vaddshs", w4([0x7fff_8000, 0, 0, 0]), w4([0x0001_ffff, 0, 0, 0]), 0, 0);
+        assert_eq!(r >> 96, 0x7fff_8000);
+        assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
+        c.st.vscr = 0;
+        // vsumsws: the sum across a word vector saturates to i32.
+        let r = vr_op(&mut c, "vsumsws", w4([0x7fff_ffff, 1, 0, 0]), w4([0, 0, 0, 5]), 0, 0);
+        assert_eq!(r, 0x7fff_ffff);
+        assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
+    }
+
+    #[test]
+    fn recording_compares_summarise_in_cr6() {
+        let mut c = cpu();
+        c.st.cr = 0;
+        let a = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10u128;
+        assert_eq!(vr_op(&mut c, "vcmpequb", a, a, 0, RC), u128::MAX);
+        assert_eq!(c.st.crf(6), 0b1000);
+        assert_eq!(vr_op(&mut c, "vcmpequb", a, !a, 0, RC), 0);
+        assert_eq!(c.st.crf(6), 0b0010);
+        assert_eq!(vr_op(&mut c, "vcmpequb", a, a ^ 1, 0, RC), u128::MAX << 8);
+        assert_eq!(c.st.crf(6), 0);
+        // Without Rc, CR is left alone.
+        c.st.cr = 0x1234_5678;
+        vr_op(&mut c, "vcmpequb", a, a, 0, 0);
+        assert_eq!(c.st.cr, 0x1234_5678);
+        // Signed and unsigned order differ for 0x80000000 versus 1.
+        let (x, y) = (w4([0x8000_0000, 1, 2, 3]), w4([1, 1, 1, 1]));
+        assert_eq!(vr_op(&mut c, "vcmpgtsw", x, y, 0, 0), w4([0, 0, !0, !0]));
+        assert_eq!(vr_op(&mut c, "vcmpgtuw", x, y, 0, 0), w4([!0, 0, !0, !0]));
+    }
+
+    #[test]
+    fn quadword_carries() {
+        let mut c = cpu();
+        assert_eq!(vr_op(&mut c, "vadduqm", u128::MAX, 2, 0, 0), 1);
+        assert_eq!(vr_op(&mut c, "vaddcuq", u128::MAX, 2, 0, 0), 1);
+        // vaddeuqm adds the carry-in bit of VRC.
+        assert_eq!(vr_op(&mut c, "vaddeuqm", 5, 6, 1, 0), 12);
+        // 3 - 5 borrows: the carry is 0.
+        assert_eq!(vr_op(&mut c, "vsubcuq", 3, 5, 0, 0), 0);
+        assert_eq!(vr_op(&mut c, "vsubeuqm", 7, 5, 0, 0), 1);
+    }
+}

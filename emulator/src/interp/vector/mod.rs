@@ -258,6 +258,50 @@ pub(in crate::interp) fn mtvscr(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 
+/// Test helpers: instruction words built from the table by mnemonic, and a one-instruction
+/// runner over VR operands.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::isa::ALL_OPS;
+    use crate::interp::Cpu;
+
+    /// The word of `mnemonic` with VRT/VRA/VRB/VRC (or XT/XA/XB) = t, a, b, c and `extra`
+    /// ORed in (Rc, immediates).
+    pub fn word(mnemonic: &str, t: u32, a: u32, b: u32, c: u32, extra: u32) -> u32 {
+        use crate::isa::Operand::*;
+        let op = ALL_OPS.iter().find(|op| op.info().mnemonic == mnemonic).unwrap_or_else(|| panic!("{mnemonic}"));
+        let mut w = op.info().value | extra;
+        for o in op.info().operands {
+            w |= match o {
+                Vrt | Vrs | Rt | Rs => (t & 31) << 21,
+                Vra | Ra | Ra0 => (a & 31) << 16,
+                Vrb | Rb => (b & 31) << 11,
+                Vrc => (c & 31) << 6,
+                Xt | Xs => (t & 31) << 21 | t >> 5,
+                Xa => (a & 31) << 16 | (a >> 5) << 2,
+                Xb => (b & 31) << 11 | (b >> 5) << 1,
+                Xc => (c & 31) << 6 | (c >> 5) << 3,
+                _ => 0,
+            };
+        }
+        w
+    }
+
+    /// Runs `mnemonic` with VRA = a, VRB = b, VRC = c into VRT = v3; returns v3.
+    pub fn vr_op(c: &mut Cpu, mnemonic: &str, a: u128, b: u128, cc: u128, extra: u32) -> u128 {
+        c.st.set_vr(4, a);
+        c.st.set_vr(5, b);
+        c.st.set_vr(6, cc);
+        super::super::test_util::run(c, &[word(mnemonic, 3, 4, 5, 6, extra)]);
+        c.st.vr(3)
+    }
+
+    /// Four words as a vector (word 0 first).
+    pub fn w4(w: [u32; 4]) -> u128 {
+        w.iter().fold(0, |v, &x| v << 32 | x as u128)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -231,7 +231,53 @@ vx_ab! {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{vr_op, w4};
+    use super::super::VSCR_SAT;
     use super::*;
+    use crate::interp::test_util::cpu;
+
+    const A: u128 = 0x0001_0203_0405_0607_0809_0a0b_0c0d_0e0f;
+    const B: u128 = 0x1011_1213_1415_1617_1819_1a1b_1c1d_1e1f;
+
+    #[test]
+    fn permutes_pick_bytes_of_the_concatenation() {
+        let mut c = cpu();
+        // vperm: control bytes 0x1f, 0x00, 0x35 (= 0x15: bit 4 picks b), … reversed a:b.
+        let ctl = 0x1f00_3510_0f01_2345_6789_abcd_ef10_0e1eu128;
+        let want: Vec<u8> = ctl.to_be_bytes().iter().map(|&k| k & 31).collect();
+        let r = vr_op(&mut c, "vperm", A, B, ctl, 0);
+        assert_eq!(r.to_be_bytes().to_vec(), want);
+        // vsldoi 3: bytes 3..18 of a:b.
+        let r = vr_op(&mut c, "vsldoi", A, B, 0, 3 << 6);
+        assert_eq!(r, 0x0304_0506_0708_090a_0b0c_0d0e_0f10_1112);
+        // Merges interleave the high or low halves.
+        assert_eq!(vr_op(&mut c, "vmrghw", A, B, 0, 0), w4([0x0001_0203, 0x1011_1213, 0x0405_0607, 0x1415_1617]));
+        assert_eq!(vr_op(&mut c, "vmrglb", A, B, 0, 0), 0x0818_0919_0a1a_0b1b_0c1c_0d1d_0e1e_0f1f);
+        assert_eq!(vr_op(&mut c, "vmrgow", A, B, 0, 0), w4([0x0405_0607, 0x1415_1617, 0x0c0d_0e0f, 0x1c1d_1e1f]));
+        // Splats: element 2 of b; the immediate -1 in every halfword.
+        assert_eq!(vr_op(&mut c, "vspltw", 0, B, 0, 2 << 16), w4([0x1819_1a1b; 4]));
+        assert_eq!(vr_op(&mut c, "vspltish", 0, 0, 0, 0x1f << 16), u128::MAX);
+    }
+
+    #[test]
+    fn packs_saturate_and_unpacks_sign_extend() {
+        let mut c = cpu();
+        c.st.vscr = 0;
+        // Halfwords 0x0100 (256) and 0x00ff (255) packed to unsigned bytes: 255, 255.
+        let r = vr_op(&mut c, "vpkuhus", 0x0100_00ff << 96, 0, 0, 0);
+        assert_eq!(r >> 112, 0xffff);
+        assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
+        // The modulo pack truncates and leaves SAT alone.
+        c.st.vscr = 0;
+        assert_eq!(vr_op(&mut c, "vpkuhum", 0x0100_00ff << 96, 0, 0, 0) >> 112, 0x00ff);
+        assert_eq!(c.st.vscr, 0);
+        // Signed words to signed halfwords: -40000 clamps to -32768.
+        let r = vr_op(&mut c, "vpkswss", w4([(-40000i32) as u32, 5, 0, 0]), 0, 0, 0);
+        assert_eq!(r >> 96, 0x8000_0005);
+        // The high bytes of b sign-extended to halfwords.
+        let r = vr_op(&mut c, "vupkhsb", 0, 0x80ff_017f << 96, 0, 0);
+        assert_eq!(r >> 64, 0xff80_ffff_0001_007f);
+    }
 
     #[test]
     fn pixels_round_trip() {
