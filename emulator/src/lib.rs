@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod softmmu;
 pub mod mmu;
 pub mod interp;
+pub mod jit;
 pub mod machine;
 pub mod user;
 pub mod sync;

@@ -33,6 +33,9 @@ pub const SCHEMA: &str = "ppc64emu.report/1";
 
 #[derive(Clone, Debug, Serialize)]
 pub struct VcpuReport {
+    /// JIT counters (`--accel jit` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jit: Option<crate::jit::JitReport>,
     pub index: usize,
     pub instructions: u64,
     pub blocks: u64,

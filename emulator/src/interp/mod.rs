@@ -12,6 +12,7 @@ mod vector;
 
 pub use system::{MSR_IMPLEMENTED, events};
 pub use system_step::StepOutcome;
+pub(crate) use fixed::mask64;
 
 use crate::cpu::{CpuState, Exception, ProgramKind};
 use crate::isa::{Insn, OP_COUNT, Op, decode};

@@ -26,6 +26,10 @@ pub struct Options {
     pub strace: bool,
     /// Print guest instructions executed and MIPS to stderr on exit.
     pub stats: bool,
+    /// Interpret instead of translating (`--accel interp`).
+    pub interp: bool,
+    /// Log translated blocks with their disassembly (`--trace`).
+    pub trace: bool,
 }
 
 /// How a guest run ended.
@@ -41,6 +45,8 @@ pub struct Outcome {
 pub struct Runner {
     pub cpu: Cpu,
     pub process: Process,
+    /// Translated execution; `None` interprets.
+    pub jit: Option<crate::jit::Jit>,
 }
 
 impl Runner {
@@ -59,14 +65,25 @@ impl Runner {
         cpu.st.gpr[12] = loaded.entry;
         let abs = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
         let process = Process::new(mem, loaded.brk, abs.into_os_string().into_vec());
-        Ok(Self { cpu, process })
+        Ok(Self { cpu, process, jit: None })
+    }
+
+    /// Runs the program translated (`--accel jit`).
+    pub fn enable_jit(&mut self, trace: bool) {
+        let mut jit = crate::jit::Jit::attach(&mut self.cpu, crate::jit::JitShared::new());
+        jit.trace = trace;
+        self.jit = Some(jit);
     }
 
     /// Runs the program to its end.
     pub fn run(&mut self) -> Outcome {
         let start = Instant::now();
         let status = loop {
-            match self.cpu.run(u64::MAX) {
+            let r = match &mut self.jit {
+                Some(jit) => jit.run(&mut self.cpu, u64::MAX, &|_| false).inspect(|_| self.cpu.events = 0),
+                None => self.cpu.run(u64::MAX),
+            };
+            match r {
                 Err(Exception::SystemCall { lev: 0 }) => {
                     if let Some(code) = self.process.syscall(&mut self.cpu) {
                         break code;
@@ -140,6 +157,9 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         .collect();
     let mut runner = Runner::new(&image, exe, &argv, &envp).map_err(|e| (126, e))?;
     runner.process.strace = opts.strace;
+    if !opts.interp {
+        runner.enable_jit(opts.trace);
+    }
     let out = runner.run();
     if opts.stats {
         let secs = out.elapsed.as_secs_f64();
@@ -151,11 +171,18 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             runner.cpu.mmu.tlb.counters.fills,
             runner.process.mem.lock().resident_pages() * 4,
         );
+        if let Some(j) = &runner.jit {
+            let r = j.report();
+            eprintln!(
+                "ppc64emu: jit: {} blocks translated ({} KiB, {:.1} ms), {} slow memory accesses, fallbacks: {:?}",
+                r.blocks_translated, r.code_bytes / 1024, r.translate_ms, r.slow_memory_accesses, &r.fallbacks[..r.fallbacks.len().min(12)]
+            );
+        }
     }
     Ok(out)
 }
 
-const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] ELF [ARGS...]";
+const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--trace] ELF [ARGS...]";
 
 /// Entry of `ppc64emu user ELF [ARGS…]`; returns the process exit status.
 pub fn main(args: &[String]) -> i32 {
@@ -167,6 +194,18 @@ pub fn main(args: &[String]) -> i32 {
         match raw[k].to_str() {
             Some("--strace") => opts.strace = true,
             Some("--stats") => opts.stats = true,
+            Some("--trace") => opts.trace = true,
+            Some("--accel") => {
+                k += 1;
+                match raw.get(k).and_then(|a| a.to_str()) {
+                    Some("jit") => opts.interp = false,
+                    Some("interp") => opts.interp = true,
+                    _ => {
+                        eprintln!("ppc64emu user: --accel takes jit or interp\n{USAGE}");
+                        return 2;
+                    }
+                }
+            }
             Some("--help" | "-h") => {
                 println!("{USAGE}");
                 return 0;

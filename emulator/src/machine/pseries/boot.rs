@@ -95,6 +95,8 @@ pub struct PseriesVcpu {
     shared: Arc<Shared>,
     pub counters: VcpuCounters,
     halted_since: Option<Instant>,
+    /// Translated execution (`--accel jit`); `None` interprets.
+    pub jit: Option<crate::jit::Jit>,
 }
 
 type MachineAccel<S> = Accel<S, PseriesVcpu, Devices>;
@@ -301,6 +303,29 @@ impl PseriesVcpu {
     }
 }
 
+impl PseriesVcpu {
+    /// Translated blocks until an exception, an event of the interpreter's kind, or a kick or
+    /// deliverable interrupt (checked at every block entry).
+    fn run_jit<S: Strategy>(&mut self, accel: &MachineAccel<S>, i: usize) -> BlockExit<Exit> {
+        let v = &accel.vcpus[i];
+        let stop = |cpu: &Cpu| {
+            v.exit_request.load(Ordering::Relaxed) || (v.interrupt_request.load(Ordering::Relaxed) != 0 && cpu.st.msr & msr::EE != 0)
+        };
+        let jit = self.jit.as_mut().expect("jit");
+        let r = jit.run(&mut self.cpu, 1 << 16, &stop);
+        match r {
+            Ok(()) => {}
+            Err(Exception::SystemCall { lev: 1 }) if self.cpu.st.msr & msr::PR == 0 => return BlockExit::Exception(Exit::Hypercall),
+            Err(Exception::SystemCall { lev: 1 }) => self.cpu.st.gpr[3] = hcall::H_PRIVILEGE as u64,
+            Err(e) => return BlockExit::Exception(Exit::Exception(e)),
+        }
+        if std::mem::take(&mut self.cpu.events) & events::DEC_WRITTEN != 0 {
+            self.rearm_decrementer();
+        }
+        BlockExit::Continue
+    }
+}
+
 impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
     type Devices = Devices;
     type Exception = Exit;
@@ -310,11 +335,14 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
         r & irq::PROD != 0 || (self.cpu.st.msr & msr::EE != 0 && r & (irq::DEC | irq::EXT) != 0)
     }
 
-    fn run(&mut self, _: &MachineAccel<S>, _: usize) -> BlockExit<Exit> {
+    fn run(&mut self, accel: &MachineAccel<S>, i: usize) -> BlockExit<Exit> {
         if let Some(t) = self.halted_since.take() {
             self.counters.halted += t.elapsed();
         }
         self.counters.blocks += 1;
+        if self.jit.is_some() {
+            return self.run_jit(accel, i);
+        }
         for _ in 0..MAX_BLOCK {
             let pc = self.cpu.st.pc;
             match self.cpu.step() {
@@ -420,11 +448,7 @@ pub struct RunOutcome {
 }
 
 /// Boots `plan` with the binary's strategy and runs it until it stops.
-pub fn run(mut config: MachineConfig, plan: BootPlan) -> anyhow::Result<MachineExit> {
-    if config.accel == AccelMode::Jit {
-        eprintln!("ppc64emu: warning: this build has no JIT yet; running the interpreter (--accel interp)");
-        config.accel = AccelMode::Interp;
-    }
+pub fn run(config: MachineConfig, plan: BootPlan) -> anyhow::Result<MachineExit> {
     let out = run_with::<crate::sync::Selected>(&config, &plan, Console::Stdout)?;
     if let Some(path) = &config.report {
         let json = serde_json::to_string_pretty(&out.report)?;
@@ -466,10 +490,13 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
     let host_cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let pin = config.pin == PinMode::Compact && n <= host_cores;
     let t0 = Instant::now();
+    let jit_shared = (config.accel == AccelMode::Jit).then(crate::jit::JitShared::new);
+    let jit_trace = std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "jit"));
 
     let vcpu_threads: Vec<_> = (0..n)
         .map(|i| {
             let (accel, shared) = (accel.clone(), shared.clone());
+            let jit_shared = jit_shared.clone();
             let boot = plan.boot;
             std::thread::Builder::new()
                 .name(format!("vcpu{i}"))
@@ -487,7 +514,14 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         cpu.st.gpr[4] = boot.r4;
                         cpu.st.gpr[5] = boot.r5;
                     }
-                    let mut v = PseriesVcpu { cpu, index: i, shared, counters: VcpuCounters::default(), halted_since: None };
+                    let jit = jit_shared.map(|js| {
+                        let mut j = crate::jit::Jit::attach(&mut cpu, js);
+                        // Flushing the code cache of several vCPUs needs an exclusive section.
+                        j.self_flush = n == 1;
+                        j.trace = jit_trace;
+                        j
+                    });
+                    let mut v = PseriesVcpu { cpu, index: i, shared, counters: VcpuCounters::default(), halted_since: None, jit };
                     vcpu_thread(&*accel, i, &mut v);
                     v
                 })
@@ -571,5 +605,6 @@ fn vcpu_report(v: &PseriesVcpu, shared: &crate::accel::VcpuShared<PseriesVcpu>) 
         final_pc: format!("{:#x}", v.cpu.st.pc),
         final_msr: format!("{:#x}", v.cpu.st.msr),
         final_lr: format!("{:#x}", v.cpu.st.lr),
+        jit: v.jit.as_ref().map(|j| j.report()),
     }
 }

@@ -1,0 +1,410 @@
+//! The JIT: guest blocks translated to host code with Cranelift.
+//!
+//! A block is a run of guest instructions inside one page, ending at a branch, at an
+//! instruction that ends blocks in the ISA table, or at `MAX_BLOCK_INSNS`. It becomes one host
+//! function `fn(*mut Cpu, *mut JitCtx) -> u64` (instructions retired) that keeps guest
+//! registers in SSA values and writes them back at its exits. Instructions without a native
+//! translation call the interpreter's function through a helper, so everything the
+//! interpreter supports works here.
+//!
+//! Lookup: a per-vCPU jump cache on the effective PC (cleared on every flush of the vCPU's
+//! TLB), then the block map shared by all vCPUs, keyed by (PC, host address of the code, the
+//! MSR bits that change translation). Each vCPU translates into its own `JITModule`: modules
+//! are not `Sync`, and one shared module would be a global translation lock.
+//!
+//! Invalidation: the JIT wraps the vCPU's address space ([`JitSpace`]) so that pages holding
+//! translated code are mapped with `watch_writes`; a store to such a page (or `icbi`) drops the
+//! blocks it overlaps in the shared map and bumps a generation every vCPU checks between blocks.
+
+mod helpers;
+mod space;
+mod translate;
+
+pub use space::JitSpace;
+
+use crate::cpu::{Exception, msr};
+use crate::interp::Cpu;
+use crate::isa::OP_COUNT;
+use crate::softmmu::{Access, PAGE_MASK, mmu_idx};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::Module;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Longest block, in instructions (bounds translation time and kick latency).
+pub const MAX_BLOCK_INSNS: usize = 64;
+
+/// MSR bits that change how a block is translated.
+pub const KEY_MSR_BITS: u64 = msr::LE | msr::IR | msr::DR | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::SF;
+
+/// Entry point of a translated block: returns the number of guest instructions retired.
+pub type BlockFn = unsafe extern "C" fn(*mut Cpu, *mut JitCtx) -> u64;
+
+/// Identity of a translation: same guest code under the same translation-relevant MSR bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BlockKey {
+    pub pc: u64,
+    /// Host address of the instruction at `pc` (stands for the physical address).
+    pub host: u64,
+    pub flags: u64,
+}
+
+/// Machine-wide JIT state shared by the vCPUs and their address spaces.
+pub struct JitShared {
+    map: RwLock<HashMap<BlockKey, usize>>,
+    /// Physical page → blocks on it with their byte range in the page.
+    pages: Mutex<HashMap<u64, Vec<(BlockKey, u16, u16)>>>,
+    /// One bit per hashed physical page: may hold translated code. False positives only send
+    /// stores to the slow path; bits are cleared when the code cache is flushed.
+    filter: Box<[AtomicU64]>,
+    /// Bumped whenever blocks are dropped: vCPUs clear their jump caches when it moves.
+    generation: AtomicU64,
+    pub stats: SharedStats,
+}
+
+/// Counters of the shared side (run report).
+#[derive(Default)]
+pub struct SharedStats {
+    pub invalidated_blocks: AtomicU64,
+    pub code_writes: AtomicU64,
+}
+
+const FILTER_BITS: u64 = 1 << 20;
+
+impl JitShared {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            map: RwLock::new(HashMap::new()),
+            pages: Mutex::new(HashMap::new()),
+            filter: (0..FILTER_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
+            generation: AtomicU64::new(0),
+            stats: SharedStats::default(),
+        })
+    }
+
+    fn filter_bit(pa: u64) -> (usize, u64) {
+        let page = pa >> 12;
+        let h = page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44;
+        ((h / 64) as usize, 1 << (h % 64))
+    }
+
+    /// The physical page may hold translated code.
+    pub fn is_code_page(&self, pa: u64) -> bool {
+        let (w, b) = Self::filter_bit(pa);
+        self.filter[w].load(Ordering::Relaxed) & b != 0
+    }
+
+    /// Marks a page; true when it was not marked before.
+    fn mark_code_page(&self, pa: u64) -> bool {
+        let (w, b) = Self::filter_bit(pa);
+        self.filter[w].fetch_or(b, Ordering::SeqCst) & b == 0
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Guest bytes `[pa, pa + len)` were written: drop the blocks they overlap.
+    pub fn code_written(&self, pa: u64, len: usize) {
+        if !self.is_code_page(pa) {
+            return;
+        }
+        self.stats.code_writes.fetch_add(1, Ordering::Relaxed);
+        let page = pa & PAGE_MASK;
+        let (lo, hi) = ((pa - page) as u32, (pa - page) as u32 + len as u32);
+        let mut pages = self.pages.lock();
+        let Some(list) = pages.get_mut(&page) else { return };
+        let mut dropped = Vec::new();
+        list.retain(|&(k, s, e)| {
+            let hit = lo < e as u32 && (s as u32) < hi;
+            if hit {
+                dropped.push(k);
+            }
+            !hit
+        });
+        if list.is_empty() {
+            pages.remove(&page);
+        }
+        if !dropped.is_empty() {
+            let mut map = self.map.write();
+            for k in &dropped {
+                map.remove(k);
+            }
+            self.stats.invalidated_blocks.fetch_add(dropped.len() as u64, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    fn lookup(&self, k: &BlockKey) -> Option<usize> {
+        self.map.read().get(k).copied()
+    }
+
+    fn insert(&self, k: BlockKey, pa: u64, len: u32, f: usize) {
+        let page = pa & PAGE_MASK;
+        let start = (pa - page) as u16;
+        self.pages.lock().entry(page).or_default().push((k, start, (start as u32 + len) as u16));
+        self.map.write().insert(k, f);
+    }
+
+    /// Drops every block (the caller guarantees no vCPU runs translated code).
+    pub fn flush(&self) {
+        self.map.write().clear();
+        self.pages.lock().clear();
+        for w in self.filter.iter() {
+            w.store(0, Ordering::Relaxed);
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// What translated code shares with its helpers; one per vCPU.
+#[repr(C)]
+pub struct JitCtx {
+    /// Set by a memory helper when the access faulted (`exc` holds why).
+    pub fault: u32,
+    pub exc: Option<Exception>,
+    pub shared: Arc<JitShared>,
+    /// Interpreter fallbacks by op.
+    pub fallbacks: Box<[u64; OP_COUNT]>,
+    /// Slow-path memory accesses (TLB misses, MMIO, unaligned, watched pages).
+    pub slow_mem: u64,
+}
+
+/// Counters of one vCPU's JIT (run report).
+#[derive(Clone, Debug, Default)]
+pub struct JitCounters {
+    pub blocks_translated: u64,
+    pub cache_flushes: u64,
+    pub jump_cache_hits: u64,
+    pub map_hits: u64,
+    pub code_bytes: u64,
+    pub translate_ns: u64,
+}
+
+#[derive(Clone, Copy)]
+struct JcEntry {
+    pc: u64,
+    flags: u64,
+    f: usize,
+}
+
+const JC_SIZE: usize = 4096;
+const JC_EMPTY: JcEntry = JcEntry { pc: 1, flags: 0, f: 0 };
+
+/// Code bytes after which a vCPU's module is retired and the cache flushed.
+pub const CODE_CACHE_LIMIT: u64 = 256 << 20;
+
+/// One vCPU's JIT: its module, jump cache and translation context.
+pub struct Jit {
+    pub ctx: Box<JitCtx>,
+    module: JITModule,
+    cl_ctx: cranelift_codegen::Context,
+    fb_ctx: cranelift_frontend::FunctionBuilderContext,
+    jc: Box<[JcEntry]>,
+    seen_generation: u64,
+    seen_tlb_flushes: u64,
+    pub counters: JitCounters,
+    /// Log each translated block with its disassembly to stderr.
+    pub trace: bool,
+    /// This vCPU may flush the shared code cache by itself when its module is full (one
+    /// vCPU). Otherwise the module keeps growing until the machine flushes in an exclusive
+    /// section.
+    pub self_flush: bool,
+}
+
+/// JIT counters of one vCPU in the run report.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct JitReport {
+    pub blocks_translated: u64,
+    pub cache_flushes: u64,
+    pub code_bytes: u64,
+    pub translate_ms: f64,
+    pub jump_cache_hits: u64,
+    pub block_map_hits: u64,
+    pub slow_memory_accesses: u64,
+    pub blocks_invalidated: u64,
+    /// Interpreter fallbacks by mnemonic (most frequent first, top 40).
+    pub fallbacks: Vec<(String, u64)>,
+}
+
+fn new_module() -> JITModule {
+    use cranelift_codegen::settings::{self, Configurable};
+    let mut flags = settings::builder();
+    flags.set("use_colocated_libcalls", "false").expect("flag");
+    flags.set("is_pic", "false").expect("flag");
+    flags.set("opt_level", "speed").expect("flag");
+    if !cfg!(debug_assertions) {
+        flags.set("enable_verifier", "false").expect("flag");
+    }
+    let isa = cranelift_native::builder()
+        .expect("host supported by Cranelift")
+        .finish(settings::Flags::new(flags))
+        .expect("Cranelift ISA");
+    JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()))
+}
+
+impl Jit {
+    /// A JIT for `cpu`: wraps its address space so that writes to translated code are seen.
+    pub fn attach(cpu: &mut Cpu, shared: Arc<JitShared>) -> Self {
+        let inner = std::mem::replace(&mut cpu.mmu.space, Box::new(crate::softmmu::FlatRam::new(0)));
+        cpu.mmu.space = Box::new(JitSpace { inner, shared: shared.clone() });
+        // Pages marked before this vCPU existed must not have fast write entries.
+        cpu.mmu.tlb.flush_all();
+        let module = new_module();
+        let cl_ctx = module.make_context();
+        Self {
+            ctx: Box::new(JitCtx { fault: 0, exc: None, shared, fallbacks: Box::new([0; OP_COUNT]), slow_mem: 0 }),
+            module,
+            cl_ctx,
+            fb_ctx: cranelift_frontend::FunctionBuilderContext::new(),
+            jc: vec![JC_EMPTY; JC_SIZE].into_boxed_slice(),
+            seen_generation: 0,
+            seen_tlb_flushes: u64::MAX,
+            counters: JitCounters::default(),
+            trace: false,
+            self_flush: true,
+        }
+    }
+
+    pub fn shared(&self) -> &Arc<JitShared> {
+        &self.ctx.shared
+    }
+
+    /// Clears the jump cache when blocks were dropped or this vCPU's TLB was flushed.
+    #[inline]
+    fn sync_jump_cache(&mut self, cpu: &Cpu) {
+        let g = self.ctx.shared.generation();
+        let t = &cpu.mmu.tlb.counters;
+        let flushes = t.full_flushes + t.page_flushes;
+        if g != self.seen_generation || flushes != self.seen_tlb_flushes {
+            self.jc.fill(JC_EMPTY);
+            self.seen_generation = g;
+            self.seen_tlb_flushes = flushes;
+        }
+    }
+
+    /// The block for the current PC: jump cache, shared map, or a new translation.
+    fn lookup(&mut self, cpu: &mut Cpu) -> Result<BlockFn, Exception> {
+        let pc = cpu.st.pc;
+        let flags = cpu.st.msr & KEY_MSR_BITS;
+        let slot = (pc >> 2) as usize & (JC_SIZE - 1);
+        let e = self.jc[slot];
+        if e.pc == pc && e.flags == flags {
+            self.counters.jump_cache_hits += 1;
+            return Ok(unsafe { std::mem::transmute::<usize, BlockFn>(e.f) });
+        }
+        // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
+        cpu.mmu.fetch(&cpu.st, pc)?;
+        let idx = mmu_idx(cpu.st.msr, Access::Exec);
+        let host = cpu.mmu.tlb.lookup(idx, pc, 4, Access::Exec).map_or(0, |p| p as u64);
+        let key = BlockKey { pc, host, flags };
+        let f = match (host != 0).then(|| self.ctx.shared.lookup(&key)).flatten() {
+            Some(f) => {
+                self.counters.map_hits += 1;
+                f
+            }
+            None => self.translate(cpu, key)?,
+        };
+        if host != 0 {
+            self.jc[slot] = JcEntry { pc, flags, f };
+        }
+        Ok(unsafe { std::mem::transmute::<usize, BlockFn>(f) })
+    }
+
+    fn translate(&mut self, cpu: &mut Cpu, key: BlockKey) -> Result<usize, Exception> {
+        if self.self_flush && self.counters.code_bytes > CODE_CACHE_LIMIT {
+            self.flush_own();
+        }
+        let t0 = std::time::Instant::now();
+        let block = translate::decode_block(cpu, key.pc)?;
+        let f = translate::compile(self, &block, key.flags)?;
+        self.counters.blocks_translated += 1;
+        self.counters.translate_ns += t0.elapsed().as_nanos() as u64;
+        if key.host != 0 {
+            let pa = cpu.mmu.space.translate(&cpu.st, key.pc, Access::Exec).map(|m| m.pa | (key.pc & !PAGE_MASK));
+            if let Ok(pa) = pa {
+                if self.ctx.shared.mark_code_page(pa) {
+                    // Fast write entries to the page must go: they would bypass the watch.
+                    cpu.mmu.tlb.flush_all();
+                }
+                self.ctx.shared.insert(key, pa, 4 * block.words.len() as u32, f);
+            }
+        }
+        if self.trace {
+            eprintln!("{}", translate::describe(&block, key));
+        }
+        Ok(f)
+    }
+
+    /// Single-vCPU code cache flush: drops every block and starts a new module. With several
+    /// vCPUs the caller must hold an exclusive section (no vCPU in translated code).
+    pub fn flush_own(&mut self) {
+        self.ctx.shared.flush();
+        self.jc.fill(JC_EMPTY);
+        let old = std::mem::replace(&mut self.module, new_module());
+        // SAFETY: no block of the old module is reachable any more (map and jump cache empty).
+        unsafe { old.free_memory() };
+        self.counters.code_bytes = 0;
+        self.counters.cache_flushes += 1;
+    }
+
+    /// Runs translated blocks until an exception, until `cpu.events` is set, until `stop()`
+    /// says so (checked at every block entry), or until about `max` instructions retired.
+    pub fn run(&mut self, cpu: &mut Cpu, max: u64, stop: &dyn Fn(&Cpu) -> bool) -> Result<(), Exception> {
+        let mut done = 0u64;
+        loop {
+            self.sync_jump_cache(cpu);
+            let f = self.lookup(cpu)?;
+            // SAFETY: `f` is a finalized block of a live module; it takes these two pointers.
+            let n = unsafe { f(cpu, &mut *self.ctx) };
+            cpu.counters.instructions += n;
+            done += n;
+            if let Some(e) = self.ctx.exc.take() {
+                return Err(e);
+            }
+            if cpu.events != 0 || done >= max || stop(cpu) {
+                return Ok(());
+            }
+        }
+    }
+
+    pub fn report(&self) -> JitReport {
+        let c = &self.counters;
+        JitReport {
+            blocks_translated: c.blocks_translated,
+            cache_flushes: c.cache_flushes,
+            code_bytes: c.code_bytes,
+            translate_ms: c.translate_ns as f64 / 1e6,
+            jump_cache_hits: c.jump_cache_hits,
+            block_map_hits: c.map_hits,
+            slow_memory_accesses: self.ctx.slow_mem,
+            blocks_invalidated: self.ctx.shared.stats.invalidated_blocks.load(Ordering::Relaxed),
+            fallbacks: self.fallback_counts().into_iter().take(40).map(|(m, n)| (m.to_string(), n)).collect(),
+        }
+    }
+
+    /// Interpreter fallbacks by mnemonic, most frequent first.
+    pub fn fallback_counts(&self) -> Vec<(&'static str, u64)> {
+        let mut v: Vec<_> = self
+            .ctx
+            .fallbacks
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| (crate::isa::ALL_OPS[k].info().mnemonic, *n))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tlb_geometry_matches_the_softmmu() {
+        let t = crate::softmmu::Tlb::new();
+        assert_eq!(t.table[0].len(), super::translate::TLB_ENTRIES);
+    }
+}

@@ -1,0 +1,921 @@
+//! Guest block → Cranelift IR. Registers live in `Variable`s within the block (loaded on
+//! first use, written back at exits and before interpreter calls); the hot integer, branch,
+//! CR, rotate/shift and load/store instructions are translated natively, the rest calls the
+//! interpreter. Loads and stores inline the TLB hit path.
+
+use super::{BlockKey, Jit, MAX_BLOCK_INSNS, helpers};
+use crate::cpu::{CpuState, Exception, msr};
+use crate::interp::Cpu;
+use crate::isa::{InsnFlags, Insn, Op, Operand, decode};
+use crate::softmmu::{Access, PAGE_MASK, Tlb, TlbEntry, mmu_idx};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::types::{I8, I16, I32, I64};
+use cranelift_codegen::ir::{AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
+use cranelift_module::Module;
+use core::mem::offset_of;
+
+/// Guest code of one block, as fetched.
+pub struct DecodedBlock {
+    pub pc: u64,
+    pub words: Vec<u32>,
+}
+
+/// Fetches the block at `pc`: up to a branch or block-ending instruction, the page end or
+/// `MAX_BLOCK_INSNS`. A fault on the first word is the guest's instruction storage interrupt.
+pub fn decode_block(cpu: &mut Cpu, pc: u64) -> Result<DecodedBlock, Exception> {
+    let mut words = Vec::new();
+    let mut a = pc;
+    loop {
+        let w = match cpu.mmu.fetch(&cpu.st, a) {
+            Ok(w) => w,
+            Err(e) if words.is_empty() => return Err(e),
+            Err(_) => break,
+        };
+        words.push(w);
+        let op = decode(w);
+        let f = op.info().flags;
+        a = a.wrapping_add(4);
+        if op == Op::Illegal
+            || f.contains(InsnFlags::BRANCH)
+            || f.contains(InsnFlags::ENDS_BLOCK)
+            || words.len() >= MAX_BLOCK_INSNS
+            || a & !PAGE_MASK == 0
+        {
+            break;
+        }
+    }
+    Ok(DecodedBlock { pc, words })
+}
+
+/// One line per instruction, for `--trace`.
+pub fn describe(b: &DecodedBlock, key: BlockKey) -> String {
+    let mut s = format!("ppc64emu: jit block pc={:#x} msr-bits={:#x} ({} insns)", key.pc, key.flags, b.words.len());
+    for (k, w) in b.words.iter().enumerate() {
+        let pc = b.pc + 4 * k as u64;
+        s.push_str(&format!("\n  {pc:#018x}: {w:08x}  {}", crate::isa::disassemble(*w, pc)));
+    }
+    s
+}
+
+const ST: i32 = offset_of!(Cpu, st) as i32;
+const GPR: i32 = ST + offset_of!(CpuState, gpr) as i32;
+const TLB_TABLE: i32 = (offset_of!(Cpu, mmu) + offset_of!(crate::softmmu::SoftMmu, tlb) + offset_of!(Tlb, table)) as i32;
+const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
+/// Entries per MMU index of `Tlb::table` (checked by a test).
+pub(super) const TLB_ENTRIES: usize = 256;
+const FAULT: i32 = offset_of!(super::JitCtx, fault) as i32;
+
+// Cached registers after the 32 GPRs.
+const CR: usize = 32;
+const CA: usize = 33;
+const SO: usize = 34;
+const LR: usize = 35;
+const CTR: usize = 36;
+const NREGS: usize = 37;
+
+#[derive(Clone, Copy)]
+struct Reg {
+    var: Variable,
+    off: i32,
+    /// Memory type; the variable is I64 except for CR (I32).
+    mem: Type,
+    loaded: bool,
+    dirty: bool,
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+struct Tx<'a> {
+    b: FunctionBuilder<'a>,
+    cpu: Value,
+    ctx: Value,
+    regs: [Reg; NREGS],
+    le: bool,
+    tlb_idx_read: i32,
+    tlb_idx_write: i32,
+    sig_interp: SigRef,
+    sig_load: SigRef,
+    sig_store: SigRef,
+    /// Index of the instruction being translated (instructions retired before it).
+    n: u64,
+    pc: u64,
+}
+
+/// Translates `block` into a function of the vCPU's module.
+pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<usize, Exception> {
+    let module = &mut jit.module;
+    let fcfg = module.target_config();
+    let ptr = fcfg.pointer_type();
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.returns.push(AbiParam::new(I64));
+    let id = module.declare_anonymous_function(&sig).expect("declare block");
+    jit.cl_ctx.func.signature = sig;
+    jit.cl_ctx.func.name = UserFuncName::user(0, id.as_u32());
+
+    let mut b = FunctionBuilder::new(&mut jit.cl_ctx.func, &mut jit.fb_ctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let (cpu, ctx) = (b.block_params(entry)[0], b.block_params(entry)[1]);
+    let mk = |b: &mut FunctionBuilder, args: &[Type], ret: Option<Type>| {
+        let mut s = cranelift_codegen::ir::Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+        s.params.extend(args.iter().map(|t| AbiParam::new(*t)));
+        s.returns.extend(ret.map(AbiParam::new));
+        b.import_signature(s)
+    };
+    let sig_interp = mk(&mut b, &[I64, I64, I32, I32], Some(I32));
+    let sig_load = mk(&mut b, &[I64, I64, I64, I32, I32], Some(I64));
+    let sig_store = mk(&mut b, &[I64, I64, I64, I64, I32, I32], Some(I32));
+    let regs = std::array::from_fn(|k| {
+        let (off, mem) = match k {
+            0..32 => (GPR + 8 * k as i32, I64),
+            CR => (ST + offset_of!(CpuState, cr) as i32, I32),
+            CA => (ST + offset_of!(CpuState, ca) as i32, I8),
+            SO => (ST + offset_of!(CpuState, so) as i32, I8),
+            LR => (ST + offset_of!(CpuState, lr) as i32, I64),
+            _ => (ST + offset_of!(CpuState, ctr) as i32, I64),
+        };
+        let var = b.declare_var(if mem == I32 { I32 } else { I64 });
+        Reg { var, off, mem, loaded: false, dirty: false }
+    });
+    let m = key_flags;
+    let mut tx = Tx {
+        b,
+        cpu,
+        ctx,
+        regs,
+        le: m & msr::LE != 0,
+        tlb_idx_read: mmu_idx(m, Access::Read) as i32,
+        tlb_idx_write: mmu_idx(m, Access::Write) as i32,
+        sig_interp,
+        sig_load,
+        sig_store,
+        n: 0,
+        pc: block.pc,
+    };
+    // 32-bit mode (rare: early boot) runs everything through the interpreter.
+    let native_ok = m & msr::SF != 0;
+    let mut last_fallback = false;
+    for (k, &w) in block.words.iter().enumerate() {
+        tx.n = k as u64;
+        tx.pc = block.pc.wrapping_add(4 * k as u64);
+        let op = decode(w);
+        let done = native_ok && tx.native(op, Insn(w), k + 1 == block.words.len());
+        last_fallback = !done;
+        if !done {
+            tx.fallback(op, w);
+        }
+    }
+    // Fell off the end (the last instruction was no native branch).
+    let n = block.words.len() as u64;
+    tx.writeback();
+    if !last_fallback {
+        let next = tx.b.ins().iconst(I64, block.pc.wrapping_add(4 * n) as i64);
+        tx.b.ins().store(flags(), next, tx.cpu, ST + offset_of!(CpuState, pc) as i32);
+    }
+    let r = tx.b.ins().iconst(I64, n as i64);
+    tx.b.ins().return_(&[r]);
+    tx.b.seal_all_blocks();
+    tx.b.finalize(fcfg);
+
+    module.define_function(id, &mut jit.cl_ctx).map_err(|e| {
+        eprintln!("ppc64emu: jit: cannot compile block at {:#x}: {e:?}", block.pc);
+        Exception::Program(crate::cpu::ProgramKind::Illegal)
+    })?;
+    jit.counters.code_bytes += jit.cl_ctx.compiled_code().map_or(0, |c| c.code_buffer().len() as u64);
+    module.clear_context(&mut jit.cl_ctx);
+    module.finalize_definitions().expect("finalize JIT code");
+    Ok(module.get_finalized_function(id) as usize)
+}
+
+impl Tx<'_> {
+    // --- register cache ---
+
+    fn get(&mut self, r: usize) -> Value {
+        let g = self.regs[r];
+        if !g.loaded {
+            let v = self.b.ins().load(g.mem, flags(), self.cpu, g.off);
+            let v = if g.mem == I8 { self.b.ins().uextend(I64, v) } else { v };
+            self.b.def_var(g.var, v);
+            self.regs[r].loaded = true;
+        }
+        self.b.use_var(g.var)
+    }
+
+    fn set(&mut self, r: usize, v: Value) {
+        self.b.def_var(self.regs[r].var, v);
+        self.regs[r].loaded = true;
+        self.regs[r].dirty = true;
+    }
+
+    fn gpr(&mut self, r: u32) -> Value {
+        self.get(r as usize)
+    }
+
+    /// `(RA|0)`.
+    fn gpr0(&mut self, r: u32) -> Value {
+        if r == 0 { self.b.ins().iconst(I64, 0) } else { self.get(r as usize) }
+    }
+
+    /// Stores every dirty register (the cache state is unchanged: used on exit paths).
+    fn writeback(&mut self) {
+        for g in self.regs {
+            if g.dirty {
+                let v = self.b.use_var(g.var);
+                let v = if g.mem == I8 { self.b.ins().ireduce(I8, v) } else { v };
+                self.b.ins().store(flags(), v, self.cpu, g.off);
+            }
+        }
+    }
+
+    fn iconst(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(I64, v)
+    }
+
+    /// Leaves the block: registers written back, `pc` stored when given, `retired` returned.
+    fn exit(&mut self, retired: Value, pc: Option<Value>) {
+        self.writeback();
+        if let Some(pc) = pc {
+            self.b.ins().store(flags(), pc, self.cpu, ST + offset_of!(CpuState, pc) as i32);
+        }
+        self.b.ins().return_(&[retired]);
+    }
+
+    /// Branches to an exit when `cond` holds, then goes on in a new block.
+    fn exit_if(&mut self, cond: Value, f: impl FnOnce(&mut Self)) {
+        let (out, cont) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(cond, out, &[], cont, &[]);
+        self.b.switch_to_block(out);
+        f(self);
+        self.b.switch_to_block(cont);
+    }
+
+    // --- interpreter fallback ---
+
+    fn fallback(&mut self, op: Op, word: u32) {
+        self.writeback();
+        for g in &mut self.regs {
+            g.dirty = false;
+        }
+        let pc = self.iconst(self.pc as i64);
+        self.b.ins().store(flags(), pc, self.cpu, ST + offset_of!(CpuState, pc) as i32);
+        let f = self.iconst(helpers::interp as *const () as i64);
+        let w = self.b.ins().iconst(I32, word as i64);
+        let o = self.b.ins().iconst(I32, op as i64);
+        let call = self.b.ins().call_indirect(self.sig_interp, f, &[self.cpu, self.ctx, w, o]);
+        let r = self.b.inst_results(call)[0];
+        for g in &mut self.regs {
+            g.loaded = false;
+        }
+        let n = self.n as i64;
+        self.exit_if(r, |t| {
+            // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
+            let r64 = t.b.ins().uextend(I64, r);
+            let retired = t.b.ins().iadd_imm_s(r64, n - 1);
+            t.b.ins().return_(&[retired]);
+        });
+    }
+
+    // --- memory ---
+
+    fn tlb_entry(&mut self, ea: Value) -> Value {
+        let s = self.b.ins().ushr_imm_s(ea, 12);
+        let s = self.b.ins().band_imm_s(s, (TLB_ENTRIES - 1) as i64);
+        let s = self.b.ins().imul_imm_s(s, size_of::<TlbEntry>() as i64);
+        self.b.ins().iadd(self.cpu, s)
+    }
+
+    /// Page tag equal and the access aligned (an invalid tag has bit 0 set, so it never
+    /// equals a page address; the alignment bits are tested apart so they cannot fake it).
+    fn tag_hit(&mut self, ea: Value, tag: Value, size: u32) -> Value {
+        let page = self.b.ins().band_imm_s(ea, PAGE_MASK as i64);
+        let mut d = self.b.ins().bxor(page, tag);
+        if size > 1 {
+            let low = self.b.ins().band_imm_s(ea, size as i64 - 1);
+            d = self.b.ins().bor(d, low);
+        }
+        self.b.ins().icmp_imm_s(IntCC::Equal, d, 0)
+    }
+
+    fn fault_exit(&mut self) {
+        let n = self.iconst(self.n as i64);
+        let pc = self.iconst(self.pc as i64);
+        self.exit(n, Some(pc));
+    }
+
+    /// Loads `size` bytes at `ea` in guest order; the value is zero-extended to I64.
+    fn load(&mut self, ea: Value, size: u32, le: bool) -> Value {
+        let ty = int_ty(size);
+        let ent = self.tlb_entry(ea);
+        let base = TLB_TABLE + self.tlb_idx_read * TLB_IDX_BYTES;
+        let tag = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, read) as i32);
+        let hit = self.tag_hit(ea, tag, size);
+        let (hb, mb, merge) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let out = self.b.append_block_param(merge, I64);
+        self.b.ins().brif(hit, hb, &[], mb, &[]);
+
+        self.b.switch_to_block(hb);
+        let add = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, addend) as i32);
+        let host = self.b.ins().iadd(ea, add);
+        let raw = self.b.ins().load(ty, flags(), host, 0);
+        let v = if size > 1 && !le { self.b.ins().bswap(raw) } else { raw };
+        let v = if size < 8 { self.b.ins().uextend(I64, v) } else { v };
+        self.b.ins().jump(merge, &[BlockArg::Value(v)]);
+
+        self.b.switch_to_block(mb);
+        let f = self.iconst(helpers::load as *const () as i64);
+        let sz = self.b.ins().iconst(I32, size as i64);
+        let l = self.b.ins().iconst(I32, le as i64);
+        let call = self.b.ins().call_indirect(self.sig_load, f, &[self.cpu, self.ctx, ea, sz, l]);
+        let v = self.b.inst_results(call)[0];
+        let fault = self.b.ins().load(I32, flags(), self.ctx, FAULT);
+        let (fb, ok) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(fault, fb, &[], ok, &[]);
+        self.b.switch_to_block(fb);
+        let zero = self.b.ins().iconst(I32, 0);
+        self.b.ins().store(flags(), zero, self.ctx, FAULT);
+        self.fault_exit();
+        self.b.switch_to_block(ok);
+        self.b.ins().jump(merge, &[BlockArg::Value(v)]);
+
+        self.b.switch_to_block(merge);
+        out
+    }
+
+    /// Stores the low `size` bytes of `val`; returns an I32 that is non-zero when the block
+    /// must stop after this instruction (translated code was written).
+    fn store(&mut self, ea: Value, val: Value, size: u32, le: bool) -> Value {
+        let ty = int_ty(size);
+        let ent = self.tlb_entry(ea);
+        let base = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
+        let tag = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
+        let hit = self.tag_hit(ea, tag, size);
+        let (hb, mb, merge) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let out = self.b.append_block_param(merge, I32);
+        self.b.ins().brif(hit, hb, &[], mb, &[]);
+
+        self.b.switch_to_block(hb);
+        let add = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, addend) as i32);
+        let host = self.b.ins().iadd(ea, add);
+        let v = if size < 8 { self.b.ins().ireduce(ty, val) } else { val };
+        let v = if size > 1 && !le { self.b.ins().bswap(v) } else { v };
+        self.b.ins().store(flags(), v, host, 0);
+        let zero = self.b.ins().iconst(I32, 0);
+        self.b.ins().jump(merge, &[BlockArg::Value(zero)]);
+
+        self.b.switch_to_block(mb);
+        let f = self.iconst(helpers::store as *const () as i64);
+        let sz = self.b.ins().iconst(I32, size as i64);
+        let l = self.b.ins().iconst(I32, le as i64);
+        let call = self.b.ins().call_indirect(self.sig_store, f, &[self.cpu, self.ctx, ea, val, sz, l]);
+        let r = self.b.inst_results(call)[0];
+        let is_fault = self.b.ins().icmp_imm_s(IntCC::Equal, r, helpers::STOP_FAULT as i64);
+        let (fb, ok) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(is_fault, fb, &[], ok, &[]);
+        self.b.switch_to_block(fb);
+        self.fault_exit();
+        self.b.switch_to_block(ok);
+        self.b.ins().jump(merge, &[BlockArg::Value(r)]);
+
+        self.b.switch_to_block(merge);
+        out
+    }
+
+    /// After an instruction that stored: stop when the store wrote translated code.
+    fn stop_after_if(&mut self, stop: Value) {
+        let n = self.n as i64 + 1;
+        let next = self.pc.wrapping_add(4) as i64;
+        self.exit_if(stop, |t| {
+            let r = t.iconst(n);
+            let pc = t.iconst(next);
+            t.exit(r, Some(pc));
+        });
+    }
+
+    // --- CR ---
+
+    fn set_crf(&mut self, bf: u32, field: Value) {
+        let sh = 28 - 4 * bf as i64;
+        let cr = self.get(CR);
+        let cr = self.b.ins().band_imm_s(cr, !(0xf_i64 << sh) & 0xffff_ffff);
+        let f = self.b.ins().ishl_imm_s(field, sh);
+        let cr = self.b.ins().bor(cr, f);
+        self.set(CR, cr);
+    }
+
+    /// CR field value LT|GT|EQ|SO from two comparisons (I8 booleans).
+    fn compare_field(&mut self, lt: Value, gt: Value) -> Value {
+        let c8 = self.b.ins().iconst(I32, 8);
+        let c4 = self.b.ins().iconst(I32, 4);
+        let c2 = self.b.ins().iconst(I32, 2);
+        let g = self.b.ins().select(gt, c4, c2);
+        let v = self.b.ins().select(lt, c8, g);
+        let so = self.get(SO);
+        let so = self.b.ins().ireduce(I32, so);
+        self.b.ins().bor(v, so)
+    }
+
+    fn record(&mut self, v: Value) {
+        let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, 0);
+        let gt = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, v, 0);
+        let f = self.compare_field(lt, gt);
+        self.set_crf(0, f);
+    }
+
+    fn set_rc(&mut self, i: Insn, r: u32, v: Value) {
+        self.set(r as usize, v);
+        if i.rc() {
+            self.record(v);
+        }
+    }
+
+    /// CR bit `n` as an I8 boolean.
+    fn cr_bit(&mut self, n: u32) -> Value {
+        let cr = self.get(CR);
+        let v = self.b.ins().ushr_imm_s(cr, 31 - n as i64);
+        let v = self.b.ins().band_imm_s(v, 1);
+        self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0)
+    }
+
+    fn set_cr_bit(&mut self, n: u32, bit: Value) {
+        let sh = 31 - n as i64;
+        let cr = self.get(CR);
+        let cr = self.b.ins().band_imm_s(cr, !(1_i64 << sh) & 0xffff_ffff);
+        let bit = self.b.ins().uextend(I32, bit);
+        let bit = self.b.ins().ishl_imm_s(bit, sh);
+        let cr = self.b.ins().bor(cr, bit);
+        self.set(CR, cr);
+    }
+
+    /// Branch condition of BO/BI (decrementing CTR when BO says so), as an I8 boolean.
+    fn condition(&mut self, i: Insn, use_ctr: bool) -> Value {
+        let bo = i.rt();
+        let mut ok = self.b.ins().iconst(I8, 1);
+        if use_ctr && bo & 4 == 0 {
+            let ctr = self.get(CTR);
+            let ctr = self.b.ins().iadd_imm_s(ctr, -1);
+            self.set(CTR, ctr);
+            let cc = if bo & 2 != 0 { IntCC::Equal } else { IntCC::NotEqual };
+            ok = self.b.ins().icmp_imm_s(cc, ctr, 0);
+        }
+        if bo & 0x10 == 0 {
+            let bit = self.cr_bit(i.ra());
+            let want = if bo & 8 != 0 { bit } else { self.b.ins().bxor_imm_s(bit, 1) };
+            ok = self.b.ins().band(ok, want);
+        }
+        ok
+    }
+
+    /// Ends the block at a branch: `taken` selects `target` over the next instruction.
+    fn branch_exit(&mut self, i: Insn, taken: Option<Value>, target: Value) {
+        let next = self.iconst(self.pc.wrapping_add(4) as i64);
+        if i.lk() {
+            self.set(LR, next);
+        }
+        let nia = match taken {
+            Some(t) => self.b.ins().select(t, target, next),
+            None => target,
+        };
+        let r = self.iconst(self.n as i64 + 1);
+        self.exit(r, Some(nia));
+        // Anything after is unreachable; give the builder a block to finish in.
+        let dead = self.b.create_block();
+        self.b.switch_to_block(dead);
+    }
+
+    // --- arithmetic ---
+
+    /// `a + b + cin` and the carry out (I64 0/1).
+    fn add_carry(&mut self, a: Value, b: Value, cin: Value) -> (Value, Value) {
+        let s = self.b.ins().iadd(a, b);
+        let c1 = self.b.ins().icmp(IntCC::UnsignedLessThan, s, a);
+        let r = self.b.ins().iadd(s, cin);
+        let c2 = self.b.ins().icmp(IntCC::UnsignedLessThan, r, s);
+        let c = self.b.ins().bor(c1, c2);
+        (r, self.b.ins().uextend(I64, c))
+    }
+
+    fn sra(&mut self, i: Insn, v: Value, n: Value, bits: i64) {
+        let big = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, n, bits);
+        let c63 = self.iconst(63);
+        let nn = self.b.ins().select(big, c63, n);
+        let r = self.b.ins().sshr(v, nn);
+        let c64 = self.iconst(64);
+        let back = self.b.ins().isub(c64, nn);
+        let lostv = self.b.ins().ishl(v, back);
+        let lost_small = self.b.ins().icmp_imm_s(IntCC::NotEqual, lostv, 0);
+        let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, nn, 0);
+        let lost_small = self.b.ins().band(lost_small, nz);
+        let vnz = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+        let lost = self.b.ins().select(big, vnz, lost_small);
+        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, v, 0);
+        let ca = self.b.ins().band(neg, lost);
+        let ca = self.b.ins().uextend(I64, ca);
+        self.set(CA, ca);
+        self.set_rc(i, i.ra(), r);
+    }
+
+    fn rotl32(&mut self, x: Value, n: Value) -> Value {
+        let w = self.b.ins().band_imm_s(x, 0xffff_ffff);
+        let hi = self.b.ins().ishl_imm_s(w, 32);
+        let d = self.b.ins().bor(w, hi);
+        self.b.ins().rotl(d, n)
+    }
+
+    /// Effective address of a load/store: `D(RA|0)`, `DS(RA|0)`, `(RA|0)+RB`, or with RA
+    /// for the update forms.
+    fn ea(&mut self, op: Op, i: Insn, update: bool) -> Value {
+        let ops = op.info().operands;
+        let base = if update { self.gpr(i.ra()) } else { self.gpr0(i.ra()) };
+        if ops.contains(&Operand::DRa) {
+            self.b.ins().iadd_imm_s(base, i.si())
+        } else if ops.contains(&Operand::DsRa) {
+            self.b.ins().iadd_imm_s(base, i.ds())
+        } else {
+            let rb = self.gpr(i.rb());
+            self.b.ins().iadd(base, rb)
+        }
+    }
+
+    /// Translates one instruction natively; false leaves it to the interpreter.
+    fn native(&mut self, op: Op, i: Insn, last: bool) -> bool {
+        use Op::*;
+        let info = op.info();
+        let (rt, ra, rb) = (i.rt(), i.ra(), i.rb());
+        // Overflow-recording (OE) forms stay in the interpreter.
+        if info.flags.contains(InsnFlags::OE) && i.oe() {
+            return false;
+        }
+        match op {
+            Addi | Addis => {
+                let a = self.gpr0(ra);
+                let imm = if op == Addis { i.si() << 16 } else { i.si() };
+                let v = self.b.ins().iadd_imm_s(a, imm);
+                self.set(rt as usize, v);
+            }
+            Add | Subf | Neg => {
+                let a = self.gpr(ra);
+                let v = match op {
+                    Add => {
+                        let b = self.gpr(rb);
+                        self.b.ins().iadd(a, b)
+                    }
+                    Subf => {
+                        let b = self.gpr(rb);
+                        self.b.ins().isub(b, a)
+                    }
+                    _ => self.b.ins().ineg(a),
+                };
+                self.set_rc(i, rt, v);
+            }
+            Addic | AddicDot | Subfic | Addc | Adde | Addze | Addme | Subfc | Subfe | Subfze | Subfme => {
+                let a = self.gpr(ra);
+                let na = self.b.ins().bnot(a);
+                let (x, y, cin) = match op {
+                    Addic | AddicDot => (a, self.iconst(i.si()), self.iconst(0)),
+                    Subfic => (na, self.iconst(i.si()), self.iconst(1)),
+                    Addc => (a, self.gpr(rb), self.iconst(0)),
+                    Adde => (a, self.gpr(rb), self.get(CA)),
+                    Addze => (a, self.iconst(0), self.get(CA)),
+                    Addme => (a, self.iconst(-1), self.get(CA)),
+                    Subfc => (na, self.gpr(rb), self.iconst(1)),
+                    Subfe => (na, self.gpr(rb), self.get(CA)),
+                    Subfze => (na, self.iconst(0), self.get(CA)),
+                    _ => (na, self.iconst(-1), self.get(CA)),
+                };
+                let (r, ca) = self.add_carry(x, y, cin);
+                self.set(CA, ca);
+                self.set(rt as usize, r);
+                if op == AddicDot || (!matches!(op, Addic | Subfic) && i.rc()) {
+                    self.record(r);
+                }
+            }
+            Mulli => {
+                let a = self.gpr(ra);
+                let v = self.b.ins().imul_imm_s(a, i.si());
+                self.set(rt as usize, v);
+            }
+            Mulld | Mullw | Mulhd | Mulhdu => {
+                let (a, b) = (self.gpr(ra), self.gpr(rb));
+                let v = match op {
+                    Mulld => self.b.ins().imul(a, b),
+                    Mulhd => self.b.ins().smulhi(a, b),
+                    Mulhdu => self.b.ins().umulhi(a, b),
+                    _ => {
+                        let a = self.b.ins().ireduce(I32, a);
+                        let a = self.b.ins().sextend(I64, a);
+                        let b = self.b.ins().ireduce(I32, b);
+                        let b = self.b.ins().sextend(I64, b);
+                        self.b.ins().imul(a, b)
+                    }
+                };
+                self.set_rc(i, rt, v);
+            }
+            And | Or | Xor | Nand | Nor | Andc | Orc | Eqv => {
+                let (s, b) = (self.gpr(rt), self.gpr(rb));
+                let v = match op {
+                    And => self.b.ins().band(s, b),
+                    Or => self.b.ins().bor(s, b),
+                    Xor => self.b.ins().bxor(s, b),
+                    Nand => {
+                        let x = self.b.ins().band(s, b);
+                        self.b.ins().bnot(x)
+                    }
+                    Nor => {
+                        let x = self.b.ins().bor(s, b);
+                        self.b.ins().bnot(x)
+                    }
+                    Andc => self.b.ins().band_not(s, b),
+                    Orc => self.b.ins().bor_not(s, b),
+                    _ => {
+                        let x = self.b.ins().bxor(s, b);
+                        self.b.ins().bnot(x)
+                    }
+                };
+                self.set_rc(i, ra, v);
+            }
+            Ori | Oris | Xori | Xoris | AndiDot | AndisDot => {
+                let s = self.gpr(rt);
+                let ui = i.ui() as i64;
+                let v = match op {
+                    Ori => self.b.ins().bor_imm_s(s, ui),
+                    Oris => self.b.ins().bor_imm_s(s, ui << 16),
+                    Xori => self.b.ins().bxor_imm_s(s, ui),
+                    Xoris => self.b.ins().bxor_imm_s(s, ui << 16),
+                    AndiDot => self.b.ins().band_imm_s(s, ui),
+                    _ => self.b.ins().band_imm_s(s, ui << 16),
+                };
+                self.set(ra as usize, v);
+                if matches!(op, AndiDot | AndisDot) {
+                    self.record(v);
+                }
+            }
+            Extsb | Extsh | Extsw | Cntlzw | Cntlzd => {
+                let s = self.gpr(rt);
+                let v = match op {
+                    Extsb | Extsh | Extsw => {
+                        let ty = match op {
+                            Extsb => I8,
+                            Extsh => I16,
+                            _ => I32,
+                        };
+                        let x = self.b.ins().ireduce(ty, s);
+                        self.b.ins().sextend(I64, x)
+                    }
+                    Cntlzw => {
+                        let x = self.b.ins().ireduce(I32, s);
+                        let x = self.b.ins().clz(x);
+                        self.b.ins().uextend(I64, x)
+                    }
+                    _ => self.b.ins().clz(s),
+                };
+                self.set_rc(i, ra, v);
+            }
+            Slw | Srw | Sld | Srd => {
+                let (s, b) = (self.gpr(rt), self.gpr(rb));
+                let word = matches!(op, Slw | Srw);
+                let (amt_mask, over) = if word { (0x1f, 0x20) } else { (0x3f, 0x40) };
+                let n = self.b.ins().band_imm_s(b, amt_mask);
+                let s = if word { self.b.ins().band_imm_s(s, 0xffff_ffff) } else { s };
+                let v = if matches!(op, Slw | Sld) { self.b.ins().ishl(s, n) } else { self.b.ins().ushr(s, n) };
+                let v = if word { self.b.ins().band_imm_s(v, 0xffff_ffff) } else { v };
+                let o = self.b.ins().band_imm_s(b, over);
+                let zero = self.iconst(0);
+                let v = self.b.ins().select(o, zero, v);
+                self.set_rc(i, ra, v);
+            }
+            Sraw | Srawi | Srad | Sradi => {
+                let s = self.gpr(rt);
+                let (v, n, bits) = match op {
+                    Sraw | Srawi => {
+                        let x = self.b.ins().ireduce(I32, s);
+                        let x = self.b.ins().sextend(I64, x);
+                        let n = if op == Sraw {
+                            let b = self.gpr(rb);
+                            self.b.ins().band_imm_s(b, 0x3f)
+                        } else {
+                            self.iconst(i.sh() as i64)
+                        };
+                        (x, n, 32)
+                    }
+                    _ => {
+                        let n = if op == Srad {
+                            let b = self.gpr(rb);
+                            self.b.ins().band_imm_s(b, 0x7f)
+                        } else {
+                            self.iconst(i.sh6() as i64)
+                        };
+                        (s, n, 64)
+                    }
+                };
+                self.sra(i, v, n, bits);
+            }
+            Rlwinm | Rlwnm | Rlwimi => {
+                let s = self.gpr(rt);
+                let n = if op == Rlwnm {
+                    let b = self.gpr(rb);
+                    self.b.ins().band_imm_s(b, 0x1f)
+                } else {
+                    self.iconst(i.sh() as i64)
+                };
+                let r = self.rotl32(s, n);
+                let m = crate::interp::mask64(i.mb() + 32, i.me() + 32);
+                let mut v = self.b.ins().band_imm_s(r, m as i64);
+                if op == Rlwimi {
+                    let a = self.gpr(ra);
+                    let keep = self.b.ins().band_imm_s(a, !m as i64);
+                    v = self.b.ins().bor(v, keep);
+                }
+                self.set_rc(i, ra, v);
+            }
+            Rldicl | Rldicr | Rldic | Rldimi | Rldcl | Rldcr => {
+                let s = self.gpr(rt);
+                let n = if matches!(op, Rldcl | Rldcr) {
+                    let b = self.gpr(rb);
+                    self.b.ins().band_imm_s(b, 0x3f)
+                } else {
+                    self.iconst(i.sh6() as i64)
+                };
+                let r = self.b.ins().rotl(s, n);
+                let m = match op {
+                    Rldicl | Rldcl => crate::interp::mask64(i.mb6(), 63),
+                    Rldicr | Rldcr => crate::interp::mask64(0, i.mb6()),
+                    _ => crate::interp::mask64(i.mb6(), 63 - i.sh6()),
+                };
+                let mut v = self.b.ins().band_imm_s(r, m as i64);
+                if op == Rldimi {
+                    let a = self.gpr(ra);
+                    let keep = self.b.ins().band_imm_s(a, !m as i64);
+                    v = self.b.ins().bor(v, keep);
+                }
+                self.set_rc(i, ra, v);
+            }
+            Cmp | Cmpi | Cmpl | Cmpli => {
+                let a = self.gpr(ra);
+                let signed = matches!(op, Cmp | Cmpi);
+                let b = match op {
+                    Cmp | Cmpl => self.gpr(rb),
+                    Cmpi => self.iconst(i.si()),
+                    _ => self.iconst(i.ui() as i64),
+                };
+                let (a, b) = if i.l10() != 0 {
+                    (a, b)
+                } else {
+                    let ext = |t: &mut Self, x: Value| {
+                        let x = t.b.ins().ireduce(I32, x);
+                        if signed { t.b.ins().sextend(I64, x) } else { t.b.ins().uextend(I64, x) }
+                    };
+                    (ext(self, a), ext(self, b))
+                };
+                let (ltc, gtc) = if signed {
+                    (IntCC::SignedLessThan, IntCC::SignedGreaterThan)
+                } else {
+                    (IntCC::UnsignedLessThan, IntCC::UnsignedGreaterThan)
+                };
+                let lt = self.b.ins().icmp(ltc, a, b);
+                let gt = self.b.ins().icmp(gtc, a, b);
+                let f = self.compare_field(lt, gt);
+                self.set_crf(i.bf(), f);
+            }
+            Isel => {
+                let c = self.cr_bit(i.frc());
+                let a = self.gpr0(ra);
+                let b = self.gpr(rb);
+                let v = self.b.ins().select(c, a, b);
+                self.set(rt as usize, v);
+            }
+            Crand | Cror | Crxor | Crnand | Crnor | Creqv | Crandc | Crorc => {
+                let (a, b) = (self.cr_bit(ra), self.cr_bit(rb));
+                let v = match op {
+                    Crand => self.b.ins().band(a, b),
+                    Cror => self.b.ins().bor(a, b),
+                    Crxor => self.b.ins().bxor(a, b),
+                    Crnand => {
+                        let x = self.b.ins().band(a, b);
+                        self.b.ins().bxor_imm_s(x, 1)
+                    }
+                    Crnor => {
+                        let x = self.b.ins().bor(a, b);
+                        self.b.ins().bxor_imm_s(x, 1)
+                    }
+                    Creqv => {
+                        let x = self.b.ins().bxor(a, b);
+                        self.b.ins().bxor_imm_s(x, 1)
+                    }
+                    Crandc => {
+                        let nb = self.b.ins().bxor_imm_s(b, 1);
+                        self.b.ins().band(a, nb)
+                    }
+                    _ => {
+                        let nb = self.b.ins().bxor_imm_s(b, 1);
+                        self.b.ins().bor(a, nb)
+                    }
+                };
+                self.set_cr_bit(rt, v);
+            }
+            Mcrf => {
+                let cr = self.get(CR);
+                let f = self.b.ins().ushr_imm_s(cr, 28 - 4 * i.bfa() as i64);
+                let f = self.b.ins().band_imm_s(f, 0xf);
+                self.set_crf(i.bf(), f);
+            }
+            Mfcr => {
+                let cr = self.get(CR);
+                let v = self.b.ins().uextend(I64, cr);
+                self.set(rt as usize, v);
+            }
+            Mtcrf => {
+                let fxm = i.fxm();
+                let m: u32 = (0..8).filter(|k| fxm & (0x80 >> k) != 0).map(|k| 0xf << (28 - 4 * k)).fold(0, |a, b| a | b);
+                let s = self.gpr(rt);
+                let s = self.b.ins().ireduce(I32, s);
+                let s = self.b.ins().band_imm_s(s, m as i64);
+                let cr = self.get(CR);
+                let cr = self.b.ins().band_imm_s(cr, (!m) as i64);
+                let cr = self.b.ins().bor(cr, s);
+                self.set(CR, cr);
+            }
+            Mfspr | Mtspr if matches!(i.spr(), 8 | 9) => {
+                let r = if i.spr() == 8 { LR } else { CTR };
+                if op == Mfspr {
+                    let v = self.get(r);
+                    self.set(rt as usize, v);
+                } else {
+                    let v = self.gpr(rt);
+                    self.set(r, v);
+                }
+            }
+            B => {
+                let base = if i.aa() != 0 { 0 } else { self.pc };
+                let t = self.iconst(base.wrapping_add(i.li() as u64) as i64);
+                self.branch_exit(i, None, t);
+            }
+            Bc => {
+                let taken = self.condition(i, true);
+                let base = if i.aa() != 0 { 0 } else { self.pc };
+                let t = self.iconst(base.wrapping_add(i.bd() as u64) as i64);
+                self.branch_exit(i, Some(taken), t);
+            }
+            Bclr | Bcctr if op == Bclr || i.rt() & 4 != 0 => {
+                // The target is read before LK updates LR.
+                let src = if op == Bclr { LR } else { CTR };
+                let t = self.get(src);
+                let t = self.b.ins().band_imm_s(t, !3);
+                let taken = self.condition(i, op == Bclr);
+                self.branch_exit(i, Some(taken), t);
+            }
+            Lbz | Lbzu | Lbzx | Lbzux | Lhz | Lhzu | Lhzx | Lhzux | Lha | Lhau | Lhax | Lhaux | Lwz | Lwzu | Lwzx
+            | Lwzux | Lwa | Lwax | Lwaux | Ld | Ldu | Ldx | Ldux => {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && (ra == 0 || ra == rt) {
+                    return false;
+                }
+                let ea = self.ea(op, i, update);
+                let size = info.size as u32;
+                let v = self.load(ea, size, self.le);
+                let v = if info.flags.contains(InsnFlags::ALGEBRAIC) && size < 8 {
+                    let x = self.b.ins().ireduce(int_ty(size), v);
+                    self.b.ins().sextend(I64, x)
+                } else {
+                    v
+                };
+                self.set(rt as usize, v);
+                if update {
+                    self.set(ra as usize, ea);
+                }
+            }
+            Stb | Stbu | Stbx | Stbux | Sth | Sthu | Sthx | Sthux | Stw | Stwu | Stwx | Stwux | Std | Stdu | Stdx
+            | Stdux => {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && ra == 0 {
+                    return false;
+                }
+                let ea = self.ea(op, i, update);
+                let v = self.gpr(rt);
+                let stop = self.store(ea, v, info.size as u32, self.le);
+                if update {
+                    self.set(ra as usize, ea);
+                }
+                if !last {
+                    self.stop_after_if(stop);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+fn int_ty(size: u32) -> Type {
+    match size {
+        1 => I8,
+        2 => I16,
+        4 => I32,
+        _ => I64,
+    }
+}
