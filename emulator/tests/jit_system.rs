@@ -1,0 +1,47 @@
+//! The bundled guest under `--accel jit`: the same checksum as the interpreter for several
+//! vCPU counts (translation in parallel, shared block map, cross-vCPU flush jobs), and the JIT
+//! counters in the run report.
+
+use ppc64emu::machine::pseries::MachineExit;
+use ppc64emu::machine::pseries::boot::{Console, RunOutcome, run_with};
+use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig};
+use ppc64emu::machine::pseries::loader::plan_from_files;
+use ppc64emu::sync::{Baseline, CputlbNoBql, Strategy};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn run<S: Strategy>(smp: usize, accel: AccelMode) -> RunOutcome {
+    let cfg = MachineConfig {
+        smp,
+        ram_bytes: 512 << 20,
+        kernel: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/mkbench/mkbench.elf"))),
+        append: format!("jobs={smp} units=3 size=4"),
+        accel,
+        timeout: Some(Duration::from_secs(300)),
+        ..MachineConfig::default()
+    };
+    let plan = plan_from_files(&cfg).expect("boot plan");
+    let out = run_with::<S>(&cfg, &plan, Console::Capture).expect("machine runs");
+    let console = String::from_utf8_lossy(&out.console);
+    assert_eq!(out.exit, MachineExit::PowerOff, "{} smp={smp}: {console}", S::NAME);
+    assert!(!console.contains("MKBENCH-ERROR"), "{} smp={smp}: {console}", S::NAME);
+    out
+}
+
+fn checksum(o: &RunOutcome) -> String {
+    let line = o.report.result_line.as_deref().expect("result line");
+    line.split_whitespace().find_map(|w| w.strip_prefix("checksum=")).expect("checksum").to_string()
+}
+
+#[test]
+fn jit_computes_the_interpreters_checksum() {
+    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    for smp in [1, 2, 4] {
+        let o = run::<Baseline>(smp, AccelMode::Jit);
+        assert_eq!(checksum(&o), reference, "baseline smp={smp}");
+        let jit = o.report.vcpus[0].jit.as_ref().expect("JIT counters in the report");
+        assert!(jit.blocks_translated > 0);
+    }
+    let o = run::<CputlbNoBql>(4, AccelMode::Jit);
+    assert_eq!(checksum(&o), reference, "cputlb-no-bql smp=4");
+}
