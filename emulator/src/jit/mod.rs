@@ -245,6 +245,18 @@ fn new_module() -> JITModule {
     JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()))
 }
 
+/// Drops this vCPU's fast-path write permission for the host page `host_page` (under any
+/// effective address): stores to newly translated code must take the watched slow path.
+/// Other vCPUs keep theirs until their next fill; guests make cross-modified code visible
+/// with `icbi`, which invalidates through the slow path.
+fn drop_write_entries(tlb: &mut crate::softmmu::Tlb, host_page: u64) {
+    for e in tlb.table.iter_mut().flatten() {
+        if e.write & !PAGE_MASK == 0 && e.write.wrapping_add(e.addend) == host_page {
+            e.write = crate::softmmu::TlbEntry::EMPTY.write;
+        }
+    }
+}
+
 impl Jit {
     /// A JIT for `cpu`: wraps its address space so that writes to translated code are seen.
     pub fn attach(cpu: &mut Cpu, shared: Arc<JitShared>) -> Self {
@@ -326,8 +338,7 @@ impl Jit {
             let pa = cpu.mmu.space.translate(&cpu.st, key.pc, Access::Exec).map(|m| m.pa | (key.pc & !PAGE_MASK));
             if let Ok(pa) = pa {
                 if self.ctx.shared.mark_code_page(pa) {
-                    // Fast write entries to the page must go: they would bypass the watch.
-                    cpu.mmu.tlb.flush_all();
+                    drop_write_entries(&mut cpu.mmu.tlb, key.host - (key.pc & !PAGE_MASK));
                 }
                 self.ctx.shared.insert(key, pa, 4 * block.words.len() as u32, f);
             }
