@@ -234,8 +234,10 @@ fn new_module() -> JITModule {
     let mut flags = settings::builder();
     flags.set("use_colocated_libcalls", "false").expect("flag");
     flags.set("is_pic", "false").expect("flag");
-    flags.set("opt_level", "speed").expect("flag");
-    if !cfg!(debug_assertions) {
+    // Experiment knobs while the translation cost is being tuned (see the report of issue 7).
+    let opt = std::env::var("PPC64EMU_JIT_OPT").unwrap_or_else(|_| "speed".into());
+    flags.set("opt_level", if opt == "none" { "none" } else { "speed" }).expect("flag");
+    if !cfg!(debug_assertions) || std::env::var_os("PPC64EMU_JIT_NOVERIFY").is_some() {
         flags.set("enable_verifier", "false").expect("flag");
     }
     let isa = cranelift_native::builder()
