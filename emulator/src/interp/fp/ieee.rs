@@ -399,6 +399,60 @@ mod host {
         Some(result(q, (rem != 0.0).then_some((rem > 0.0) == (y > 0.0))))
     }
 
+    /// `x + y` as `(sum, error)`, both exact: Knuth's TwoSum.
+    fn two_sum(x: f64, y: f64) -> (f64, f64) {
+        let s = x + y;
+        let bb = s - x;
+        (s, (x - (s - bb)) + (y - bb))
+    }
+
+    /// The sign of the exact sum of `terms` (-1, 0, 1): Shewchuk's grow-expansion turns them
+    /// into non-overlapping components of increasing magnitude, the last of which decides.
+    fn exact_sign(terms: [f64; 4]) -> i32 {
+        let mut e = [0.0f64; 4];
+        let mut n = 0;
+        for t in terms {
+            let mut q = t;
+            let mut m = 0;
+            for k in 0..n {
+                let (s, err) = two_sum(q, e[k]);
+                if err != 0.0 {
+                    e[m] = err;
+                    m += 1;
+                }
+                q = s;
+            }
+            e[m] = q;
+            n = m + 1;
+        }
+        match e[..n].iter().rev().find(|&&c| c != 0.0) {
+            Some(&c) if c > 0.0 => 1,
+            Some(_) => -1,
+            None => 0,
+        }
+    }
+
+    pub(super) fn fma(a: u64, c: u64, b: u64, prec: Prec, env: Env) -> Option<Res> {
+        let (x, y, z) = (f64::from_bits(a), f64::from_bits(c), f64::from_bits(b));
+        if !usable(prec, env) || !moderate(x) || !moderate(y) || !(moderate(z) || z == 0.0) {
+            return None;
+        }
+        let r = x.mul_add(y, z);
+        // Results near the underflow range (cancellation) take the quad path.
+        if r.abs() < f64::MIN_POSITIVE * 4.0 {
+            return None;
+        }
+        // x*y + z - r exactly: x*y = p + ep, p + z = s + es, s - r = d + ed.
+        let p = x * y;
+        let ep = x.mul_add(y, -p);
+        let (s, es) = two_sum(p, z);
+        let (d, ed) = two_sum(s, -r);
+        Some(result(r, match exact_sign([d, ed, es, ep]) {
+            0 => None,
+            k => Some(k > 0),
+        }))
+    }
+
     pub(super) fn sqrt(b: u64, prec: Prec, env: Env) -> Option<Res> {
         let x = f64::from_bits(b);
         if !usable(prec, env) || !moderate(x) || x < 0.0 {
@@ -447,6 +501,33 @@ pub fn fma(a: u64, c: u64, b: u64, neg_b: bool, neg_result: bool, prec: Prec, en
     if prod_inf && is_inf(b) && (is_neg(a) ^ is_neg(c)) != is_neg(b) {
         return Res::invalid(prec, fpscr::VXISI);
     }
+    let r = host::fma(a, c, b, prec, env).unwrap_or_else(|| fma_quad(a, c, b, prec, env));
+    if neg_result {
+        // The ISA rounds, then negates: -(round(v)) is round(-v) in the mirrored directed
+        // mode. (QEMU 7.2 rounds -v in the mode itself, which differs in directed modes.)
+        return negate(r, prec, a, c, b, env);
+    }
+    r
+}
+
+/// `fma` with the result negated after rounding.
+fn negate(r: Res, prec: Prec, a: u64, c: u64, b: u64, env: Env) -> Res {
+    if env.round == Round::NearestTiesToEven || env.round == Round::TowardZero {
+        // Symmetric modes: negating the rounded result is exact.
+        let sign = match prec {
+            Prec::Double => SIGN,
+            Prec::Single => 1 << 31,
+        };
+        let mut n = r;
+        n.bits ^= sign;
+        n.wide = r.wide.map(|w| w ^ SIGN);
+        return n;
+    }
+    fma_quad(a ^ SIGN, c, b ^ SIGN, prec, Env { round: mirror(env.round), ..env })
+}
+
+/// `a * c + b` rounded once, in quad precision.
+fn fma_quad(a: u64, c: u64, b: u64, prec: Prec, env: Env) -> Res {
     // The product of two doubles is exact in quad, so this rounds (to odd) only once.
     let (mut v, inexact) = odd(quad(a).mul_add_r(quad(c), quad(b), Round::TowardZero));
     if !inexact && v.is_zero() {
@@ -454,11 +535,6 @@ pub fn fma(a: u64, c: u64, b: u64, neg_b: bool, neg_result: bool, prec: Prec, en
         // (±0) + (±0) of one sign keeps that sign; any other exact zero follows the mode.
         let like = is_zero(b) && prod_neg == is_neg(b);
         v = if like { if prod_neg { -Quad::ZERO } else { Quad::ZERO } } else { zero_sum_sign(v, env) };
-    }
-    if neg_result {
-        // The ISA rounds, then negates: -(round(v)) is round(-v) in the mirrored directed
-        // mode. (QEMU 7.2 rounds -v in the mode itself, which differs in directed modes.)
-        return round(-v, prec, Env { round: mirror(env.round), ..env });
     }
     round(v, prec, env)
 }
@@ -646,7 +722,7 @@ mod tests {
             x
         };
         let edges = [ONE_BITS, 0x3ff0_0000_0000_0001, 0x3fef_ffff_ffff_ffff, 0x3ca0_0000_0000_0000, 0x4330_0000_0000_0000];
-        let mut compared = [0usize; 4];
+        let mut compared = [0usize; 5];
         for k in 0..200_000 {
             let pick = |r: u64| -> u64 {
                 match r % 4 {
@@ -673,6 +749,16 @@ mod tests {
             if let Some(r) = host::div(a, b, Prec::Double, e) {
                 assert_eq!(r, div_quad(a, b, Prec::Double, e), "{a:#x} / {b:#x}");
                 compared[2] += 1;
+            }
+            let c = pick(next());
+            let c = if k % 2 == 0 { c } else { (a ^ b ^ c) & 0x800f_ffff_ffff_ffff | (c & 0x7ff0_0000_0000_0000) };
+            if !is_nan(c) && !is_inf(c) {
+                for b in [b, mul(a, c, Prec::Double, e).bits ^ SIGN] {
+                    if let Some(r) = host::fma(a, c, b, Prec::Double, e) {
+                        assert_eq!(r, fma_quad(a, c, b, Prec::Double, e), "{a:#x} * {c:#x} + {b:#x}");
+                        compared[4] += 1;
+                    }
+                }
             }
             if let Some(r) = host::sqrt(a, Prec::Double, e) {
                 assert_eq!(r, round(sqrt_odd(a), Prec::Double, e), "sqrt {a:#x}");
