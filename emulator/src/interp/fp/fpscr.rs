@@ -2,10 +2,11 @@
 //! raised into the register (sticky bits, summaries, suppressed results, enabled
 //! exceptions).
 //!
-//! Where the ISA leaves room, this follows QEMU 7.2 (the oracle of our golden vectors):
-//! FX is set whenever an instruction raises an exception, invalid operations and zero
-//! divides clear FR and FI, and an instruction whose enabled exception interrupts does
-//! not record CR1.
+//! The status bits follow QEMU 7.2 (the oracle of our golden vectors), also where it is
+//! stricter or looser than the ISA: FX is set whenever an instruction raises an exception
+//! (the ISA: only when an exception bit changes from 0 to 1), invalid arithmetic and zero
+//! divides clear FR and FI, and an instruction whose enabled exception interrupts does not
+//! record CR1. FR is the exception: QEMU never computes it; we set it as the ISA says.
 
 use crate::cpu::{CpuState, msr};
 
