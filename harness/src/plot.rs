@@ -170,6 +170,11 @@ where
             .map_err(err)?;
     }
 
+    // Confidence bars of different series at the same N would lie on top of each other: each
+    // series' bars are shifted sideways by a few pixels (the markers stay on N).
+    let barred = series.iter().filter(|s| s.kind != LineKind::Reference).count();
+    let dodge_step = x_max * 0.007;
+    let mut barred_index = 0;
     let mut other = 0;
     for s in series {
         let idx = if crate::builder::VARIANTS.contains(&s.variant.rsplit(':').next().unwrap_or("")) {
@@ -205,11 +210,24 @@ where
             continue;
         }
         // Confidence bars.
+        let dodge = (barred_index as f64 - (barred as f64 - 1.0) / 2.0) * dodge_step;
+        barred_index += 1;
+        let bars: Vec<f64> = s.points.iter().filter(|p| p.speedup.hi > p.speedup.lo).map(|p| p.cpus as f64 + dodge).collect();
+        let with_bars = s.points.iter().filter(|p| p.speedup.hi > p.speedup.lo);
         chart
-            .draw_series(s.points.iter().filter(|p| p.speedup.hi > p.speedup.lo).map(|p| {
-                ErrorBar::new_vertical(p.cpus as f64, p.speedup.lo, p.speedup.value, p.speedup.hi, colour.stroke_width(1), 8)
-            }))
+            .draw_series(
+                bars.iter()
+                    .zip(with_bars.clone())
+                    .map(|(&x, p)| PathElement::new(vec![(x, p.speedup.lo), (x, p.speedup.hi)], colour.stroke_width(1))),
+            )
             .map_err(err)?;
+        for (&x, p) in bars.iter().zip(with_bars) {
+            chart
+                .draw_series([p.speedup.lo, p.speedup.hi].map(|y| {
+                    EmptyElement::at((x, y)) + PathElement::new(vec![(-4, 0), (4, 0)], colour.stroke_width(1))
+                }))
+                .map_err(err)?;
+        }
         // Markers: filled within the host's cores, hollow (white inside) when oversubscribed.
         chart
             .draw_series(s.points.iter().map(|p| {

@@ -221,12 +221,10 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
     }
 
     let t0 = Instant::now();
-    let spawned = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    die_with_parent(&mut command);
+    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
@@ -324,6 +322,35 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
     }
     run
 }
+
+/// Makes the emulator die with the harness. A harness stopped by `kill`, a CI cancellation or a
+/// batch system's time limit would otherwise leave the run in flight behind: a peer has no
+/// timeout of its own, and an orphan competes for the cores with the runs of a `--resume`.
+/// On Linux the kernel sends the child SIGKILL when the thread that spawned it ends (sweeps
+/// spawn from the main thread, so that is when the harness exits); the run in flight is lost
+/// either way, and `--resume` runs it again.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
+    // getppid(2) and kill(2), which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness may have died between fork and prctl.
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {

@@ -211,7 +211,6 @@ fn interrupted_sweep_resumes_without_rerunning() {
         before.runs.iter().map(|r| (r.variant.clone(), r.cpus, r.rep, r.started.clone())).collect();
     assert!(done.len() >= 3 && done.len() < 12);
 
-    std::thread::sleep(Duration::from_millis(300)); // let the orphaned run finish logging
     let calls_before = std::fs::read_to_string(&log).unwrap().lines().count();
     let o = s.run(&["sweep", "--resume", "results/cut.json", "--no-plot"], &[("FAKE_EMU_LOG", log.to_str().unwrap())]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -237,6 +236,50 @@ fn interrupted_sweep_resumes_without_rerunning() {
     let o = s.run(&["sweep", "--resume", "results/cut.json", "--reps", "9"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("drop --reps"));
+}
+
+/// Whether a process exists and has not exited (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        // The state follows the command name in parentheses: "pid (comm) S …".
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).is_some_and(|c| c != 'Z' && c != 'X'),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_run_in_flight_dies_with_the_harness() {
+    // A peer has no timeout of its own: one left behind by a killed harness would run on.
+    let s = Scratch::new();
+    let pids = s.p("pids.txt");
+    let peer_arg = format!("hangs={}", s.p("bin/qemu-fake").display());
+    let args = sweep_args(&s, &["--variants", "none", "--peer", &peer_arg, "--cpus", "1", "--reps", "1", "--timeout", "600", "--name", "orphan"]);
+    let mut child = s
+        .cmd()
+        .args(&args)
+        .env("FAKE_EMU_FAIL", "*/*/hang")
+        .env("FAKE_EMU_PIDS", &pids)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pid: u32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pids).ok().and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok())) {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the emulator never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(alive(pid));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "the emulator (pid {pid}) outlived the harness");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //!   `exit` (result line, then exit code 1), `error` (MKBENCH-ERROR line).
 //! - `FAKE_EMU_REPORT`: `full` (default), `none`, `garbage` or `partial`.
 //! - `FAKE_EMU_LOG`: file to which every run appends `variant N`.
+//! - `FAKE_EMU_PIDS`: file to which every run appends its process id.
 //!
 //! The variant is the part of the program name after `ppc64emu-` (tests link the binary under
 //! per-variant names), else `FAKE_EMU_STRATEGY`, else `fake`.
@@ -112,6 +113,11 @@ fn main() {
         && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
     {
         let _ = writeln!(f, "{v} {smp}");
+    }
+    if let Ok(path) = std::env::var("FAKE_EMU_PIDS")
+        && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path)
+    {
+        let _ = writeln!(f, "{}", std::process::id());
     }
     let fail = failure_for(&v, smp);
     println!("mkbench: {smp} cpus, jobs={jobs} units={units} size={size} seed={seed}");
