@@ -304,3 +304,26 @@ fn stats_report_instructions() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("guest instructions") && err.contains("MIPS"), "{err}");
 }
+
+#[test]
+fn writing_to_a_closed_pipe_kills_quietly() {
+    if !busybox().exists() {
+        eprintln!("skipped: {} is absent (run emulator/tests/programs/fetch-busybox.sh)", busybox().display());
+        return;
+    }
+    // `yes | head -1`: yes dies of SIGPIPE (status 128 + 13) without a message, as natively.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+        .arg("user")
+        .arg(busybox())
+        .arg("yes")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 2];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"y\n");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}

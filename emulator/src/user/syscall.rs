@@ -579,7 +579,22 @@ impl Process {
             Some(off) => unsafe { libc::pwrite(fd, data.as_ptr().cast(), len, off) },
             None => unsafe { libc::write(fd, data.as_ptr().cast(), len) },
         };
-        host(r as i64)
+        self.written(r as i64)
+    }
+
+    /// The result of a host write. The emulator ignores SIGPIPE, so a write to a closed pipe
+    /// fails with EPIPE; the guest gets the signal's effect instead: by default it dies
+    /// (silently, as `cmd | head` expects).
+    fn written(&mut self, r: i64) -> SysResult {
+        const SIGPIPE: u64 = 13;
+        let r = host(r);
+        if let Err(Stop::Errno(libc::EPIPE)) = r
+            && self.sigactions[SIGPIPE as usize][0] == 0
+            && self.sigmask & (1 << (SIGPIPE - 1)) == 0
+        {
+            return Err(Stop::Exit(128 + SIGPIPE as i32));
+        }
+        r
     }
 
     /// The guest's `struct iovec` array: (base, len) pairs.
@@ -605,7 +620,7 @@ impl Process {
             let len = (len as usize).min(MAX_IO.saturating_sub(data.len()));
             data.extend(self.mem.lock().read_vec(base, len)?);
         }
-        host(unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) } as i64)
+        self.written(unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) } as i64)
     }
 
     fn readv(&mut self, fd: i32, iov: u64, count: u64) -> SysResult {
