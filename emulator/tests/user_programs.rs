@@ -101,8 +101,14 @@ struct Run {
 /// Runs `ppc64emu user EXE ARGS…` as build.sh runs QEMU: environment `SYS_TEST=1` only,
 /// in the programs folder, stdin from a file or empty.
 fn run(exe: &Path, args: &[String], stdin: Option<&Path>) -> Result<Run, String> {
+    run_with(&[], exe, args, stdin)
+}
+
+/// `run` with options of `ppc64emu user` before the program.
+fn run_with(opts: &[&str], exe: &Path, args: &[String], stdin: Option<&Path>) -> Result<Run, String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ppc64emu"));
     cmd.arg("user")
+        .args(opts)
         .arg(exe)
         .args(args)
         .env_clear()
@@ -144,15 +150,21 @@ fn run(exe: &Path, args: &[String], stdin: Option<&Path>) -> Result<Run, String>
     })
 }
 
-/// Runs one case; `Err` describes how it differs from QEMU's recording.
+/// Runs one case (translated, the default); `Err` describes how it differs from QEMU's
+/// recording.
 fn check(case: &Case) -> Result<(), String> {
+    check_with(&[], case)
+}
+
+fn check_with(opts: &[&str], case: &Case) -> Result<(), String> {
     let dir = programs_dir();
     let exe = if case.binary == "busybox" {
         busybox()
     } else {
         dir.join("bin").join(&case.binary)
     };
-    let r = run(&exe, &case.args, case.stdin.as_ref().map(|s| dir.join(s)).as_deref()).map_err(|e| format!("{}: {e}", case.name))?;
+    let r =
+        run_with(opts, &exe, &case.args, case.stdin.as_ref().map(|s| dir.join(s)).as_deref()).map_err(|e| format!("{}: {e}", case.name))?;
     let want_out = std::fs::read(dir.join(format!("expected/{}.out", case.name))).expect("expected output");
     let want_status: i32 = std::fs::read_to_string(dir.join(format!("expected/{}.status", case.name)))
         .expect("expected status")
@@ -219,6 +231,18 @@ fn manifest_words() {
 #[test]
 fn test_programs_match_qemu() {
     check_all(|c| c.binary != "busybox");
+}
+
+/// The runner's self-test cases (memory map, TLB flushes, code rewritten by system calls)
+/// under the interpreter as well.
+#[test]
+fn self_tests_match_qemu_interpreted() {
+    let failures: Vec<String> = cases()
+        .iter()
+        .filter(|c| c.binary == "sys" && !PENDING.contains(&c.name.as_str()))
+        .filter_map(|c| check_with(&["--accel", "interp"], c).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
@@ -308,7 +332,10 @@ fn stats_report_instructions() {
 #[test]
 fn writing_to_a_closed_pipe_kills_quietly() {
     if !busybox().exists() {
-        eprintln!("skipped: {} is absent (run emulator/tests/programs/fetch-busybox.sh)", busybox().display());
+        eprintln!(
+            "skipped: {} is absent (run emulator/tests/programs/fetch-busybox.sh)",
+            busybox().display()
+        );
         return;
     }
     // `yes | head -1`: yes dies of SIGPIPE (status 128 + 13) without a message, as natively.

@@ -33,12 +33,18 @@ struct Vma {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fault;
 
+/// Told `(address, length)` (within one page) of guest bytes that changed without a guest
+/// store: written by a system call into an executable page, or unmapped/discarded.
+pub type CodeHook = Box<dyn Fn(u64, usize) + Send>;
+
 pub struct GuestMemory {
     /// Mappings keyed by start address; page aligned, non-overlapping.
     vmas: BTreeMap<u64, Vma>,
     /// Host pages of touched guest pages, keyed by guest page number. Owned (from
     /// `Box::into_raw`), freed on unmap; never reached through Rust references.
     pages: HashMap<u64, *mut Page>,
+    /// Lets a JIT drop translations of code that changed (guest stores it sees itself).
+    pub code_hook: Option<CodeHook>,
 }
 
 // Pages are only touched by the one vCPU thread that owns the process and its syscalls.
@@ -60,6 +66,7 @@ impl GuestMemory {
         Self {
             vmas: BTreeMap::new(),
             pages: HashMap::new(),
+            code_hook: None,
         }
     }
 
@@ -123,19 +130,25 @@ impl GuestMemory {
 
     fn free_pages(&mut self, start: u64, end: u64) {
         let (first, last) = (start >> 12, end >> 12);
-        let free = |p: *mut Page| drop(unsafe { Box::from_raw(p) });
+        let hook = &self.code_hook;
+        let free = |n: u64, p: *mut Page| {
+            if let Some(h) = hook {
+                h(n << 12, PAGE_SIZE as usize);
+            }
+            drop(unsafe { Box::from_raw(p) })
+        };
         if last - first > self.pages.len() as u64 {
             self.pages.retain(|&n, &mut p| {
                 let keep = n < first || n >= last;
                 if !keep {
-                    free(p);
+                    free(n, p);
                 }
                 keep
             });
         } else {
             for n in first..last {
                 if let Some(p) = self.pages.remove(&n) {
-                    free(p);
+                    free(n, p);
                 }
             }
         }
@@ -187,6 +200,9 @@ impl GuestMemory {
         for n in 0..len >> 12 {
             if let Some(p) = self.pages.remove(&((old >> 12) + n)) {
                 moved.push(((new >> 12) + n, p));
+                if let Some(h) = &self.code_hook {
+                    h(old + (n << 12), PAGE_SIZE as usize);
+                }
             }
         }
         self.unmap(old, old + len);
@@ -252,7 +268,19 @@ impl GuestMemory {
         self.check(addr, data.len() as u64, PROT_WRITE)?;
         self.copy(addr, data.len(), PROT_WRITE, |host, off, n| unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr().add(off), host, n)
-        })
+        })?;
+        if let Some(hook) = &self.code_hook {
+            let mut off = 0;
+            while off < data.len() {
+                let a = addr + off as u64;
+                let n = ((PAGE_SIZE - (a & !PAGE_MASK)) as usize).min(data.len() - off);
+                if self.vma_at(a).is_some_and(|v| v.2 & PROT_EXEC != 0) {
+                    hook(a, n);
+                }
+                off += n;
+            }
+        }
+        Ok(())
     }
 
     /// Writes regardless of protection (the loader filling read-only segments).

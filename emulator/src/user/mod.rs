@@ -72,6 +72,9 @@ impl Runner {
     pub fn enable_jit(&mut self, trace: bool) {
         let mut jit = crate::jit::Jit::attach(&mut self.cpu, crate::jit::JitShared::new());
         jit.trace = trace;
+        // Code changed by system calls or unmapping bypasses the JIT's store watch.
+        let shared = jit.shared().clone();
+        self.process.mem.lock().code_hook = Some(Box::new(move |addr, len| shared.code_written(addr, len)));
         self.jit = Some(jit);
     }
 
@@ -175,7 +178,11 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             let r = j.report();
             eprintln!(
                 "ppc64emu: jit: {} blocks translated ({} KiB, {:.1} ms), {} slow memory accesses, fallbacks: {:?}",
-                r.blocks_translated, r.code_bytes / 1024, r.translate_ms, r.slow_memory_accesses, &r.fallbacks[..r.fallbacks.len().min(12)]
+                r.blocks_translated,
+                r.code_bytes / 1024,
+                r.translate_ms,
+                r.slow_memory_accesses,
+                &r.fallbacks[..r.fallbacks.len().min(12)]
             );
         }
     }

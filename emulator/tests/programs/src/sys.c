@@ -192,6 +192,32 @@ void cmain(u64 *sp)
         }
         kv("not reached", 0);
     }
+    /* Code rewritten behind the CPU's back (by read() into it, or by unmapping and mapping
+     * the page again) must run in its new form. */
+    if (argc > 1 && seq(argv[1], "smc")) {
+        u32 *code = (u32 *)sc(SYS_mmap, 0x60000000, 4096, 7, 0x22, -1, 0);
+        i64 (*f)(void) = (i64 (*)(void))(void *)code;
+        code[0] = 0x38600001; /* li r3, 1 */
+        code[1] = 0x4e800020; /* blr */
+        __asm__ volatile("dcbst 0,%0; sync; icbi 0,%0; isync" : : "r"(code) : "memory");
+        kv("store", f());
+        int fds[2];
+        u32 two[2] = {0x38600002, 0x4e800020};
+        sc(SYS_pipe2, (i64)fds, 0, 0, 0, 0, 0);
+        sc(SYS_write, fds[1], (i64)two, 8, 0, 0, 0);
+        sc(SYS_read, fds[0], (i64)code, 8, 0, 0, 0);
+        kv("read into code", f());
+        sc(SYS_munmap, (i64)code, 4096, 0, 0, 0, 0);
+        kv("remapped at", sc(SYS_mmap, (i64)code, 4096, 7, 0x32, -1, 0) == (i64)code);
+        u32 three[2] = {0x38600003, 0x4e800020};
+        sc(SYS_write, fds[1], (i64)three, 8, 0, 0, 0);
+        sc(SYS_read, fds[0], (i64)code, 8, 0, 0, 0);
+        kv("after remap", f());
+        code[0] = 0x38600004;
+        __asm__ volatile("dcbst 0,%0; sync; icbi 0,%0; isync" : : "r"(code) : "memory");
+        kv("store again", f());
+        sc(SYS_exit_group, 0, 0, 0, 0, 0, 0);
+    }
     /* `sys bench`: a silent compute loop for the interpreter benchmark. */
     if (argc > 1 && seq(argv[1], "bench")) sc(SYS_exit_group, mix(1, 100000) & 1, 0, 0, 0, 0, 0);
     kv("argc", argc);
