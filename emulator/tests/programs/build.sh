@@ -2,16 +2,19 @@
 # Rebuilds the guest test programs (bin/) and records QEMU's stdout and exit status for every
 # case in `cases` (expected/), so that `cargo test` needs neither the cross compiler nor QEMU.
 #   build.sh           build, then record
+#   build.sh bins      build only (scripts/bench-speed uses this when bin/ is missing)
 #   build.sh record    record only
-# Needs gcc-powerpc64le-linux-gnu, libc6-dev-ppc64el-cross, qemu-user-static; busybox cases
-# need fetch-busybox.sh first. Output is reproducible: no -g, no build id, prefix-mapped paths.
+# Needs gcc-powerpc64le-linux-gnu (or ${CROSS}gcc for another prefix), libc6-dev-ppc64el-cross,
+# qemu-user-static; busybox cases need fetch-busybox.sh first. Output is reproducible: no -g,
+# no build id, prefix-mapped paths.
 set -euo pipefail
 cd "$(dirname "$0")"
 HERE=$PWD
 CACHE=$(cd ../../.. && pwd)/target/guest-cache
 
-if [ "${1:-build}" = build ]; then
-  CC=powerpc64le-linux-gnu-gcc
+MODE=${1:-build}
+if [ "$MODE" = build ] || [ "$MODE" = bins ]; then
+  CC=${CROSS:-powerpc64le-linux-gnu-}gcc
   FLAGS="-O2 -mcpu=power8 -static -ffile-prefix-map=$HERE=. -Wl,--build-id=none -s"
   # The runner self-test: raw system calls, no libc, integer only.
   $CC $FLAGS -mno-vsx -mno-altivec -ffreestanding -fno-builtin -fno-tree-loop-distribute-patterns \
@@ -20,6 +23,7 @@ if [ "${1:-build}" = build ]; then
   # VMX/VSX: auto-vectorized loops, AltiVec/crypto intrinsics, glibc's POWER8 string routines.
   $CC ${FLAGS/-O2/-O3} -o bin/vector-tests src/vector-tests.c
 fi
+[ "$MODE" = bins ] && exit 0
 
 QEMU="qemu-ppc64le-static -cpu power8"
 grep -v '^\s*\(#\|$\)' cases | while read -r name bin input rest; do
