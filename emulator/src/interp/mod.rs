@@ -13,6 +13,7 @@ mod vector;
 pub use system::{MSR_IMPLEMENTED, events};
 pub use system_step::StepOutcome;
 pub(crate) use fixed::mask64;
+pub(crate) use loadstore::CACHE_BLOCK;
 
 use crate::cpu::{CpuState, Exception, ProgramKind};
 use crate::isa::{Insn, OP_COUNT, Op, decode};

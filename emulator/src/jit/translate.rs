@@ -905,6 +905,30 @@ impl Tx<'_> {
                     self.stop_after_if(stop);
                 }
             }
+            Divw | Divwu | Divd | Divdu => self.divide(op, i),
+            Mulhw | Mulhwu => self.mul_high_word(op, i),
+            Mfocrf | Mtocrf => self.move_cr_field(op, i),
+            Mfspr | Mtspr => {
+                let Some((off, mem, mask)) = self.plain_spr(i.spr(), op == Mtspr) else { return false };
+                self.move_plain_spr(op, rt, off, mem, mask);
+            }
+            Dcbz => self.dcbz(i),
+            // Cache hints have no architectural effect (and never fault).
+            Dcbt | Dcbtst => {}
+            Lhbrx | Lwbrx | Ldbrx => {
+                let ea = self.ea(op, i, false);
+                let v = self.load(ea, info.size as u32, !self.le);
+                self.set(rt as usize, v);
+            }
+            Sthbrx | Stwbrx | Stdbrx => {
+                let ea = self.ea(op, i, false);
+                let v = self.gpr(rt);
+                let stop = self.store(ea, v, info.size as u32, !self.le);
+                if !last {
+                    self.stop_after_if(stop);
+                }
+            }
+            Popcntb | Popcntw | Popcntd | Prtyw | Prtyd | Cmpb => self.bit_lanes(op, i),
             _ => return false,
         }
         true
@@ -917,5 +941,247 @@ fn int_ty(size: u32) -> Type {
         2 => I16,
         4 => I32,
         _ => I64,
+    }
+}
+
+/// Natively translated instructions beyond the core families: divides, high word multiplies,
+/// single CR field moves, plain SPRs, `dcbz`, popcount/parity/`cmpb`. Each computes exactly
+/// what its interpreter function (the reference) leaves in the architectural state.
+impl Tx<'_> {
+    /// The block runs in problem state: `mmu_idx` puts MSR[PR] in bit 0 of the index, and
+    /// MSR[PR] is part of the block key (checked by a test below).
+    fn problem_state(&self) -> bool {
+        self.tlb_idx_read & 1 != 0
+    }
+
+    /// `divw[u]`, `divd[u]` without OE. A zero divisor or INT_MIN / -1 leaves the dividend
+    /// in RT (interp `div_result`): dividing by one instead gives exactly that, without a
+    /// host trap.
+    fn divide(&mut self, op: Op, i: Insn) {
+        let (a, b) = (self.gpr(i.ra()), self.gpr(i.rb()));
+        let word = matches!(op, Op::Divw | Op::Divwu);
+        let signed = matches!(op, Op::Divw | Op::Divd);
+        let (a, b) = if word { (self.b.ins().ireduce(I32, a), self.b.ins().ireduce(I32, b)) } else { (a, b) };
+        let ty = if word { I32 } else { I64 };
+        let mut undefined = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+        if signed {
+            let min = if word { i32::MIN as i64 } else { i64::MIN };
+            let a_min = self.b.ins().icmp_imm_s(IntCC::Equal, a, min);
+            let b_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+            let ovf = self.b.ins().band(a_min, b_m1);
+            undefined = self.b.ins().bor(undefined, ovf);
+        }
+        let one = self.b.ins().iconst(ty, 1);
+        let d = self.b.ins().select(undefined, one, b);
+        let q = if signed { self.b.ins().sdiv(a, d) } else { self.b.ins().udiv(a, d) };
+        // Word quotients are zero-extended (interp: `q as u32 as u64`).
+        let v = if word { self.b.ins().uextend(I64, q) } else { q };
+        self.set_rc(i, i.rt(), v);
+    }
+
+    /// `mulhw`, `mulhwu`: the high word of the 64-bit product, zero-extended.
+    fn mul_high_word(&mut self, op: Op, i: Insn) {
+        let (a, b) = (self.gpr(i.ra()), self.gpr(i.rb()));
+        let ext = |t: &mut Self, x: Value| {
+            let x = t.b.ins().ireduce(I32, x);
+            if op == Op::Mulhw { t.b.ins().sextend(I64, x) } else { t.b.ins().uextend(I64, x) }
+        };
+        let (a, b) = (ext(self, a), ext(self, b));
+        let p = self.b.ins().imul(a, b);
+        let v = self.b.ins().ushr_imm_s(p, 32);
+        self.set_rc(i, i.rt(), v);
+    }
+
+    /// `mfocrf`/`mtocrf`: one field selected moves it (`mfocrf` zeroes the rest of RT);
+    /// any other FXM leaves everything as it was, as the interpreter does.
+    fn move_cr_field(&mut self, op: Op, i: Insn) {
+        let fxm = i.fxm();
+        if fxm.count_ones() != 1 {
+            return;
+        }
+        let m = 0xf000_0000_u32 >> (4 * fxm.leading_zeros().saturating_sub(24));
+        if op == Op::Mfocrf {
+            let cr = self.get(CR);
+            let f = self.b.ins().band_imm_s(cr, m as i64);
+            let v = self.b.ins().uextend(I64, f);
+            self.set(i.rt() as usize, v);
+        } else {
+            let s = self.gpr(i.rs());
+            let s = self.b.ins().ireduce(I32, s);
+            let s = self.b.ins().band_imm_s(s, m as i64);
+            let cr = self.get(CR);
+            let cr = self.b.ins().band_imm_s(cr, (!m) as i64);
+            let cr = self.b.ins().bor(cr, s);
+            self.set(CR, cr);
+        }
+    }
+
+    /// SPRs that are one plain `CpuState` field for `mfspr` (`write` false) or `mtspr` in
+    /// this privilege state: (offset from `cpu`, memory type, mask applied on write). `None`
+    /// leaves the instruction to the interpreter (privileged in problem state, composed
+    /// registers such as XER, side effects such as DEC, and everything else).
+    fn plain_spr(&self, n: u32, write: bool) -> Option<(i32, Type, u64)> {
+        use crate::cpu::spr;
+        // Book III-S: numbers with 0x10 set are privileged (interp `spr_privileged`).
+        if n & 0x10 != 0 && self.problem_state() {
+            return None;
+        }
+        let f = |o: usize| ST + o as i32;
+        let sprg = |k: u32| f(offset_of!(CpuState, sprg) + 8 * k as usize);
+        Some(match n {
+            spr::SRR0 => (f(offset_of!(CpuState, srr0)), I64, u64::MAX),
+            spr::SRR1 => (f(offset_of!(CpuState, srr1)), I64, u64::MAX),
+            spr::DAR => (f(offset_of!(CpuState, dar)), I64, u64::MAX),
+            spr::DSISR => (f(offset_of!(CpuState, dsisr)), I64, 0xffff_ffff),
+            spr::SPRG0..=spr::SPRG3 => (sprg(n - spr::SPRG0), I64, u64::MAX),
+            // The problem-state alias of SPRG3 reads only.
+            spr::SPRG3_USER if !write => (sprg(3), I64, u64::MAX),
+            spr::TAR => (f(offset_of!(CpuState, tar)), I64, u64::MAX),
+            _ => return None,
+        })
+    }
+
+    fn move_plain_spr(&mut self, op: Op, r: u32, off: i32, mem: Type, mask: u64) {
+        debug_assert_eq!(mem, I64);
+        if op == Op::Mfspr {
+            let v = self.b.ins().load(mem, flags(), self.cpu, off);
+            self.set(r as usize, v);
+        } else {
+            let v = self.gpr(r);
+            let v = if mask != u64::MAX { self.b.ins().band_imm_s(v, mask as i64) } else { v };
+            self.b.ins().store(flags(), v, self.cpu, off);
+        }
+    }
+
+    /// `dcbz`: zeroes the aligned cache block through the TLB's fast write entry (RAM, not
+    /// watched for translated code, so the block goes on); anything else runs the
+    /// interpreter's `dcbz` at run time (faults, MMIO, TLB misses, watched pages).
+    fn dcbz(&mut self, i: Insn) {
+        use crate::interp::CACHE_BLOCK;
+        let base = self.gpr0(i.ra());
+        let b = self.gpr(i.rb());
+        let ea = self.b.ins().iadd(base, b);
+        let ea = self.b.ins().band_imm_s(ea, !(CACHE_BLOCK as i64 - 1));
+        let ent = self.tlb_entry(ea);
+        let tbase = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
+        let tag = self.b.ins().load(I64, flags(), ent, tbase + offset_of!(TlbEntry, write) as i32);
+        // The block is aligned and smaller than a page: it lies in the page of its first byte.
+        let hit = self.tag_hit(ea, tag, 1);
+        let (hb, mb, merge) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(hit, hb, &[], mb, &[]);
+
+        self.b.switch_to_block(hb);
+        let add = self.b.ins().load(I64, flags(), ent, tbase + offset_of!(TlbEntry, addend) as i32);
+        let host = self.b.ins().iadd(ea, add);
+        let zero = self.iconst(0);
+        // Doublewords, as the interpreter stores them (each one atomic for other vCPUs).
+        for k in 0..(CACHE_BLOCK / 8) as i32 {
+            self.b.ins().store(flags(), zero, host, 8 * k);
+        }
+        self.b.ins().jump(merge, &[]);
+
+        self.b.switch_to_block(mb);
+        self.interp_in_place(Op::Dcbz, i.0);
+        self.b.ins().jump(merge, &[]);
+
+        self.b.switch_to_block(merge);
+    }
+
+    /// Runs one instruction in the interpreter on a side path of the block, for an
+    /// instruction that changes no cached register (it may write memory and fault): the
+    /// registers are written back but stay cached and dirty; the block stops when the helper
+    /// says so (exception, or translated code written).
+    fn interp_in_place(&mut self, op: Op, word: u32) {
+        self.writeback();
+        let pc = self.iconst(self.pc as i64);
+        self.b.ins().store(flags(), pc, self.cpu, ST + offset_of!(CpuState, pc) as i32);
+        let f = self.iconst(helpers::interp as *const () as i64);
+        let w = self.b.ins().iconst(I32, word as i64);
+        let o = self.b.ins().iconst(I32, op as i64);
+        let call = self.b.ins().call_indirect(self.sig_interp, f, &[self.cpu, self.ctx, w, o]);
+        let r = self.b.inst_results(call)[0];
+        let n = self.n as i64;
+        self.exit_if(r, |t| {
+            // As in `fallback`: STOP_FAULT retires nothing more, STOP_AFTER this instruction.
+            let r64 = t.b.ins().uextend(I64, r);
+            let retired = t.b.ins().iadd_imm_s(r64, n - 1);
+            t.b.ins().return_(&[retired]);
+        });
+    }
+
+    /// `popcntb/w/d`, `prtyw/d`, `cmpb` (no Rc: the bit is reserved).
+    fn bit_lanes(&mut self, op: Op, i: Insn) {
+        const B01: i64 = 0x0101_0101_0101_0101;
+        let s = self.gpr(i.rs());
+        let v = match op {
+            Op::Popcntd => self.b.ins().popcnt(s),
+            Op::Popcntw => {
+                let lo = self.b.ins().band_imm_s(s, 0xffff_ffff);
+                let lo = self.b.ins().popcnt(lo);
+                let hi = self.b.ins().ushr_imm_s(s, 32);
+                let hi = self.b.ins().popcnt(hi);
+                let hi = self.b.ins().ishl_imm_s(hi, 32);
+                self.b.ins().bor(lo, hi)
+            }
+            Op::Popcntb => {
+                // Bit counts per byte (no carry ever crosses a byte).
+                let x = self.b.ins().ushr_imm_s(s, 1);
+                let x = self.b.ins().band_imm_s(x, 0x5555_5555_5555_5555);
+                let x = self.b.ins().isub(s, x);
+                let lo = self.b.ins().band_imm_s(x, 0x3333_3333_3333_3333);
+                let hi = self.b.ins().ushr_imm_s(x, 2);
+                let hi = self.b.ins().band_imm_s(hi, 0x3333_3333_3333_3333);
+                let x = self.b.ins().iadd(lo, hi);
+                let y = self.b.ins().ushr_imm_s(x, 4);
+                let x = self.b.ins().iadd(x, y);
+                self.b.ins().band_imm_s(x, 0x0f0f_0f0f_0f0f_0f0f)
+            }
+            Op::Prtyd => {
+                let x = self.b.ins().band_imm_s(s, B01);
+                let x = self.b.ins().popcnt(x);
+                self.b.ins().band_imm_s(x, 1)
+            }
+            Op::Prtyw => {
+                let lo = self.b.ins().band_imm_s(s, 0x0101_0101);
+                let lo = self.b.ins().popcnt(lo);
+                let lo = self.b.ins().band_imm_s(lo, 1);
+                let hi = self.b.ins().band_imm_s(s, 0x0101_0101 << 32);
+                let hi = self.b.ins().popcnt(hi);
+                let hi = self.b.ins().band_imm_s(hi, 1);
+                let hi = self.b.ins().ishl_imm_s(hi, 32);
+                self.b.ins().bor(lo, hi)
+            }
+            _ => {
+                // cmpb: 0xff in each byte where RS and RB agree. Bit 7 of t is set in each
+                // byte of x that is not zero (the low 7 bits cannot carry out of the byte).
+                let b = self.gpr(i.rb());
+                let x = self.b.ins().bxor(s, b);
+                let t = self.b.ins().band_imm_s(x, 0x7f7f_7f7f_7f7f_7f7f);
+                let t = self.b.ins().iadd_imm_s(t, 0x7f7f_7f7f_7f7f_7f7f);
+                let t = self.b.ins().bor(t, x);
+                let t = self.b.ins().ushr_imm_s(t, 7);
+                let nz = self.b.ins().band_imm_s(t, B01);
+                let ones = self.b.ins().imul_imm_s(nz, 0xff);
+                self.b.ins().bnot(ones)
+            }
+        };
+        self.set(i.ra() as usize, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cpu::msr;
+    use crate::softmmu::{Access, mmu_idx};
+
+    /// `Tx::problem_state` reads MSR[PR] from the data MMU index.
+    #[test]
+    fn mmu_index_bit_0_is_problem_state() {
+        for m in [0, msr::DR, msr::IR | msr::DR, msr::SF | msr::LE] {
+            for a in [Access::Read, Access::Write] {
+                assert_eq!(mmu_idx(m, a) & 1, 0);
+                assert_eq!(mmu_idx(m | msr::PR, a) & 1, 1);
+            }
+        }
     }
 }
