@@ -12,7 +12,7 @@ fn bench(crit: &mut Criterion) {
     let load = |jit: bool| {
         let mut r = ppc64emu::user::Runner::new(&image, &exe, &argv, &[]).expect("load sys");
         if jit {
-            r.enable_jit(false);
+            r.enable_jit(false, None);
         }
         r
     };

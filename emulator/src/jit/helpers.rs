@@ -21,11 +21,17 @@ pub unsafe extern "C" fn interp(cpu: *mut Cpu, ctx: *mut JitCtx, word: u32, op: 
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.fallbacks[op as usize] += 1;
     let generation = ctx.shared.generation();
+    let flushes = tlb_flushes(cpu);
     cpu.nia = cpu.mask_ea(cpu.st.pc.wrapping_add(4));
     match DISPATCH[op as usize](cpu, Insn(word)) {
         Ok(()) => {
             cpu.st.pc = cpu.nia;
-            if cpu.events != 0 || ctx.shared.generation() != generation { STOP_AFTER } else { CONTINUE }
+            // A TLB flush makes the jump cache stale: the run loop must sync it.
+            if cpu.events != 0 || ctx.shared.generation() != generation || tlb_flushes(cpu) != flushes {
+                STOP_AFTER
+            } else {
+                CONTINUE
+            }
         }
         Err(e @ Exception::SystemCall { .. }) => {
             cpu.st.pc = cpu.nia;
@@ -37,6 +43,11 @@ pub unsafe extern "C" fn interp(cpu: *mut Cpu, ctx: *mut JitCtx, word: u32, op: 
             STOP_FAULT
         }
     }
+}
+
+fn tlb_flushes(cpu: &Cpu) -> u64 {
+    let t = &cpu.mmu.tlb.counters;
+    t.full_flushes + t.page_flushes
 }
 
 /// TLB miss, unaligned, page-crossing or device load of `size` bytes (`le`: byte order).

@@ -12,6 +12,12 @@
 //! MSR bits that change translation). Each vCPU translates into its own `JITModule`: modules
 //! are not `Sync`, and one shared module would be a global translation lock.
 //!
+//! Tiering: a block runs in the interpreter until it has executed `threshold` times, and is
+//! translated then. A Cranelift translation costs about as much as interpreting a typical
+//! block a few thousand times, and most blocks of a guest run far fewer times than that
+//! (boot, process set-up), so translating everything on first sight spends most of a short
+//! run in the code generator. Counting first bounds the waste either way.
+//!
 //! Invalidation: the JIT wraps the vCPU's address space ([`JitSpace`]) so that pages holding
 //! translated code are mapped with `watch_writes`; a store to such a page (or `icbi`) drops the
 //! blocks it overlaps in the shared map and bumps a generation every vCPU checks between blocks.
@@ -31,16 +37,20 @@ use cranelift_module::Module;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Longest block, in instructions (bounds translation time and kick latency).
 pub const MAX_BLOCK_INSNS: usize = 64;
 
+/// Interpreted executions of a block before it is translated (`--jit-threshold`).
+pub const DEFAULT_THRESHOLD: u32 = 500;
+
 /// MSR bits that change how a block is translated.
 pub const KEY_MSR_BITS: u64 = msr::LE | msr::IR | msr::DR | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::SF;
 
-/// Entry point of a translated block: returns the number of guest instructions retired.
-pub type BlockFn = unsafe extern "C" fn(*mut Cpu, *mut JitCtx) -> u64;
+/// The entry trampoline of a module: runs the block (and those it chains to) with these
+/// pointers; instructions retired are added to `JitCtx::retired`.
+type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
 
 /// Identity of a translation: same guest code under the same translation-relevant MSR bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -159,9 +169,26 @@ impl JitShared {
     }
 }
 
+/// Never set: the kick flag and interrupt lines of a vCPU no machine watches (user mode).
+static NO_KICK: AtomicBool = AtomicBool::new(false);
+static NO_IRQ: AtomicU32 = AtomicU32::new(0);
+
 /// What translated code shares with its helpers; one per vCPU.
 #[repr(C)]
 pub struct JitCtx {
+    /// Instructions retired by the blocks of the current run-loop call.
+    pub retired: u64,
+    /// Chaining stops once `retired` reaches this.
+    pub budget: u64,
+    /// The vCPU's jump cache (`JC_SIZE` entries).
+    pub jc: *const JcEntry,
+    /// The machine's kick flag for this vCPU: set, the next block exit returns.
+    pub kick: *const AtomicBool,
+    /// Pending interrupt lines: non-zero with MSR[EE] set, the next block exit returns.
+    pub irq: *const AtomicU32,
+    /// `JitShared::generation`, and the value the jump cache was last synced with.
+    pub generation: *const AtomicU64,
+    pub seen_generation: u64,
     /// Set by a memory helper when the access faulted (`exc` holds why).
     pub fault: u32,
     pub exc: Option<Exception>,
@@ -172,6 +199,10 @@ pub struct JitCtx {
     pub slow_mem: u64,
 }
 
+// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it) and to atomics
+// that outlive it (`watch`'s contract, `JitShared` kept alive by `shared`).
+unsafe impl Send for JitCtx {}
+
 /// Counters of one vCPU's JIT (run report).
 #[derive(Clone, Debug, Default)]
 pub struct JitCounters {
@@ -181,16 +212,21 @@ pub struct JitCounters {
     pub map_hits: u64,
     pub code_bytes: u64,
     pub translate_ns: u64,
+    /// Blocks run in the interpreter because they were not hot yet.
+    pub cold_blocks: u64,
+    pub cold_instructions: u64,
 }
 
+/// Jump cache entry; read by translated code (`repr(C)`).
 #[derive(Clone, Copy)]
-struct JcEntry {
-    pc: u64,
-    flags: u64,
-    f: usize,
+#[repr(C)]
+pub struct JcEntry {
+    pub pc: u64,
+    pub flags: u64,
+    pub f: usize,
 }
 
-const JC_SIZE: usize = 4096;
+pub(crate) const JC_SIZE: usize = 4096;
 const JC_EMPTY: JcEntry = JcEntry { pc: 1, flags: 0, f: 0 };
 
 /// Code bytes after which a vCPU's module is retired and the cache flushed.
@@ -203,9 +239,15 @@ pub struct Jit {
     cl_ctx: cranelift_codegen::Context,
     fb_ctx: cranelift_frontend::FunctionBuilderContext,
     jc: Box<[JcEntry]>,
-    seen_generation: u64,
+    /// Entry trampoline and dispatcher of the current module.
+    trampoline: Trampoline,
+    pub(crate) dispatcher: usize,
     seen_tlb_flushes: u64,
     pub counters: JitCounters,
+    /// Interpreted executions of a block before it is translated; 0 translates at once.
+    pub threshold: u32,
+    /// Executions so far of blocks not translated yet.
+    cold: HashMap<BlockKey, u32>,
     /// Log each translated block with its disassembly to stderr.
     pub trace: bool,
     /// This vCPU may flush the shared code cache by itself when its module is full (one
@@ -221,6 +263,9 @@ pub struct JitReport {
     pub cache_flushes: u64,
     pub code_bytes: u64,
     pub translate_ms: f64,
+    /// Blocks (and their instructions) run in the interpreter before they were hot.
+    pub cold_blocks: u64,
+    pub cold_instructions: u64,
     pub jump_cache_hits: u64,
     pub block_map_hits: u64,
     pub slow_memory_accesses: u64,
@@ -229,14 +274,27 @@ pub struct JitReport {
     pub fallbacks: Vec<(String, u64)>,
 }
 
+/// The trampoline and the dispatcher of a new module.
+fn entry_points(module: &mut JITModule) -> (Trampoline, usize) {
+    let f = translate::compile_trampoline(module);
+    // SAFETY: compiled with exactly this signature.
+    let t = unsafe { std::mem::transmute::<usize, Trampoline>(f) };
+    (t, translate::compile_dispatcher(module))
+}
+
 fn new_module() -> JITModule {
     use cranelift_codegen::settings::{self, Configurable};
     let mut flags = settings::builder();
     flags.set("use_colocated_libcalls", "false").expect("flag");
     flags.set("is_pic", "false").expect("flag");
+    // Cranelift's x86-64 tail calls (block chaining) rely on frame pointers.
+    flags.set("preserve_frame_pointers", "true").expect("flag");
     // Experiment knobs while the translation cost is being tuned (see the report of issue 7).
     let opt = std::env::var("PPC64EMU_JIT_OPT").unwrap_or_else(|_| "speed".into());
     flags.set("opt_level", if opt == "none" { "none" } else { "speed" }).expect("flag");
+    if let Ok(ra) = std::env::var("PPC64EMU_JIT_REGALLOC") {
+        flags.set("regalloc_algorithm", &ra).expect("regalloc_algorithm");
+    }
     if !cfg!(debug_assertions) || std::env::var_os("PPC64EMU_JIT_NOVERIFY").is_some() {
         flags.set("enable_verifier", "false").expect("flag");
     }
@@ -266,17 +324,36 @@ impl Jit {
         cpu.mmu.space = Box::new(JitSpace { inner, shared: shared.clone() });
         // Pages marked before this vCPU existed must not have fast write entries.
         cpu.mmu.tlb.flush_all();
-        let module = new_module();
+        let mut module = new_module();
+        let (trampoline, dispatcher) = entry_points(&mut module);
         let cl_ctx = module.make_context();
+        let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
+        let ctx = JitCtx {
+            retired: 0,
+            budget: 0,
+            jc: jc.as_ptr(),
+            kick: &NO_KICK,
+            irq: &NO_IRQ,
+            generation: &shared.generation,
+            seen_generation: 0,
+            fault: 0,
+            exc: None,
+            shared,
+            fallbacks: Box::new([0; OP_COUNT]),
+            slow_mem: 0,
+        };
         Self {
-            ctx: Box::new(JitCtx { fault: 0, exc: None, shared, fallbacks: Box::new([0; OP_COUNT]), slow_mem: 0 }),
+            ctx: Box::new(ctx),
             module,
             cl_ctx,
             fb_ctx: cranelift_frontend::FunctionBuilderContext::new(),
-            jc: vec![JC_EMPTY; JC_SIZE].into_boxed_slice(),
-            seen_generation: 0,
+            jc,
+            trampoline,
+            dispatcher,
             seen_tlb_flushes: u64::MAX,
             counters: JitCounters::default(),
+            threshold: DEFAULT_THRESHOLD,
+            cold: HashMap::new(),
             trace: false,
             self_flush: true,
         }
@@ -286,28 +363,39 @@ impl Jit {
         &self.ctx.shared
     }
 
+    /// Makes chained blocks return to the run loop when `kick` is set or an interrupt line
+    /// of `irq` is pending with MSR[EE] set (the checks the run loop's `stop` makes).
+    ///
+    /// # Safety
+    /// Both must outlive every later `run` of this JIT.
+    pub unsafe fn watch(&mut self, kick: *const AtomicBool, irq: *const AtomicU32) {
+        self.ctx.kick = kick;
+        self.ctx.irq = irq;
+    }
+
     /// Clears the jump cache when blocks were dropped or this vCPU's TLB was flushed.
     #[inline]
     fn sync_jump_cache(&mut self, cpu: &Cpu) {
         let g = self.ctx.shared.generation();
         let t = &cpu.mmu.tlb.counters;
         let flushes = t.full_flushes + t.page_flushes;
-        if g != self.seen_generation || flushes != self.seen_tlb_flushes {
+        if g != self.ctx.seen_generation || flushes != self.seen_tlb_flushes {
             self.jc.fill(JC_EMPTY);
-            self.seen_generation = g;
+            self.ctx.seen_generation = g;
             self.seen_tlb_flushes = flushes;
         }
     }
 
-    /// The block for the current PC: jump cache, shared map, or a new translation.
-    fn lookup(&mut self, cpu: &mut Cpu) -> Result<BlockFn, Exception> {
+    /// The block for the current PC: jump cache, shared map, or a new translation; `None`
+    /// while the block is not hot yet.
+    fn lookup(&mut self, cpu: &mut Cpu) -> Result<Option<usize>, Exception> {
         let pc = cpu.st.pc;
         let flags = cpu.st.msr & KEY_MSR_BITS;
         let slot = (pc >> 2) as usize & (JC_SIZE - 1);
         let e = self.jc[slot];
         if e.pc == pc && e.flags == flags {
             self.counters.jump_cache_hits += 1;
-            return Ok(unsafe { std::mem::transmute::<usize, BlockFn>(e.f) });
+            return Ok(Some(e.f));
         }
         // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
         cpu.mmu.fetch(&cpu.st, pc)?;
@@ -319,12 +407,22 @@ impl Jit {
                 self.counters.map_hits += 1;
                 f
             }
-            None => self.translate(cpu, key)?,
+            None => {
+                if host != 0 && self.threshold > 0 {
+                    let n = self.cold.entry(key).or_insert(0);
+                    *n += 1;
+                    if *n < self.threshold {
+                        return Ok(None);
+                    }
+                    self.cold.remove(&key);
+                }
+                self.translate(cpu, key)?
+            }
         };
         if host != 0 {
             self.jc[slot] = JcEntry { pc, flags, f };
         }
-        Ok(unsafe { std::mem::transmute::<usize, BlockFn>(f) })
+        Ok(Some(f))
     }
 
     fn translate(&mut self, cpu: &mut Cpu, key: BlockKey) -> Result<usize, Exception> {
@@ -356,7 +454,10 @@ impl Jit {
     pub fn flush_own(&mut self) {
         self.ctx.shared.flush();
         self.jc.fill(JC_EMPTY);
-        let old = std::mem::replace(&mut self.module, new_module());
+        self.cold.clear();
+        let mut module = new_module();
+        (self.trampoline, self.dispatcher) = entry_points(&mut module);
+        let old = std::mem::replace(&mut self.module, module);
         // SAFETY: no block of the old module is reachable any more (map and jump cache empty).
         unsafe { old.free_memory() };
         self.counters.code_bytes = 0;
@@ -369,18 +470,48 @@ impl Jit {
         let mut done = 0u64;
         loop {
             self.sync_jump_cache(cpu);
-            let f = self.lookup(cpu)?;
-            // SAFETY: `f` is a finalized block of a live module; it takes these two pointers.
-            let n = unsafe { f(cpu, &mut *self.ctx) };
-            cpu.counters.instructions += n;
+            let n = match self.lookup(cpu)? {
+                Some(f) => {
+                    self.ctx.retired = 0;
+                    self.ctx.budget = max.saturating_sub(done);
+                    // SAFETY: `f` is a finalized block of a live module, the trampoline calls
+                    // it with these two pointers; the blocks it chains to are live as well.
+                    unsafe { (self.trampoline)(cpu, &mut *self.ctx, f) };
+                    let n = self.ctx.retired;
+                    cpu.counters.instructions += n;
+                    n
+                }
+                None => self.interpret_block(cpu)?,
+            };
             done += n;
             if let Some(e) = self.ctx.exc.take() {
+                self.ctx.fault = 0;
                 return Err(e);
             }
             if cpu.events != 0 || done >= max || stop(cpu) {
                 return Ok(());
             }
         }
+    }
+
+    /// Runs the block at the PC in the interpreter, with the same block ends as a
+    /// translation; returns the instructions retired.
+    fn interpret_block(&mut self, cpu: &mut Cpu) -> Result<u64, Exception> {
+        let start = cpu.counters.instructions;
+        self.counters.cold_blocks += 1;
+        let r = (|| {
+            for _ in 0..MAX_BLOCK_INSNS {
+                let pc = cpu.st.pc;
+                cpu.step()?;
+                if cpu.events != 0 || cpu.st.pc != pc.wrapping_add(4) || cpu.st.pc & !PAGE_MASK == 0 {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        let n = cpu.counters.instructions - start;
+        self.counters.cold_instructions += n;
+        r.map(|()| n)
     }
 
     pub fn report(&self) -> JitReport {
@@ -390,6 +521,8 @@ impl Jit {
             cache_flushes: c.cache_flushes,
             code_bytes: c.code_bytes,
             translate_ms: c.translate_ns as f64 / 1e6,
+            cold_blocks: c.cold_blocks,
+            cold_instructions: c.cold_instructions,
             jump_cache_hits: c.jump_cache_hits,
             block_map_hits: c.map_hits,
             slow_memory_accesses: self.ctx.slow_mem,

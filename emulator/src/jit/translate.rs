@@ -1,16 +1,24 @@
-//! Guest block → Cranelift IR. Registers live in `Variable`s within the block (loaded on
-//! first use, written back at exits and before interpreter calls); the hot integer, branch,
-//! CR, rotate/shift and load/store instructions are translated natively, the rest calls the
+//! Guest block → Cranelift IR. Registers live in `Variable`s within the block: loaded on
+//! first use and stored through on every write, so that an exit (a fault, a stop, a branch)
+//! is one jump to a shared exit block instead of a copy of the register write-back; the
+//! stores cost about what a write-back at the end would. The hot integer, branch, CR,
+//! rotate/shift and load/store instructions are translated natively, the rest calls the
 //! interpreter. Loads and stores inline the TLB hit path.
+//!
+//! Blocks use the `tail` calling convention and chain: the shared `chain` exit looks the next
+//! PC up in the vCPU's jump cache and tail-calls the block it finds, after checking what the
+//! run loop would check between blocks (events, a kick, a deliverable interrupt, blocks
+//! dropped, the instruction budget). Anything else returns to the run loop.
 
-use super::{BlockKey, Jit, MAX_BLOCK_INSNS, helpers};
+use super::{BlockKey, JC_SIZE, JcEntry, Jit, JitCtx, MAX_BLOCK_INSNS, helpers};
 use crate::cpu::{CpuState, Exception, msr};
 use crate::interp::Cpu;
 use crate::isa::{InsnFlags, Insn, Op, Operand, decode};
 use crate::softmmu::{Access, PAGE_MASK, Tlb, TlbEntry, mmu_idx};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
-use cranelift_codegen::ir::{AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value};
+use cranelift_codegen::ir::{AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value};
+use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_module::Module;
 use core::mem::offset_of;
@@ -64,7 +72,8 @@ const TLB_TABLE: i32 = (offset_of!(Cpu, mmu) + offset_of!(crate::softmmu::SoftMm
 const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
 /// Entries per MMU index of `Tlb::table` (checked by a test).
 pub(super) const TLB_ENTRIES: usize = 256;
-const FAULT: i32 = offset_of!(super::JitCtx, fault) as i32;
+const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
+const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
 
 // Cached registers after the 32 GPRs.
 const CR: usize = 32;
@@ -81,7 +90,6 @@ struct Reg {
     /// Memory type; the variable is I64 except for CR (I32).
     mem: Type,
     loaded: bool,
-    dirty: bool,
 }
 
 fn flags() -> MemFlagsData {
@@ -99,9 +107,136 @@ struct Tx<'a> {
     sig_interp: SigRef,
     sig_load: SigRef,
     sig_store: SigRef,
+    /// Shared exits: `ret(retired)` returns to the run loop, `ret_pc(retired, pc)` stores the
+    /// PC first, `chain(retired, pc)` goes on to the next block when it can.
+    ret: Block,
+    ret_pc: Block,
+    chain: Block,
     /// Index of the instruction being translated (instructions retired before it).
     n: u64,
     pc: u64,
+}
+
+/// Signature of a translated block: `(cpu, ctx)`, tail calling convention, no result
+/// (instructions retired are added to `JitCtx::retired`).
+pub fn block_signature(ptr: Type) -> cranelift_codegen::ir::Signature {
+    let mut sig = cranelift_codegen::ir::Signature::new(CallConv::Tail);
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig
+}
+
+/// Signature of the dispatcher: `(cpu, ctx, retired, pc, msr key bits)`, tail convention.
+fn dispatch_signature(ptr: Type) -> cranelift_codegen::ir::Signature {
+    let mut sig = block_signature(ptr);
+    sig.params.extend([AbiParam::new(I64), AbiParam::new(I64), AbiParam::new(I64)]);
+    sig
+}
+
+/// Compiles the dispatcher of a module, where every block's `chain` exit goes: it stores the
+/// PC, counts the block's instructions, returns to the run loop for anything the loop must see
+/// (events, a kick, a deliverable interrupt, blocks dropped, the budget spent), else looks the
+/// PC up in the jump cache and tail-calls the block found there.
+pub fn compile_dispatcher(module: &mut cranelift_jit::JITModule) -> usize {
+    let fcfg = module.target_config();
+    let ptr = fcfg.pointer_type();
+    let sig = dispatch_signature(ptr);
+    let id = module.declare_anonymous_function(&sig).expect("declare dispatcher");
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fb = cranelift_frontend::FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fb);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let (cpu, jctx, n, pc, key_flags) = (p[0], p[1], p[2], p[3], p[4]);
+    let sig_block = b.import_signature(block_signature(ptr));
+    let ld = |b: &mut FunctionBuilder, ty: Type, base: Value, off: usize| b.ins().load(ty, flags(), base, off as i32);
+
+    b.ins().store(flags(), pc, cpu, PC);
+    let retired_off = offset_of!(JitCtx, retired);
+    let total = ld(&mut b, I64, jctx, retired_off);
+    let total = b.ins().iadd(total, n);
+    b.ins().store(flags(), total, jctx, retired_off as i32);
+    let budget = ld(&mut b, I64, jctx, offset_of!(JitCtx, budget));
+    let mut stop = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, total, budget);
+    let events = ld(&mut b, I32, cpu, offset_of!(Cpu, events));
+    let kick_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, kick));
+    let kick = ld(&mut b, I8, kick_ptr, 0);
+    let kick = b.ins().uextend(I32, kick);
+    let any = b.ins().bor(events, kick);
+    let any = b.ins().icmp_imm_s(IntCC::NotEqual, any, 0);
+    stop = b.ins().bor(stop, any);
+    let irq_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, irq));
+    let irq = ld(&mut b, I32, irq_ptr, 0);
+    let msr_v = ld(&mut b, I64, cpu, offset_of!(Cpu, st) + offset_of!(CpuState, msr));
+    let ee = b.ins().band_imm_s(msr_v, msr::EE as i64);
+    let ee = b.ins().icmp_imm_s(IntCC::NotEqual, ee, 0);
+    let irq = b.ins().icmp_imm_s(IntCC::NotEqual, irq, 0);
+    let irq = b.ins().band(irq, ee);
+    stop = b.ins().bor(stop, irq);
+    let gen_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, generation));
+    let generation = ld(&mut b, I64, gen_ptr, 0);
+    let seen = ld(&mut b, I64, jctx, offset_of!(JitCtx, seen_generation));
+    let moved = b.ins().icmp(IntCC::NotEqual, generation, seen);
+    stop = b.ins().bor(stop, moved);
+    let (probe, call, out) = (b.create_block(), b.create_block(), b.create_block());
+    b.ins().brif(stop, out, &[], probe, &[]);
+
+    b.switch_to_block(probe);
+    let slot = b.ins().ushr_imm_s(pc, 2);
+    let slot = b.ins().band_imm_s(slot, (JC_SIZE - 1) as i64);
+    let slot = b.ins().imul_imm_s(slot, size_of::<JcEntry>() as i64);
+    let jc = ld(&mut b, I64, jctx, offset_of!(JitCtx, jc));
+    let e = b.ins().iadd(jc, slot);
+    let epc = ld(&mut b, I64, e, offset_of!(JcEntry, pc));
+    let eflags = ld(&mut b, I64, e, offset_of!(JcEntry, flags));
+    let f = ld(&mut b, I64, e, offset_of!(JcEntry, f));
+    let d = b.ins().bxor(epc, pc);
+    let fd = b.ins().bxor(eflags, key_flags);
+    let d = b.ins().bor(d, fd);
+    let hit = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
+    b.ins().brif(hit, call, &[], out, &[]);
+
+    b.switch_to_block(call);
+    b.ins().return_call_indirect(sig_block, f, &[cpu, jctx]);
+
+    b.switch_to_block(out);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(fcfg);
+    module.define_function(id, &mut ctx).expect("compile dispatcher");
+    module.finalize_definitions().expect("finalize dispatcher");
+    module.get_finalized_function(id) as usize
+}
+
+/// Compiles the entry trampoline of a module: `extern "C" fn(cpu, ctx, block)` calls
+/// `block` (Rust cannot call the tail convention).
+pub fn compile_trampoline(module: &mut cranelift_jit::JITModule) -> usize {
+    let fcfg = module.target_config();
+    let ptr = fcfg.pointer_type();
+    let mut sig = module.make_signature();
+    sig.params.extend([AbiParam::new(ptr), AbiParam::new(ptr), AbiParam::new(ptr)]);
+    let id = module.declare_anonymous_function(&sig).expect("declare trampoline");
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fb = cranelift_frontend::FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fb);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let tail = b.import_signature(block_signature(ptr));
+    b.ins().call_indirect(tail, p[2], &[p[0], p[1]]);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(fcfg);
+    module.define_function(id, &mut ctx).expect("compile trampoline");
+    module.finalize_definitions().expect("finalize trampoline");
+    module.get_finalized_function(id) as usize
 }
 
 /// Translates `block` into a function of the vCPU's module.
@@ -109,10 +244,7 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
     let module = &mut jit.module;
     let fcfg = module.target_config();
     let ptr = fcfg.pointer_type();
-    let mut sig = module.make_signature();
-    sig.params.push(AbiParam::new(ptr));
-    sig.params.push(AbiParam::new(ptr));
-    sig.returns.push(AbiParam::new(I64));
+    let sig = block_signature(ptr);
     let id = module.declare_anonymous_function(&sig).expect("declare block");
     jit.cl_ctx.func.signature = sig;
     jit.cl_ctx.func.name = UserFuncName::user(0, id.as_u32());
@@ -141,8 +273,15 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
             _ => (ST + offset_of!(CpuState, ctr) as i32, I64),
         };
         let var = b.declare_var(if mem == I32 { I32 } else { I64 });
-        Reg { var, off, mem, loaded: false, dirty: false }
+        Reg { var, off, mem, loaded: false }
     });
+    let (ret, ret_pc, chain) = (b.create_block(), b.create_block(), b.create_block());
+    b.append_block_param(ret, I64);
+    for blk in [ret_pc, chain] {
+        b.append_block_param(blk, I64);
+        b.append_block_param(blk, I64);
+    }
+    let sig_dispatch = b.import_signature(dispatch_signature(ptr));
     let m = key_flags;
     let mut tx = Tx {
         b,
@@ -155,6 +294,9 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
         sig_interp,
         sig_load,
         sig_store,
+        ret,
+        ret_pc,
+        chain,
         n: 0,
         pc: block.pc,
     };
@@ -171,18 +313,19 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
             tx.fallback(op, w);
         }
     }
-    // Fell off the end (the last instruction was no native branch).
+    // Fell off the end (the last instruction was no native branch): after an interpreter
+    // call the PC is in `CpuState` already.
     let n = block.words.len() as u64;
-    tx.writeback();
-    if !last_fallback {
-        let next = tx.b.ins().iconst(I64, block.pc.wrapping_add(4 * n) as i64);
-        tx.b.ins().store(flags(), next, tx.cpu, ST + offset_of!(CpuState, pc) as i32);
-    }
-    let r = tx.b.ins().iconst(I64, n as i64);
-    tx.b.ins().return_(&[r]);
+    let r = tx.iconst(n as i64);
+    let next = if last_fallback {
+        tx.b.ins().load(I64, flags(), tx.cpu, PC)
+    } else {
+        tx.iconst(block.pc.wrapping_add(4 * n) as i64)
+    };
+    tx.b.ins().jump(tx.chain, &[BlockArg::Value(r), BlockArg::Value(next)]);
+    tx.emit_exits(key_flags, jit.dispatcher, sig_dispatch);
     tx.b.seal_all_blocks();
     tx.b.finalize(fcfg);
-
     module.define_function(id, &mut jit.cl_ctx).map_err(|e| {
         eprintln!("ppc64emu: jit: cannot compile block at {:#x}: {e:?}", block.pc);
         Exception::Program(crate::cpu::ProgramKind::Illegal)
@@ -207,10 +350,13 @@ impl Tx<'_> {
         self.b.use_var(g.var)
     }
 
+    /// Writes a register: the variable for later reads, and `CpuState` at once.
     fn set(&mut self, r: usize, v: Value) {
-        self.b.def_var(self.regs[r].var, v);
+        let g = self.regs[r];
+        self.b.def_var(g.var, v);
         self.regs[r].loaded = true;
-        self.regs[r].dirty = true;
+        let m = if g.mem == I8 { self.b.ins().ireduce(I8, v) } else { v };
+        self.b.ins().store(flags(), m, self.cpu, g.off);
     }
 
     fn gpr(&mut self, r: u32) -> Value {
@@ -222,28 +368,50 @@ impl Tx<'_> {
         if r == 0 { self.b.ins().iconst(I64, 0) } else { self.get(r as usize) }
     }
 
-    /// Stores every dirty register (the cache state is unchanged: used on exit paths).
-    fn writeback(&mut self) {
-        for g in self.regs {
-            if g.dirty {
-                let v = self.b.use_var(g.var);
-                let v = if g.mem == I8 { self.b.ins().ireduce(I8, v) } else { v };
-                self.b.ins().store(flags(), v, self.cpu, g.off);
-            }
-        }
-    }
-
     fn iconst(&mut self, v: i64) -> Value {
         self.b.ins().iconst(I64, v)
     }
 
-    /// Leaves the block: registers written back, `pc` stored when given, `retired` returned.
+    /// Returns to the run loop with `retired` instructions done, storing `pc` when given.
     fn exit(&mut self, retired: Value, pc: Option<Value>) {
-        self.writeback();
-        if let Some(pc) = pc {
-            self.b.ins().store(flags(), pc, self.cpu, ST + offset_of!(CpuState, pc) as i32);
-        }
-        self.b.ins().return_(&[retired]);
+        match pc {
+            Some(pc) => self.b.ins().jump(self.ret_pc, &[BlockArg::Value(retired), BlockArg::Value(pc)]),
+            None => self.b.ins().jump(self.ret, &[BlockArg::Value(retired)]),
+        };
+    }
+
+    /// Leaves the block for `pc` with `retired` instructions done, chaining when it can.
+    fn chain_exit(&mut self, retired: Value, pc: Value) {
+        self.b.ins().jump(self.chain, &[BlockArg::Value(retired), BlockArg::Value(pc)]);
+    }
+
+    fn ctx_load(&mut self, ty: Type, off: usize) -> Value {
+        self.b.ins().load(ty, flags(), self.ctx, off as i32)
+    }
+
+    /// The shared exit blocks (see the module doc).
+    fn emit_exits(&mut self, key_flags: u64, dispatcher: usize, sig_dispatch: SigRef) {
+        let (ret, ret_pc, chain) = (self.ret, self.ret_pc, self.chain);
+        let retired_off = offset_of!(JitCtx, retired);
+
+        self.b.switch_to_block(ret_pc);
+        let (n, pc) = (self.b.block_params(ret_pc)[0], self.b.block_params(ret_pc)[1]);
+        self.b.ins().store(flags(), pc, self.cpu, PC);
+        self.b.ins().jump(ret, &[BlockArg::Value(n)]);
+
+        self.b.switch_to_block(ret);
+        let n = self.b.block_params(ret)[0];
+        let total = self.ctx_load(I64, retired_off);
+        let total = self.b.ins().iadd(total, n);
+        self.b.ins().store(flags(), total, self.ctx, retired_off as i32);
+        self.b.ins().return_(&[]);
+
+        // chain: on to the machine's dispatcher (one per module, shared by all blocks).
+        self.b.switch_to_block(chain);
+        let (n, pc) = (self.b.block_params(chain)[0], self.b.block_params(chain)[1]);
+        let f = self.iconst(dispatcher as i64);
+        let kf = self.iconst(key_flags as i64);
+        self.b.ins().return_call_indirect(sig_dispatch, f, &[self.cpu, self.ctx, n, pc, kf]);
     }
 
     /// Branches to an exit when `cond` holds, then goes on in a new block.
@@ -258,12 +426,8 @@ impl Tx<'_> {
     // --- interpreter fallback ---
 
     fn fallback(&mut self, op: Op, word: u32) {
-        self.writeback();
-        for g in &mut self.regs {
-            g.dirty = false;
-        }
         let pc = self.iconst(self.pc as i64);
-        self.b.ins().store(flags(), pc, self.cpu, ST + offset_of!(CpuState, pc) as i32);
+        self.b.ins().store(flags(), pc, self.cpu, PC);
         let f = self.iconst(helpers::interp as *const () as i64);
         let w = self.b.ins().iconst(I32, word as i64);
         let o = self.b.ins().iconst(I32, op as i64);
@@ -277,7 +441,7 @@ impl Tx<'_> {
             // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
             let r64 = t.b.ins().uextend(I64, r);
             let retired = t.b.ins().iadd_imm_s(r64, n - 1);
-            t.b.ins().return_(&[retired]);
+            t.exit(retired, None);
         });
     }
 
@@ -302,10 +466,13 @@ impl Tx<'_> {
         self.b.ins().icmp_imm_s(IntCC::Equal, d, 0)
     }
 
-    fn fault_exit(&mut self) {
+    /// Branches to the fault exit (the current instruction did not retire) when `fault` is
+    /// non-zero, else to `merge` with `v`.
+    fn fault_or_merge(&mut self, fault: Value, merge: Block, v: Value) {
         let n = self.iconst(self.n as i64);
         let pc = self.iconst(self.pc as i64);
-        self.exit(n, Some(pc));
+        let out = [BlockArg::Value(n), BlockArg::Value(pc)];
+        self.b.ins().brif(fault, self.ret_pc, &out, merge, &[BlockArg::Value(v)]);
     }
 
     /// Loads `size` bytes at `ea` in guest order; the value is zero-extended to I64.
@@ -333,15 +500,9 @@ impl Tx<'_> {
         let l = self.b.ins().iconst(I32, le as i64);
         let call = self.b.ins().call_indirect(self.sig_load, f, &[self.cpu, self.ctx, ea, sz, l]);
         let v = self.b.inst_results(call)[0];
+        // The run loop clears `fault` when it takes the exception.
         let fault = self.b.ins().load(I32, flags(), self.ctx, FAULT);
-        let (fb, ok) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().brif(fault, fb, &[], ok, &[]);
-        self.b.switch_to_block(fb);
-        let zero = self.b.ins().iconst(I32, 0);
-        self.b.ins().store(flags(), zero, self.ctx, FAULT);
-        self.fault_exit();
-        self.b.switch_to_block(ok);
-        self.b.ins().jump(merge, &[BlockArg::Value(v)]);
+        self.fault_or_merge(fault, merge, v);
 
         self.b.switch_to_block(merge);
         out
@@ -375,12 +536,7 @@ impl Tx<'_> {
         let call = self.b.ins().call_indirect(self.sig_store, f, &[self.cpu, self.ctx, ea, val, sz, l]);
         let r = self.b.inst_results(call)[0];
         let is_fault = self.b.ins().icmp_imm_s(IntCC::Equal, r, helpers::STOP_FAULT as i64);
-        let (fb, ok) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().brif(is_fault, fb, &[], ok, &[]);
-        self.b.switch_to_block(fb);
-        self.fault_exit();
-        self.b.switch_to_block(ok);
-        self.b.ins().jump(merge, &[BlockArg::Value(r)]);
+        self.fault_or_merge(is_fault, merge, r);
 
         self.b.switch_to_block(merge);
         out
@@ -482,7 +638,7 @@ impl Tx<'_> {
             None => target,
         };
         let r = self.iconst(self.n as i64 + 1);
-        self.exit(r, Some(nia));
+        self.chain_exit(r, nia);
         // Anything after is unreachable; give the builder a block to finish in.
         let dead = self.b.create_block();
         self.b.switch_to_block(dead);

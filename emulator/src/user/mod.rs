@@ -30,6 +30,8 @@ pub struct Options {
     pub interp: bool,
     /// Log translated blocks with their disassembly (`--trace`).
     pub trace: bool,
+    /// `--jit-threshold`; `None` keeps the JIT's default.
+    pub jit_threshold: Option<u32>,
 }
 
 /// How a guest run ended.
@@ -69,9 +71,10 @@ impl Runner {
     }
 
     /// Runs the program translated (`--accel jit`).
-    pub fn enable_jit(&mut self, trace: bool) {
+    pub fn enable_jit(&mut self, trace: bool, threshold: Option<u32>) {
         let mut jit = crate::jit::Jit::attach(&mut self.cpu, crate::jit::JitShared::new());
         jit.trace = trace;
+        jit.threshold = threshold.unwrap_or(jit.threshold);
         // Code changed by system calls or unmapping bypasses the JIT's store watch.
         let shared = jit.shared().clone();
         self.process.mem.lock().code_hook = Some(Box::new(move |addr, len| shared.code_written(addr, len)));
@@ -161,7 +164,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     let mut runner = Runner::new(&image, exe, &argv, &envp).map_err(|e| (126, e))?;
     runner.process.strace = opts.strace;
     if !opts.interp {
-        runner.enable_jit(opts.trace);
+        runner.enable_jit(opts.trace, opts.jit_threshold);
     }
     let out = runner.run();
     if opts.stats {
@@ -189,7 +192,9 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     Ok(out)
 }
 
-const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--trace] ELF [ARGS...]";
+const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-threshold N] [--trace] ELF [ARGS...]
+  --jit-threshold N   run a block N times in the interpreter before translating it
+                      (default 500; 0 translates every block on first execution)";
 
 /// Entry of `ppc64emu user ELF [ARGS…]`; returns the process exit status.
 pub fn main(args: &[String]) -> i32 {
@@ -202,6 +207,16 @@ pub fn main(args: &[String]) -> i32 {
             Some("--strace") => opts.strace = true,
             Some("--stats") => opts.stats = true,
             Some("--trace") => opts.trace = true,
+            Some("--jit-threshold") => {
+                k += 1;
+                match raw.get(k).and_then(|a| a.to_str()).and_then(|a| a.parse().ok()) {
+                    Some(n) => opts.jit_threshold = Some(n),
+                    None => {
+                        eprintln!("ppc64emu user: --jit-threshold takes a count (0 = translate at once)\n{USAGE}");
+                        return 2;
+                    }
+                }
+            }
             Some("--accel") => {
                 k += 1;
                 match raw.get(k).and_then(|a| a.to_str()) {

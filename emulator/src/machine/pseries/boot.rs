@@ -491,6 +491,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
     let pin = config.pin == PinMode::Compact && n <= host_cores;
     let t0 = Instant::now();
     let jit_shared = (config.accel == AccelMode::Jit).then(crate::jit::JitShared::new);
+    let jit_threshold = config.jit_threshold;
     let jit_trace = std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "jit"));
 
     let vcpu_threads: Vec<_> = (0..n)
@@ -519,6 +520,9 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         // Flushing the code cache of several vCPUs needs an exclusive section.
                         j.self_flush = n == 1;
                         j.trace = jit_trace;
+                        j.threshold = jit_threshold;
+                        // SAFETY: `accel` outlives this thread's JIT (both live until the thread ends).
+                        unsafe { j.watch(&accel.vcpus[i].exit_request, &accel.vcpus[i].interrupt_request) };
                         j
                     });
                     let mut v = PseriesVcpu { cpu, index: i, shared, counters: VcpuCounters::default(), halted_since: None, jit };

@@ -77,6 +77,8 @@ pub struct MachineConfig {
     pub tlb_flush_mode: TlbFlushMode,
     pub tlb_flush_coalesce: bool,
     pub accel: AccelMode,
+    /// Interpreted executions of a block before the JIT translates it (0: at once).
+    pub jit_threshold: u32,
     pub sync_profile: bool,
     pub timeout: Option<Duration>,
     /// Write the device tree the machine would boot with, then exit.
@@ -113,6 +115,7 @@ impl Default for MachineConfig {
             tlb_flush_mode: TlbFlushMode::Async,
             tlb_flush_coalesce: false,
             accel: AccelMode::Jit,
+            jit_threshold: crate::jit::DEFAULT_THRESHOLD,
             sync_profile: false,
             timeout: None,
             dump_dtb: None,
@@ -156,7 +159,7 @@ const FLAGS: &[&str] = &["nodefaults", "no-reboot", "nographic", "tlb-flush-coal
 /// Options that take a value.
 const VALUED: &[&str] = &[
     "smp", "m", "M", "machine", "cpu", "accel", "display", "serial", "bios", "kernel", "initrd", "append", "report",
-    "tlb-flush-mode", "timeout", "dump-dtb", "pin",
+    "tlb-flush-mode", "timeout", "dump-dtb", "pin", "jit-threshold",
 ];
 
 /// Parses the arguments after the program name.
@@ -234,6 +237,9 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             "initrd" => cfg.initrd = Some(path(raw, v)?),
             "append" => cfg.append = value,
             "report" => cfg.report = Some(path(raw, v)?),
+            "jit-threshold" => {
+                cfg.jit_threshold = v.parse().map_err(|_| UsageError(format!("--jit-threshold {v}: expected a count (0 = translate at once)")))?
+            }
             "dump-dtb" => cfg.dump_dtb = Some(path(raw, v)?),
             "tlb-flush-mode" => {
                 cfg.tlb_flush_mode = match v {
@@ -462,6 +468,8 @@ Ours:
                         (default async)
   --tlb-flush-coalesce  do not queue a flush on a vCPU that already has one pending
   --accel jit|interp    execution engine (default jit)
+  --jit-threshold N     run a block N times in the interpreter before translating it
+                        (default 500; 0 translates every block on first execution)
   --sync-profile        time lock waits and holds (counts are always kept)
   --timeout SECS        stop the guest after SECS seconds
   --dump-dtb FILE       write the device tree the machine would boot with, and exit
