@@ -91,8 +91,14 @@ fn state(c: &mut Cpu) -> String {
     out + &format!("mem={h:#x}")
 }
 
-/// Runs the same program on both and compares everything.
+/// Runs the same program on both and compares everything; every block is translated on its
+/// first execution.
 fn differential(words: &[u32], le: bool, init: impl Fn(&mut Cpu)) -> (Option<Exception>, String) {
+    differential_tiered(words, le, init, 0)
+}
+
+/// As `differential`, with blocks interpreted `threshold` times before they are translated.
+fn differential_tiered(words: &[u32], le: bool, init: impl Fn(&mut Cpu), threshold: u32) -> (Option<Exception>, String) {
     let mut a = cpu(le);
     let mut b = cpu(le);
     for c in [&mut a, &mut b] {
@@ -101,6 +107,7 @@ fn differential(words: &[u32], le: bool, init: impl Fn(&mut Cpu)) -> (Option<Exc
         c.st.pc = CODE;
     }
     let mut jit = Jit::attach(&mut b, JitShared::new());
+    jit.threshold = threshold;
     let ea = run_interp(&mut a);
     let eb = run_jit(&mut b, &mut jit);
     let (sa, sb) = (state(&mut a), state(&mut b));
@@ -212,6 +219,40 @@ fn loop_with_memory() {
         });
         assert!(matches!(e, Some(Exception::Program(_))), "{s}");
         assert!(s.contains("r3=0x13ba "), "sum 1..100: {s}");
+    }
+}
+
+/// The loop's blocks go from the interpreter to translated code (and chain) mid-run.
+#[test]
+fn loop_changes_tier_mid_run() {
+    let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+    for threshold in [1, 3, 50] {
+        let (e, s) = differential_tiered(
+            &prog,
+            threshold % 2 == 1,
+            |c| {
+                c.st.gpr[5] = DATA;
+                c.st.gpr[6] = 0;
+                for k in 0..100 {
+                    c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le()).unwrap();
+                }
+            },
+            threshold,
+        );
+        assert!(matches!(e, Some(Exception::Program(_))), "{s}");
+        assert!(s.contains("r3=0x13ba "), "sum 1..100: {s}");
+    }
+}
+
+/// Random streams with blocks that change tier after a couple of runs.
+#[test]
+fn random_streams_match_with_tiering() {
+    let pool = pool();
+    let mut r = Rng(0x0bad_cafe_1234_5678);
+    for case in 0..200 {
+        let len = 1 + (r.next() % 40) as usize;
+        let prog = random_program(&mut r, &pool, len);
+        differential_tiered(&prog, case % 2 == 0, init_regs(r.next()), 2);
     }
 }
 

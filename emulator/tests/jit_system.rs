@@ -6,12 +6,17 @@ use ppc64emu::machine::pseries::MachineExit;
 use ppc64emu::machine::pseries::boot::{Console, RunOutcome, run_with};
 use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig};
 use ppc64emu::machine::pseries::loader::plan_from_files;
-use ppc64emu::sync::{Baseline, CputlbNoBql, Strategy};
+use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
 use std::path::PathBuf;
 use std::time::Duration;
 
 fn run<S: Strategy>(smp: usize, accel: AccelMode) -> RunOutcome {
+    run_tiered::<S>(smp, accel, 0)
+}
+
+fn run_tiered<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32) -> RunOutcome {
     let cfg = MachineConfig {
+        jit_threshold,
         smp,
         ram_bytes: 512 << 20,
         kernel: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/mkbench/mkbench.elf"))),
@@ -41,7 +46,22 @@ fn jit_computes_the_interpreters_checksum() {
         assert_eq!(checksum(&o), reference, "baseline smp={smp}");
         let jit = o.report.vcpus[0].jit.as_ref().expect("JIT counters in the report");
         assert!(jit.blocks_translated > 0);
+        assert_eq!(jit.cold_blocks, 0, "threshold 0 translates every block");
     }
     let o = run::<CputlbNoBql>(4, AccelMode::Jit);
     assert_eq!(checksum(&o), reference, "cputlb-no-bql smp=4");
+}
+
+/// The default tiering: cold blocks interpreted, hot ones translated, same checksum; fewer
+/// translations than translating everything.
+#[test]
+fn tiered_jit_computes_the_same_checksum() {
+    let eager = run::<PerCpuLock>(2, AccelMode::Jit);
+    let tiered = run_tiered::<PerCpuLock>(2, AccelMode::Jit, ppc64emu::jit::DEFAULT_THRESHOLD);
+    assert_eq!(checksum(&tiered), checksum(&eager));
+    let sum = |o: &RunOutcome, f: fn(&ppc64emu::jit::JitReport) -> u64| -> u64 {
+        o.report.vcpus.iter().filter_map(|v| v.jit.as_ref()).map(f).sum()
+    };
+    assert!(sum(&tiered, |j| j.cold_blocks) > 0);
+    assert!(sum(&tiered, |j| j.blocks_translated) < sum(&eager, |j| j.blocks_translated));
 }

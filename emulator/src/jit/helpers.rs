@@ -20,14 +20,14 @@ pub const STOP_AFTER: u32 = 2;
 pub unsafe extern "C" fn interp(cpu: *mut Cpu, ctx: *mut JitCtx, word: u32, op: u32) -> u32 {
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.fallbacks[op as usize] += 1;
-    let generation = ctx.shared.generation();
     let flushes = tlb_flushes(cpu);
     cpu.nia = cpu.mask_ea(cpu.st.pc.wrapping_add(4));
     match DISPATCH[op as usize](cpu, Insn(word)) {
         Ok(()) => {
             cpu.st.pc = cpu.nia;
-            // A TLB flush makes the jump cache stale: the run loop must sync it.
-            if cpu.events != 0 || ctx.shared.generation() != generation || tlb_flushes(cpu) != flushes {
+            // Blocks dropped (by this instruction or, since the jump cache was synced, by
+            // another vCPU) or a TLB flush make the jump cache stale: the run loop syncs it.
+            if cpu.events != 0 || ctx.shared.generation() != ctx.seen_generation || tlb_flushes(cpu) != flushes {
                 STOP_AFTER
             } else {
                 CONTINUE

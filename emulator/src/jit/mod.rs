@@ -37,7 +37,7 @@ use cranelift_module::Module;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Longest block, in instructions (bounds translation time and kick latency).
 pub const MAX_BLOCK_INSNS: usize = 64;
@@ -49,7 +49,7 @@ pub const DEFAULT_THRESHOLD: u32 = 500;
 pub const KEY_MSR_BITS: u64 = msr::LE | msr::IR | msr::DR | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::SF;
 
 /// The entry trampoline of a module: runs the block (and those it chains to) with these
-/// pointers; instructions retired are added to `JitCtx::retired`.
+/// pointers; instructions retired are taken off `JitCtx::budget`.
 type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
 
 /// Identity of a translation: same guest code under the same translation-relevant MSR bits.
@@ -169,25 +169,20 @@ impl JitShared {
     }
 }
 
-/// Never set: the kick flag and interrupt lines of a vCPU no machine watches (user mode).
+/// Never set: the kick flag of a vCPU no machine watches (user mode).
 static NO_KICK: AtomicBool = AtomicBool::new(false);
-static NO_IRQ: AtomicU32 = AtomicU32::new(0);
 
 /// What translated code shares with its helpers; one per vCPU.
 #[repr(C)]
 pub struct JitCtx {
-    /// Instructions retired by the blocks of the current run-loop call.
-    pub retired: u64,
-    /// Chaining stops once `retired` reaches this.
-    pub budget: u64,
+    /// Instructions the blocks may still retire before chaining stops; every block exit
+    /// subtracts what it retired.
+    pub budget: i64,
     /// The vCPU's jump cache (`JC_SIZE` entries).
     pub jc: *const JcEntry,
     /// The machine's kick flag for this vCPU: set, the next block exit returns.
     pub kick: *const AtomicBool,
-    /// Pending interrupt lines: non-zero with MSR[EE] set, the next block exit returns.
-    pub irq: *const AtomicU32,
-    /// `JitShared::generation`, and the value the jump cache was last synced with.
-    pub generation: *const AtomicU64,
+    /// `JitShared::generation` when the jump cache was last synced.
     pub seen_generation: u64,
     /// Set by a memory helper when the access faulted (`exc` holds why).
     pub fault: u32,
@@ -199,8 +194,8 @@ pub struct JitCtx {
     pub slow_mem: u64,
 }
 
-// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it) and to atomics
-// that outlive it (`watch`'s contract, `JitShared` kept alive by `shared`).
+// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it) and to a flag
+// that outlives it (`watch`'s contract).
 unsafe impl Send for JitCtx {}
 
 /// Counters of one vCPU's JIT (run report).
@@ -329,12 +324,9 @@ impl Jit {
         let cl_ctx = module.make_context();
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
         let ctx = JitCtx {
-            retired: 0,
             budget: 0,
             jc: jc.as_ptr(),
             kick: &NO_KICK,
-            irq: &NO_IRQ,
-            generation: &shared.generation,
             seen_generation: 0,
             fault: 0,
             exc: None,
@@ -363,14 +355,13 @@ impl Jit {
         &self.ctx.shared
     }
 
-    /// Makes chained blocks return to the run loop when `kick` is set or an interrupt line
-    /// of `irq` is pending with MSR[EE] set (the checks the run loop's `stop` makes).
+    /// Makes chained blocks return to the run loop when `kick` is set. The machine must set
+    /// it whenever the run loop's `stop` would say so (it does: raising an interrupt kicks).
     ///
     /// # Safety
-    /// Both must outlive every later `run` of this JIT.
-    pub unsafe fn watch(&mut self, kick: *const AtomicBool, irq: *const AtomicU32) {
+    /// `kick` must outlive every later `run` of this JIT.
+    pub unsafe fn watch(&mut self, kick: *const AtomicBool) {
         self.ctx.kick = kick;
-        self.ctx.irq = irq;
     }
 
     /// Clears the jump cache when blocks were dropped or this vCPU's TLB was flushed.
@@ -472,12 +463,12 @@ impl Jit {
             self.sync_jump_cache(cpu);
             let n = match self.lookup(cpu)? {
                 Some(f) => {
-                    self.ctx.retired = 0;
-                    self.ctx.budget = max.saturating_sub(done);
+                    let budget = max.saturating_sub(done).min(i64::MAX as u64) as i64;
+                    self.ctx.budget = budget;
                     // SAFETY: `f` is a finalized block of a live module, the trampoline calls
                     // it with these two pointers; the blocks it chains to are live as well.
                     unsafe { (self.trampoline)(cpu, &mut *self.ctx, f) };
-                    let n = self.ctx.retired;
+                    let n = (budget - self.ctx.budget) as u64;
                     cpu.counters.instructions += n;
                     n
                 }

@@ -5,10 +5,9 @@
 //! rotate/shift and load/store instructions are translated natively, the rest calls the
 //! interpreter. Loads and stores inline the TLB hit path.
 //!
-//! Blocks use the `tail` calling convention and chain: the shared `chain` exit looks the next
-//! PC up in the vCPU's jump cache and tail-calls the block it finds, after checking what the
-//! run loop would check between blocks (events, a kick, a deliverable interrupt, blocks
-//! dropped, the instruction budget). Anything else returns to the run loop.
+//! Blocks use the `tail` calling convention and chain: the shared `chain` exit tail-calls the
+//! module's dispatcher, which finds the next block in the vCPU's jump cache (see
+//! [`compile_dispatcher`]). Anything else returns to the run loop.
 
 use super::{BlockKey, JC_SIZE, JcEntry, Jit, JitCtx, MAX_BLOCK_INSNS, helpers};
 use crate::cpu::{CpuState, Exception, msr};
@@ -118,7 +117,7 @@ struct Tx<'a> {
 }
 
 /// Signature of a translated block: `(cpu, ctx)`, tail calling convention, no result
-/// (instructions retired are added to `JitCtx::retired`).
+/// (instructions retired are taken off `JitCtx::budget`).
 pub fn block_signature(ptr: Type) -> cranelift_codegen::ir::Signature {
     let mut sig = cranelift_codegen::ir::Signature::new(CallConv::Tail);
     sig.params.push(AbiParam::new(ptr));
@@ -134,9 +133,13 @@ fn dispatch_signature(ptr: Type) -> cranelift_codegen::ir::Signature {
 }
 
 /// Compiles the dispatcher of a module, where every block's `chain` exit goes: it stores the
-/// PC, counts the block's instructions, returns to the run loop for anything the loop must see
-/// (events, a kick, a deliverable interrupt, blocks dropped, the budget spent), else looks the
-/// PC up in the jump cache and tail-calls the block found there.
+/// PC, counts the block's instructions, returns to the run loop when the budget is spent, the
+/// vCPU was kicked (raising an interrupt kicks too) or the interpreter left events, else looks
+/// the PC up in the jump cache and tail-calls the block found there.
+///
+/// Blocks dropped by another vCPU are not checked here: their code stays mapped until the
+/// next cache flush, and the guest makes cross-modified code visible with `isync`, which the
+/// interpreter runs and which stops the block when blocks were dropped (`helpers::interp`).
 pub fn compile_dispatcher(module: &mut cranelift_jit::JITModule) -> usize {
     let fcfg = module.target_config();
     let ptr = fcfg.pointer_type();
@@ -156,32 +159,18 @@ pub fn compile_dispatcher(module: &mut cranelift_jit::JITModule) -> usize {
     let ld = |b: &mut FunctionBuilder, ty: Type, base: Value, off: usize| b.ins().load(ty, flags(), base, off as i32);
 
     b.ins().store(flags(), pc, cpu, PC);
-    let retired_off = offset_of!(JitCtx, retired);
-    let total = ld(&mut b, I64, jctx, retired_off);
-    let total = b.ins().iadd(total, n);
-    b.ins().store(flags(), total, jctx, retired_off as i32);
-    let budget = ld(&mut b, I64, jctx, offset_of!(JitCtx, budget));
-    let mut stop = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, total, budget);
+    let budget_off = offset_of!(JitCtx, budget);
+    let left = ld(&mut b, I64, jctx, budget_off);
+    let left = b.ins().isub(left, n);
+    b.ins().store(flags(), left, jctx, budget_off as i32);
+    let spent = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, left, 0);
     let events = ld(&mut b, I32, cpu, offset_of!(Cpu, events));
     let kick_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, kick));
     let kick = ld(&mut b, I8, kick_ptr, 0);
     let kick = b.ins().uextend(I32, kick);
     let any = b.ins().bor(events, kick);
     let any = b.ins().icmp_imm_s(IntCC::NotEqual, any, 0);
-    stop = b.ins().bor(stop, any);
-    let irq_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, irq));
-    let irq = ld(&mut b, I32, irq_ptr, 0);
-    let msr_v = ld(&mut b, I64, cpu, offset_of!(Cpu, st) + offset_of!(CpuState, msr));
-    let ee = b.ins().band_imm_s(msr_v, msr::EE as i64);
-    let ee = b.ins().icmp_imm_s(IntCC::NotEqual, ee, 0);
-    let irq = b.ins().icmp_imm_s(IntCC::NotEqual, irq, 0);
-    let irq = b.ins().band(irq, ee);
-    stop = b.ins().bor(stop, irq);
-    let gen_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, generation));
-    let generation = ld(&mut b, I64, gen_ptr, 0);
-    let seen = ld(&mut b, I64, jctx, offset_of!(JitCtx, seen_generation));
-    let moved = b.ins().icmp(IntCC::NotEqual, generation, seen);
-    stop = b.ins().bor(stop, moved);
+    let stop = b.ins().bor(spent, any);
     let (probe, call, out) = (b.create_block(), b.create_block(), b.create_block());
     b.ins().brif(stop, out, &[], probe, &[]);
 
@@ -392,7 +381,7 @@ impl Tx<'_> {
     /// The shared exit blocks (see the module doc).
     fn emit_exits(&mut self, key_flags: u64, dispatcher: usize, sig_dispatch: SigRef) {
         let (ret, ret_pc, chain) = (self.ret, self.ret_pc, self.chain);
-        let retired_off = offset_of!(JitCtx, retired);
+        let budget_off = offset_of!(JitCtx, budget);
 
         self.b.switch_to_block(ret_pc);
         let (n, pc) = (self.b.block_params(ret_pc)[0], self.b.block_params(ret_pc)[1]);
@@ -401,9 +390,9 @@ impl Tx<'_> {
 
         self.b.switch_to_block(ret);
         let n = self.b.block_params(ret)[0];
-        let total = self.ctx_load(I64, retired_off);
-        let total = self.b.ins().iadd(total, n);
-        self.b.ins().store(flags(), total, self.ctx, retired_off as i32);
+        let left = self.ctx_load(I64, budget_off);
+        let left = self.b.ins().isub(left, n);
+        self.b.ins().store(flags(), left, self.ctx, budget_off as i32);
         self.b.ins().return_(&[]);
 
         // chain: on to the machine's dispatcher (one per module, shared by all blocks).
@@ -425,7 +414,18 @@ impl Tx<'_> {
 
     // --- interpreter fallback ---
 
+    /// Runs the instruction in the interpreter; the registers it may change are read again
+    /// from `CpuState` afterwards.
     fn fallback(&mut self, op: Op, word: u32) {
+        self.call_interp(op, word);
+        for g in &mut self.regs {
+            g.loaded = false;
+        }
+    }
+
+    /// Calls the interpreter for one instruction (registers are in `CpuState` already: they
+    /// are stored through); the block returns to the run loop when the helper says so.
+    fn call_interp(&mut self, op: Op, word: u32) {
         let pc = self.iconst(self.pc as i64);
         self.b.ins().store(flags(), pc, self.cpu, PC);
         let f = self.iconst(helpers::interp as *const () as i64);
@@ -433,9 +433,6 @@ impl Tx<'_> {
         let o = self.b.ins().iconst(I32, op as i64);
         let call = self.b.ins().call_indirect(self.sig_interp, f, &[self.cpu, self.ctx, w, o]);
         let r = self.b.inst_results(call)[0];
-        for g in &mut self.regs {
-            g.loaded = false;
-        }
         let n = self.n as i64;
         self.exit_if(r, |t| {
             // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
@@ -1237,32 +1234,11 @@ impl Tx<'_> {
         self.b.ins().jump(merge, &[]);
 
         self.b.switch_to_block(mb);
-        self.interp_in_place(Op::Dcbz, i.0);
+        // dcbz changes no register: the cached ones stay valid.
+        self.call_interp(Op::Dcbz, i.0);
         self.b.ins().jump(merge, &[]);
 
         self.b.switch_to_block(merge);
-    }
-
-    /// Runs one instruction in the interpreter on a side path of the block, for an
-    /// instruction that changes no cached register (it may write memory and fault): the
-    /// registers are written back but stay cached and dirty; the block stops when the helper
-    /// says so (exception, or translated code written).
-    fn interp_in_place(&mut self, op: Op, word: u32) {
-        self.writeback();
-        let pc = self.iconst(self.pc as i64);
-        self.b.ins().store(flags(), pc, self.cpu, ST + offset_of!(CpuState, pc) as i32);
-        let f = self.iconst(helpers::interp as *const () as i64);
-        let w = self.b.ins().iconst(I32, word as i64);
-        let o = self.b.ins().iconst(I32, op as i64);
-        let call = self.b.ins().call_indirect(self.sig_interp, f, &[self.cpu, self.ctx, w, o]);
-        let r = self.b.inst_results(call)[0];
-        let n = self.n as i64;
-        self.exit_if(r, |t| {
-            // As in `fallback`: STOP_FAULT retires nothing more, STOP_AFTER this instruction.
-            let r64 = t.b.ins().uextend(I64, r);
-            let retired = t.b.ins().iadd_imm_s(r64, n - 1);
-            t.b.ins().return_(&[retired]);
-        });
     }
 
     /// `popcntb/w/d`, `prtyw/d`, `cmpb` (no Rc: the bit is reserved).

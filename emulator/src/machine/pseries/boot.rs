@@ -522,7 +522,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         j.trace = jit_trace;
                         j.threshold = jit_threshold;
                         // SAFETY: `accel` outlives this thread's JIT (both live until the thread ends).
-                        unsafe { j.watch(&accel.vcpus[i].exit_request, &accel.vcpus[i].interrupt_request) };
+                        unsafe { j.watch(&accel.vcpus[i].exit_request) };
                         j
                     });
                     let mut v = PseriesVcpu { cpu, index: i, shared, counters: VcpuCounters::default(), halted_since: None, jit };

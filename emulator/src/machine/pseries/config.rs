@@ -546,6 +546,8 @@ mod tests {
         assert_eq!(c.timeout, Some(Duration::from_millis(2500)));
         assert_eq!(c.dump_dtb.as_deref(), Some(std::path::Path::new("x.dtb")));
         assert_eq!(run("--tlb-flush-mode synced").tlb_flush_mode, TlbFlushMode::Synced);
+        assert_eq!(run("--jit-threshold 7").jit_threshold, 7);
+        assert_eq!(run("--jit-threshold=0").jit_threshold, 0);
         assert_eq!(parse(&args("--version")), Ok(Command::Version));
         assert_eq!(parse(&args("-kernel k --help")), Ok(Command::Help));
         assert_eq!(parse(&args("-h")), Ok(Command::Help));
@@ -604,6 +606,8 @@ mod tests {
         fails("-M pseries,foo", "foo");
         fails("-cpu power9", "power9");
         fails("-accel kvm", "kvm");
+        fails("--jit-threshold lots", "expected a count");
+        fails("--jit-threshold -1", "expected a count");
         fails("-accel tcg,thread=single", "thread=multi");
         fails("-accel tcg,foo=1", "foo=1");
         fails("-display gtk", "gtk");
