@@ -16,13 +16,17 @@ pub const STOP_FAULT: u32 = 1;
 pub const STOP_AFTER: u32 = 2;
 
 /// Runs one instruction in the interpreter. Guest registers are in `CpuState`; `st.pc` holds
-/// the instruction's address.
-pub unsafe extern "C" fn interp(cpu: *mut Cpu, ctx: *mut JitCtx, word: u32, op: u32) -> u32 {
+/// the instruction's address. `ret`: a stop code.
+pub unsafe extern "C" fn interp(cpu: *mut Cpu, ctx: *mut JitCtx, word: u64, op: u64, _: u64) {
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
-    ctx.fallbacks[op as usize] += 1;
+    ctx.ret = interp_one(cpu, ctx, word as u32, op as usize) as u64;
+}
+
+fn interp_one(cpu: &mut Cpu, ctx: &mut JitCtx, word: u32, op: usize) -> u32 {
+    ctx.fallbacks[op] += 1;
     let flushes = tlb_flushes(cpu);
     cpu.nia = cpu.mask_ea(cpu.st.pc.wrapping_add(4));
-    match DISPATCH[op as usize](cpu, Insn(word)) {
+    match DISPATCH[op](cpu, Insn(word)) {
         Ok(()) => {
             cpu.st.pc = cpu.nia;
             // Blocks dropped (by this instruction or, since the jump cache was synced, by
@@ -51,32 +55,33 @@ fn tlb_flushes(cpu: &Cpu) -> u64 {
 }
 
 /// TLB miss, unaligned, page-crossing or device load of `size` bytes (`le`: byte order).
-/// Sets `ctx.fault` when the access raised an exception.
-pub unsafe extern "C" fn load(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, size: u32, le: u32) -> u64 {
+/// `ret`: the value; sets `ctx.fault` when the access raised an exception.
+pub unsafe extern "C" fn load(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, size: u64, le: u64) {
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.slow_mem += 1;
-    match cpu.mmu.load(&cpu.st, ea, size as usize, le != 0) {
+    ctx.ret = match cpu.mmu.load(&cpu.st, ea, size as usize, le != 0) {
         Ok(v) => v,
         Err(e) => {
             ctx.exc = Some(e);
             ctx.fault = 1;
             0
         }
-    }
+    };
 }
 
-/// Slow-path store; `STOP_AFTER` when it wrote translated code (the rest of the block may be
+/// Slow-path store (`size_le`: size, byte order in bit 8); `ret`: `STOP_AFTER` when it wrote translated code (the rest of the block may be
 /// stale), `STOP_FAULT` on an exception.
-pub unsafe extern "C" fn store(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, val: u64, size: u32, le: u32) -> u32 {
+pub unsafe extern "C" fn store(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, val: u64, size_le: u64) {
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.slow_mem += 1;
     let generation = ctx.shared.generation();
-    match cpu.mmu.store(&cpu.st, ea, size as usize, val, le != 0) {
+    let (size, le) = ((size_le & 0xff) as usize, size_le >> 8 != 0);
+    ctx.ret = match cpu.mmu.store(&cpu.st, ea, size, val, le) {
         Ok(()) if ctx.shared.generation() != generation => STOP_AFTER,
         Ok(()) => CONTINUE,
         Err(e) => {
             ctx.exc = Some(e);
             STOP_FAULT
         }
-    }
+    } as u64;
 }

@@ -184,6 +184,8 @@ pub struct JitCtx {
     pub kick: *const AtomicBool,
     /// `JitShared::generation` when the jump cache was last synced.
     pub seen_generation: u64,
+    /// Result of the last helper called through the slow-path adapter.
+    pub ret: u64,
     /// Set by a memory helper when the access faulted (`exc` holds why).
     pub fault: u32,
     pub exc: Option<Exception>,
@@ -234,9 +236,9 @@ pub struct Jit {
     cl_ctx: cranelift_codegen::Context,
     fb_ctx: cranelift_frontend::FunctionBuilderContext,
     jc: Box<[JcEntry]>,
-    /// Entry trampoline and dispatcher of the current module.
+    /// Entry trampoline and slow-path adapter of the current module.
     trampoline: Trampoline,
-    pub(crate) dispatcher: usize,
+    pub(crate) adapter: usize,
     seen_tlb_flushes: u64,
     pub counters: JitCounters,
     /// Interpreted executions of a block before it is translated; 0 translates at once.
@@ -269,12 +271,12 @@ pub struct JitReport {
     pub fallbacks: Vec<(String, u64)>,
 }
 
-/// The trampoline and the dispatcher of a new module.
+/// The trampoline and the slow-path adapter of a new module.
 fn entry_points(module: &mut JITModule) -> (Trampoline, usize) {
     let f = translate::compile_trampoline(module);
     // SAFETY: compiled with exactly this signature.
     let t = unsafe { std::mem::transmute::<usize, Trampoline>(f) };
-    (t, translate::compile_dispatcher(module))
+    (t, translate::compile_adapter(module))
 }
 
 fn new_module() -> JITModule {
@@ -320,7 +322,7 @@ impl Jit {
         // Pages marked before this vCPU existed must not have fast write entries.
         cpu.mmu.tlb.flush_all();
         let mut module = new_module();
-        let (trampoline, dispatcher) = entry_points(&mut module);
+        let (trampoline, adapter) = entry_points(&mut module);
         let cl_ctx = module.make_context();
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
         let ctx = JitCtx {
@@ -328,6 +330,7 @@ impl Jit {
             jc: jc.as_ptr(),
             kick: &NO_KICK,
             seen_generation: 0,
+            ret: 0,
             fault: 0,
             exc: None,
             shared,
@@ -341,7 +344,7 @@ impl Jit {
             fb_ctx: cranelift_frontend::FunctionBuilderContext::new(),
             jc,
             trampoline,
-            dispatcher,
+            adapter,
             seen_tlb_flushes: u64::MAX,
             counters: JitCounters::default(),
             threshold: DEFAULT_THRESHOLD,
@@ -447,7 +450,7 @@ impl Jit {
         self.jc.fill(JC_EMPTY);
         self.cold.clear();
         let mut module = new_module();
-        (self.trampoline, self.dispatcher) = entry_points(&mut module);
+        (self.trampoline, self.adapter) = entry_points(&mut module);
         let old = std::mem::replace(&mut self.module, module);
         // SAFETY: no block of the old module is reachable any more (map and jump cache empty).
         unsafe { old.free_memory() };

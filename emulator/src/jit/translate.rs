@@ -5,9 +5,9 @@
 //! rotate/shift and load/store instructions are translated natively, the rest calls the
 //! interpreter. Loads and stores inline the TLB hit path.
 //!
-//! Blocks use the `tail` calling convention and chain: the shared `chain` exit tail-calls the
-//! module's dispatcher, which finds the next block in the vCPU's jump cache (see
-//! [`compile_dispatcher`]). Anything else returns to the run loop.
+//! Blocks use the `tail` calling convention and chain: the shared `chain` exit finds the next
+//! block in the vCPU's jump cache and tail-calls it (see [`emit_chain`]). Anything else
+//! returns to the run loop.
 
 use super::{BlockKey, JC_SIZE, JcEntry, Jit, JitCtx, MAX_BLOCK_INSNS, helpers};
 use crate::cpu::{CpuState, Exception, msr};
@@ -103,9 +103,9 @@ struct Tx<'a> {
     le: bool,
     tlb_idx_read: i32,
     tlb_idx_write: i32,
-    sig_interp: SigRef,
-    sig_load: SigRef,
-    sig_store: SigRef,
+    /// `preserve_all` signature of the module's slow-path adapter, and its address.
+    sig_slow: SigRef,
+    adapter: usize,
     /// Shared exits: `ret(retired)` returns to the run loop, `ret_pc(retired, pc)` stores the
     /// PC first, `chain(retired, pc)` goes on to the next block when it can.
     ret: Block,
@@ -125,48 +125,27 @@ pub fn block_signature(ptr: Type) -> cranelift_codegen::ir::Signature {
     sig
 }
 
-/// Signature of the dispatcher: `(cpu, ctx, retired, pc, msr key bits)`, tail convention.
-fn dispatch_signature(ptr: Type) -> cranelift_codegen::ir::Signature {
-    let mut sig = block_signature(ptr);
-    sig.params.extend([AbiParam::new(I64), AbiParam::new(I64), AbiParam::new(I64)]);
-    sig
-}
-
-/// Compiles the dispatcher of a module, where every block's `chain` exit goes: it stores the
-/// PC, counts the block's instructions, returns to the run loop when the budget is spent, the
-/// vCPU was kicked (raising an interrupt kicks too) or the interpreter left events, else looks
-/// the PC up in the jump cache and tail-calls the block found there.
+/// Emits a block's `chain` exit (in the current Cranelift block): stores the PC, counts the
+/// block's instructions, returns to the run loop when the budget is spent, the vCPU was
+/// kicked (raising an interrupt kicks too) or the interpreter left events, else looks the PC
+/// up in the jump cache and tail-calls the block found there. Each block has its own copy so
+/// that each has its own indirect jump for the host's branch predictor (one shared
+/// dispatcher was the hottest code of a run, mispredicting).
 ///
 /// Blocks dropped by another vCPU are not checked here: their code stays mapped until the
 /// next cache flush, and the guest makes cross-modified code visible with `isync`, which the
 /// interpreter runs and which stops the block when blocks were dropped (`helpers::interp`).
-pub fn compile_dispatcher(module: &mut cranelift_jit::JITModule) -> usize {
-    let fcfg = module.target_config();
-    let ptr = fcfg.pointer_type();
-    let sig = dispatch_signature(ptr);
-    let id = module.declare_anonymous_function(&sig).expect("declare dispatcher");
-    let mut ctx = module.make_context();
-    ctx.func.signature = sig;
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fb = cranelift_frontend::FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fb);
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let p = b.block_params(entry).to_vec();
-    let (cpu, jctx, n, pc, key_flags) = (p[0], p[1], p[2], p[3], p[4]);
-    let sig_block = b.import_signature(block_signature(ptr));
+fn emit_chain(b: &mut FunctionBuilder, cpu: Value, jctx: Value, n: Value, pc: Value, key_flags: u64, sig_block: SigRef) {
     let ld = |b: &mut FunctionBuilder, ty: Type, base: Value, off: usize| b.ins().load(ty, flags(), base, off as i32);
-
     b.ins().store(flags(), pc, cpu, PC);
     let budget_off = offset_of!(JitCtx, budget);
-    let left = ld(&mut b, I64, jctx, budget_off);
+    let left = ld(b, I64, jctx, budget_off);
     let left = b.ins().isub(left, n);
     b.ins().store(flags(), left, jctx, budget_off as i32);
     let spent = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, left, 0);
-    let events = ld(&mut b, I32, cpu, offset_of!(Cpu, events));
-    let kick_ptr = ld(&mut b, I64, jctx, offset_of!(JitCtx, kick));
-    let kick = ld(&mut b, I8, kick_ptr, 0);
+    let events = ld(b, I32, cpu, offset_of!(Cpu, events));
+    let kick_ptr = ld(b, I64, jctx, offset_of!(JitCtx, kick));
+    let kick = ld(b, I8, kick_ptr, 0);
     let kick = b.ins().uextend(I32, kick);
     let any = b.ins().bor(events, kick);
     let any = b.ins().icmp_imm_s(IntCC::NotEqual, any, 0);
@@ -178,13 +157,13 @@ pub fn compile_dispatcher(module: &mut cranelift_jit::JITModule) -> usize {
     let slot = b.ins().ushr_imm_s(pc, 2);
     let slot = b.ins().band_imm_s(slot, (JC_SIZE - 1) as i64);
     let slot = b.ins().imul_imm_s(slot, size_of::<JcEntry>() as i64);
-    let jc = ld(&mut b, I64, jctx, offset_of!(JitCtx, jc));
+    let jc = ld(b, I64, jctx, offset_of!(JitCtx, jc));
     let e = b.ins().iadd(jc, slot);
-    let epc = ld(&mut b, I64, e, offset_of!(JcEntry, pc));
-    let eflags = ld(&mut b, I64, e, offset_of!(JcEntry, flags));
-    let f = ld(&mut b, I64, e, offset_of!(JcEntry, f));
+    let epc = ld(b, I64, e, offset_of!(JcEntry, pc));
+    let eflags = ld(b, I64, e, offset_of!(JcEntry, flags));
+    let f = ld(b, I64, e, offset_of!(JcEntry, f));
     let d = b.ins().bxor(epc, pc);
-    let fd = b.ins().bxor(eflags, key_flags);
+    let fd = b.ins().bxor_imm_s(eflags, key_flags as i64);
     let d = b.ins().bor(d, fd);
     let hit = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
     b.ins().brif(hit, call, &[], out, &[]);
@@ -194,10 +173,42 @@ pub fn compile_dispatcher(module: &mut cranelift_jit::JITModule) -> usize {
 
     b.switch_to_block(out);
     b.ins().return_(&[]);
+}
+
+/// The slow-path adapter: `(cpu, ctx, a, b, c, helper)` in the `preserve_all` convention.
+fn adapter_signature() -> cranelift_codegen::ir::Signature {
+    let mut sig = cranelift_codegen::ir::Signature::new(CallConv::PreserveAll);
+    sig.params.extend([AbiParam::new(I64); 6]);
+    sig
+}
+
+/// Compiles the slow-path adapter of a module: it calls `helper(cpu, ctx, a, b, c)` (C
+/// convention, result in `JitCtx::ret`) and preserves every register. Blocks call their
+/// helpers (TLB misses, the interpreter) through it, so that a slow path clobbers nothing:
+/// the hot path keeps its values in registers instead of saving callee-saved registers in
+/// every block's prologue and spilling around each call.
+pub fn compile_adapter(module: &mut cranelift_jit::JITModule) -> usize {
+    let fcfg = module.target_config();
+    let sig = adapter_signature();
+    let id = module.declare_anonymous_function(&sig).expect("declare adapter");
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fb = cranelift_frontend::FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fb);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let mut c_sig = cranelift_codegen::ir::Signature::new(CallConv::SystemV);
+    c_sig.params.extend([AbiParam::new(I64); 5]);
+    let c_sig = b.import_signature(c_sig);
+    b.ins().call_indirect(c_sig, p[5], &p[..5]);
+    b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(fcfg);
-    module.define_function(id, &mut ctx).expect("compile dispatcher");
-    module.finalize_definitions().expect("finalize dispatcher");
+    module.define_function(id, &mut ctx).expect("compile adapter");
+    module.finalize_definitions().expect("finalize adapter");
     module.get_finalized_function(id) as usize
 }
 
@@ -243,15 +254,7 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let (cpu, ctx) = (b.block_params(entry)[0], b.block_params(entry)[1]);
-    let mk = |b: &mut FunctionBuilder, args: &[Type], ret: Option<Type>| {
-        let mut s = cranelift_codegen::ir::Signature::new(cranelift_codegen::isa::CallConv::SystemV);
-        s.params.extend(args.iter().map(|t| AbiParam::new(*t)));
-        s.returns.extend(ret.map(AbiParam::new));
-        b.import_signature(s)
-    };
-    let sig_interp = mk(&mut b, &[I64, I64, I32, I32], Some(I32));
-    let sig_load = mk(&mut b, &[I64, I64, I64, I32, I32], Some(I64));
-    let sig_store = mk(&mut b, &[I64, I64, I64, I64, I32, I32], Some(I32));
+    let sig_slow = b.import_signature(adapter_signature());
     let regs = std::array::from_fn(|k| {
         let (off, mem) = match k {
             0..32 => (GPR + 8 * k as i32, I64),
@@ -270,7 +273,7 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
         b.append_block_param(blk, I64);
         b.append_block_param(blk, I64);
     }
-    let sig_dispatch = b.import_signature(dispatch_signature(ptr));
+    let sig_block = b.import_signature(block_signature(ptr));
     let m = key_flags;
     let mut tx = Tx {
         b,
@@ -280,9 +283,8 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
         le: m & msr::LE != 0,
         tlb_idx_read: mmu_idx(m, Access::Read) as i32,
         tlb_idx_write: mmu_idx(m, Access::Write) as i32,
-        sig_interp,
-        sig_load,
-        sig_store,
+        sig_slow,
+        adapter: jit.adapter,
         ret,
         ret_pc,
         chain,
@@ -312,7 +314,7 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
         tx.iconst(block.pc.wrapping_add(4 * n) as i64)
     };
     tx.b.ins().jump(tx.chain, &[BlockArg::Value(r), BlockArg::Value(next)]);
-    tx.emit_exits(key_flags, jit.dispatcher, sig_dispatch);
+    tx.emit_exits(key_flags, sig_block);
     tx.b.seal_all_blocks();
     tx.b.finalize(fcfg);
     module.define_function(id, &mut jit.cl_ctx).map_err(|e| {
@@ -379,7 +381,7 @@ impl Tx<'_> {
     }
 
     /// The shared exit blocks (see the module doc).
-    fn emit_exits(&mut self, key_flags: u64, dispatcher: usize, sig_dispatch: SigRef) {
+    fn emit_exits(&mut self, key_flags: u64, sig_block: SigRef) {
         let (ret, ret_pc, chain) = (self.ret, self.ret_pc, self.chain);
         let budget_off = offset_of!(JitCtx, budget);
 
@@ -395,12 +397,9 @@ impl Tx<'_> {
         self.b.ins().store(flags(), left, self.ctx, budget_off as i32);
         self.b.ins().return_(&[]);
 
-        // chain: on to the machine's dispatcher (one per module, shared by all blocks).
         self.b.switch_to_block(chain);
         let (n, pc) = (self.b.block_params(chain)[0], self.b.block_params(chain)[1]);
-        let f = self.iconst(dispatcher as i64);
-        let kf = self.iconst(key_flags as i64);
-        self.b.ins().return_call_indirect(sig_dispatch, f, &[self.cpu, self.ctx, n, pc, kf]);
+        emit_chain(&mut self.b, self.cpu, self.ctx, n, pc, key_flags, sig_block);
     }
 
     /// Branches to an exit when `cond` holds, then goes on in a new block.
@@ -428,18 +427,25 @@ impl Tx<'_> {
     fn call_interp(&mut self, op: Op, word: u32) {
         let pc = self.iconst(self.pc as i64);
         self.b.ins().store(flags(), pc, self.cpu, PC);
-        let f = self.iconst(helpers::interp as *const () as i64);
-        let w = self.b.ins().iconst(I32, word as i64);
-        let o = self.b.ins().iconst(I32, op as i64);
-        let call = self.b.ins().call_indirect(self.sig_interp, f, &[self.cpu, self.ctx, w, o]);
-        let r = self.b.inst_results(call)[0];
+        let w = self.iconst(word as i64);
+        let o = self.iconst(op as i64);
+        let zero = self.iconst(0);
+        let r = self.slow_call(helpers::interp as *const () as usize, [w, o, zero]);
         let n = self.n as i64;
         self.exit_if(r, |t| {
             // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
-            let r64 = t.b.ins().uextend(I64, r);
-            let retired = t.b.ins().iadd_imm_s(r64, n - 1);
+            let retired = t.b.ins().iadd_imm_s(r, n - 1);
             t.exit(retired, None);
         });
+    }
+
+    /// Calls `helper(cpu, ctx, a, b, c)` through the module's adapter; returns `JitCtx::ret`.
+    fn slow_call(&mut self, helper: usize, args: [Value; 3]) -> Value {
+        let adapter = self.iconst(self.adapter as i64);
+        let h = self.iconst(helper as i64);
+        let [a, b, c] = args;
+        self.b.ins().call_indirect(self.sig_slow, adapter, &[self.cpu, self.ctx, a, b, c, h]);
+        self.b.ins().load(I64, flags(), self.ctx, offset_of!(JitCtx, ret) as i32)
     }
 
     // --- memory ---
@@ -492,11 +498,10 @@ impl Tx<'_> {
         self.b.ins().jump(merge, &[BlockArg::Value(v)]);
 
         self.b.switch_to_block(mb);
-        let f = self.iconst(helpers::load as *const () as i64);
-        let sz = self.b.ins().iconst(I32, size as i64);
-        let l = self.b.ins().iconst(I32, le as i64);
-        let call = self.b.ins().call_indirect(self.sig_load, f, &[self.cpu, self.ctx, ea, sz, l]);
-        let v = self.b.inst_results(call)[0];
+        self.b.set_cold_block(mb);
+        let sz = self.iconst(size as i64);
+        let l = self.iconst(le as i64);
+        let v = self.slow_call(helpers::load as *const () as usize, [ea, sz, l]);
         // The run loop clears `fault` when it takes the exception.
         let fault = self.b.ins().load(I32, flags(), self.ctx, FAULT);
         self.fault_or_merge(fault, merge, v);
@@ -505,7 +510,7 @@ impl Tx<'_> {
         out
     }
 
-    /// Stores the low `size` bytes of `val`; returns an I32 that is non-zero when the block
+    /// Stores the low `size` bytes of `val`; returns an I64 that is non-zero when the block
     /// must stop after this instruction (translated code was written).
     fn store(&mut self, ea: Value, val: Value, size: u32, le: bool) -> Value {
         let ty = int_ty(size);
@@ -514,7 +519,7 @@ impl Tx<'_> {
         let tag = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
         let hit = self.tag_hit(ea, tag, size);
         let (hb, mb, merge) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
-        let out = self.b.append_block_param(merge, I32);
+        let out = self.b.append_block_param(merge, I64);
         self.b.ins().brif(hit, hb, &[], mb, &[]);
 
         self.b.switch_to_block(hb);
@@ -523,15 +528,13 @@ impl Tx<'_> {
         let v = if size < 8 { self.b.ins().ireduce(ty, val) } else { val };
         let v = if size > 1 && !le { self.b.ins().bswap(v) } else { v };
         self.b.ins().store(flags(), v, host, 0);
-        let zero = self.b.ins().iconst(I32, 0);
+        let zero = self.iconst(0);
         self.b.ins().jump(merge, &[BlockArg::Value(zero)]);
 
         self.b.switch_to_block(mb);
-        let f = self.iconst(helpers::store as *const () as i64);
-        let sz = self.b.ins().iconst(I32, size as i64);
-        let l = self.b.ins().iconst(I32, le as i64);
-        let call = self.b.ins().call_indirect(self.sig_store, f, &[self.cpu, self.ctx, ea, val, sz, l]);
-        let r = self.b.inst_results(call)[0];
+        self.b.set_cold_block(mb);
+        let size_le = self.iconst((size | (le as u32) << 8) as i64);
+        let r = self.slow_call(helpers::store as *const () as usize, [ea, val, size_le]);
         let is_fault = self.b.ins().icmp_imm_s(IntCC::Equal, r, helpers::STOP_FAULT as i64);
         self.fault_or_merge(is_fault, merge, r);
 
