@@ -331,6 +331,39 @@ static void enqueue(u32 id)
 	js.queue[js.qtail++ % js.njobs] = id;
 }
 
+/*
+ * The ready queue: compiles in unit order, each verification right after its
+ * unit, and each assembler L compiles after its own, L = (job slots usable at
+ * once) - 1.  So the first jobs to start are as many compiles as can run at
+ * once, and later an assembler starts when a CPU frees up, often while its
+ * compile still runs (then it waits on the pipe).  An assembler queued right
+ * after its compile (L = 0 at any N) would hold its CPU waiting for a compile
+ * it keeps pace with: two job slots for one pipeline's work, and at N = 2 one
+ * CPU mostly idle.  FIFO order still starts every compile before its
+ * assembler, so an assembler waits only for a running compile and a compile
+ * never waits: no deadlock at any N or jobs=.
+ */
+static void order_queue(u32 U, u32 V)
+{
+	u32 slots = (u32)opt_jobs < cfg.ncpus ? (u32)opt_jobs : cfg.ncpus;
+	u32 lag = slots ? slots - 1 : 0;
+	u32 *comp = boot_alloc((U + V) * sizeof(u32));
+	u32 n = 0;
+
+	for (u32 u = 0, v = U; u < U; u++) {
+		comp[n++] = u;
+		if (is_sampled(u))
+			comp[n++] = v++;
+	}
+	for (u32 k = 0; k < n; k++) {
+		enqueue(comp[k]);
+		if (k >= lag)
+			enqueue(js.asm_base + comp[k - lag]);
+	}
+	for (u32 k = n > lag ? n - lag : 0; k < n; k++)
+		enqueue(js.asm_base + comp[k]);
+}
+
 static void build_dag(void)
 {
 	u32 U = (u32)opt_units, D = (U + UNITS_PER_DIR - 1) / UNITS_PER_DIR, V = 0;
@@ -392,19 +425,7 @@ static void build_dag(void)
 		a->kind = JOB_ASM;
 		js.jobs[c].parent = NO_PARENT;
 	}
-	/*
-	 * ready queue: compiles in unit order, each verification after its unit,
-	 * each assembler right after its compile (so a compile has always started
-	 * when its assembler starts: the assembler waits only for a running job)
-	 */
-	for (u32 u = 0, v = U; u < U; u++) {
-		enqueue(u);
-		enqueue(js.asm_base + u);
-		if (is_sampled(u)) {
-			enqueue(v);
-			enqueue(js.asm_base + v++);
-		}
-	}
+	order_queue(U, V);
 	js.tokens = (u32)opt_jobs;
 }
 
