@@ -26,17 +26,31 @@
 //! | 16 × 40 | 4 | cputlb-no-bql | 966 M | 6.0 | 7.2 (8) | – | – |
 //! | 6 × 400 (the guest's calibrated default) | 1 | baseline | 4.4 G | 24.2 | 36.5 (6) | 115 | 450 (13) |
 //!
-//! The JIT runs ≈ 180 M guest instructions per CPU-second on long runs, with ≈ 1 s of
+//! Re-measured after the JIT gained tiered translation and block chaining (d767d17) and the
+//! guest queued its assemblers behind later compiles (6371d44), quiet host (load < 1),
+//! release build, baseline, guest-measured time:
+//!
+//! | units × size | N | instructions | JIT guest s | QEMU 7.2 guest s |
+//! |---|---|---|---|---|
+//! | 8 × 30 | 1 | 384 M | 1.59 | – |
+//! | 16 × 40 | 1 | 955 M | 3.20 | 1.80 |
+//! | 16 × 40 | 2 | 955 M | 1.79 | 0.99 |
+//! | 16 × 60 | 1 | 1.45 G | 4.48 | – |
+//!
+//! so the default is now `units=16 size=60` (T(1) ≈ 4.5 s) and quick `units=8 size=30`
+//! (T(1) ≈ 1.6 s). The older measurements below (JIT before those changes) explain the rest.
+//!
+//! The JIT ran ≈ 180 M guest instructions per CPU-second on long runs, with ≈ 1 s of
 //! translation and boot per run (1.5 s of translation for 6 × 400); the interpreter runs
 //! 31–38 M. The work grows as units × size (≈ 1.4 M instructions per unit and size step at
 //! small sizes, 1.8 M at size 400, where the links' sorting grows). Hence:
 //!
-//! - default `units=16 size=40`: T(1) ≈ 5.5 s of CPU, HARNESS.md's T(1) ≈ 5 s. N = 1, 2, 4 ×
+//! - default (then) `units=16 size=40`: T(1) ≈ 5.5 s of CPU, HARNESS.md's T(1) ≈ 5 s. N = 1, 2, 4 ×
 //!   5 repetitions × 3 strategies (45 runs) is ≈ 3.5 min on a quiet 2-core host and ≈ 6 min
 //!   at load 8 (the sweep warns when it will overshoot its budget). 16 units are four
 //!   directories: 18 compiles, 18 assemblers, 4 directory links and the final link, so the job
 //!   graph keeps four vCPUs busy most of the time.
-//! - quick `units=8 size=20`: T(1) ≈ 2 s of CPU; its 18 runs take ≈ 35 s on a quiet host and
+//! - quick (then) `units=8 size=20`: T(1) ≈ 2 s of CPU; its 18 runs take ≈ 35 s on a quiet host and
 //!   ≈ 1 min at load 8. Two directories, so N = 2 has parallel work.
 //! - With `--emu-args "--accel interp"` every run takes 3–5 × longer (more for larger sizes).
 //!
@@ -75,11 +89,11 @@ pub enum Mode {
     Custom,
 }
 
-/// The default guest: one vCPU takes about 5.5 s of CPU under the JIT (see above).
-pub const DEFAULT_GUEST: GuestSize = GuestSize { units: 16, size: 40, seed: 1 };
+/// The default guest: one vCPU takes about 4.5 s under the JIT (see above).
+pub const DEFAULT_GUEST: GuestSize = GuestSize { units: 16, size: 60, seed: 1 };
 /// The `--quick` guest: small enough for CI smoke tests (about 35 s of runs for the whole
 /// sweep on a quiet 2-core host under the JIT).
-pub const QUICK_GUEST: GuestSize = GuestSize { units: 8, size: 20, seed: 1 };
+pub const QUICK_GUEST: GuestSize = GuestSize { units: 8, size: 30, seed: 1 };
 /// The `--full` guest: 8 × 28 units so that at N = 28 every vCPU still has work queued.
 pub const FULL_GUEST: GuestSize = GuestSize { units: 8 * 28, size: 400, seed: 1 };
 
