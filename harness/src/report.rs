@@ -153,10 +153,13 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
         else {
             continue;
         };
-        let rows = lock_rows(&point_runs(file, p));
+        let runs = point_runs(file, p);
+        let rows = lock_rows(&runs);
         if rows.is_empty() {
             continue;
         }
+        // Hold times are timed only under the emulator's --sync-profile (counts always are).
+        let profiled = runs.iter().any(|r| r.report.as_ref().and_then(|x| x.get("sync_profile")).and_then(|x| x.as_bool()) == Some(true));
         any = true;
         let _ = writeln!(s, "### {v}, N = {}\n", p.cpus);
         let _ = writeln!(s, "| lock site | acquisitions | contended | contended % | wait ms | max wait µs | hold ms |");
@@ -173,8 +176,11 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
                 fmt_opt(m["contended"], |x| format!("{x:.0}")),
                 fmt_opt(m["wait_ns"], |x| format!("{:.2}", x / 1e6)),
                 fmt_opt(m["max_wait_ns"], |x| format!("{:.1}", x / 1e3)),
-                fmt_opt(m["hold_ns"], |x| format!("{:.2}", x / 1e6)),
+                if profiled { fmt_opt(m["hold_ns"], |x| format!("{:.2}", x / 1e6)) } else { "–".into() },
             );
+        }
+        if !profiled {
+            let _ = writeln!(s, "\nHold times (–) are timed only with `--emu-args \"--sync-profile\"`.");
         }
         let _ = writeln!(s);
     }

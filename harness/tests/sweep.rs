@@ -65,6 +65,8 @@ fn sweep_writes_a_valid_complete_file_and_plots() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(rep.contains("| baseline | 2 | 2 |"), "{rep}");
     assert!(rep.contains("`bql.exec_loop`"), "{rep}");
+    // Without --sync-profile the emulator times no holds: the report says so instead of 0.
+    assert!(rep.contains("| – |") && rep.contains("timed only with"), "{rep}");
 }
 
 #[test]
@@ -170,6 +172,10 @@ fn peers_get_the_qemu_command_line_and_no_report() {
     let ours_log = std::fs::read_to_string(s.p(ours.log.as_ref().unwrap())).unwrap();
     assert!(ours_log.contains("--timeout 300 --sync-profile --tlb-flush-mode synced"), "{ours_log}");
     assert_eq!(f.config.emulator_args, ["--sync-profile", "--tlb-flush-mode", "synced"]);
+    // Profiled runs: the report gives their hold times (the fake's 9 ms for bql.exec_loop).
+    let o = s.run(&["report", "results/peer.json"], &[]);
+    let rep = String::from_utf8_lossy(&o.stdout);
+    assert!(rep.contains("| 9.00 |") && !rep.contains("timed only with"), "{rep}");
 }
 
 #[test]

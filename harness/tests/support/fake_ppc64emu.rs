@@ -167,13 +167,14 @@ fn main() {
                 let bql_wait = if v == "baseline" { 4_000_000 * n } else { 1_000_000 * n };
                 let vcpus: Vec<String> = (0..smp).map(|i| format!("{{\"index\": {i}, \"insns\": {}}}", 1_000_000 + i)).collect();
                 Some(format!(
-                    "{{\"strategy\": \"{v}\", \"tlb_flush_mode\": \"async\", \"accel\": \"jit\", \"smp\": {smp}, \
+                    "{{\"strategy\": \"{v}\", \"tlb_flush_mode\": \"async\", \"accel\": \"jit\", \"smp\": {smp}, \"sync_profile\": {profiled}, \
                      \"host_wall_s\": {elapsed}, \"guest_elapsed_s\": {elapsed}, \"vcpus\": [{}], \"locks\": {{\
                      \"bql.exec_loop\": {{\"acquisitions\": {a}, \"contended\": {c}, \"wait_ns\": {bql_wait}, \"max_wait_ns\": 50000, \"hold_ns\": 9000000}}, \
                      \"bql.hcall\": {{\"acquisitions\": {a2}, \"contended\": {c2}, \"wait_ns\": 2000000, \"max_wait_ns\": 20000, \"hold_ns\": 3000000}}, \
                      \"bql.tlb_flush_item\": {{\"acquisitions\": 100, \"contended\": 5, \"wait_ns\": 100000, \"max_wait_ns\": 9000, \"hold_ns\": 200000}}, \
                      \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000}}}}}}",
                     vcpus.join(", "),
+                    profiled = args.iter().any(|a| a == "--sync-profile"),
                     a = 1000 * n,
                     c = 100 * n,
                     a2 = 3000 * n,
