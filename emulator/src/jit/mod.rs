@@ -107,7 +107,7 @@ impl JitShared {
     }
 
     /// Marks a page; true when it was not marked before.
-    fn mark_code_page(&self, pa: u64) -> bool {
+    pub(crate) fn mark_code_page(&self, pa: u64) -> bool {
         let (w, b) = Self::filter_bit(pa);
         self.filter[w].fetch_or(b, Ordering::SeqCst) & b == 0
     }

@@ -397,7 +397,13 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                 self.counters.exits_hypercall += 1;
                 let mut fx = Fx { accel, out: Vec::new(), starting: Vec::new(), console: Vec::new() };
                 let ram = self.shared.ram.clone();
-                let outcome = hcall::hcall(&mut b.dev, i, &mut self.cpu.st, &*ram, &mut fx);
+                let outcome = match self.jit.as_ref().map(|j| j.shared().clone()) {
+                    Some(js) => {
+                        let mem = super::effects::CodeWatch { mem: &*ram, jit: &js };
+                        hcall::hcall(&mut b.dev, i, &mut self.cpu.st, &mem, &mut fx)
+                    }
+                    None => hcall::hcall(&mut b.dev, i, &mut self.cpu.st, &*ram, &mut fx),
+                };
                 self.apply(accel, b, fx);
                 match outcome {
                     HcallOutcome::Continue | HcallOutcome::Stopped | HcallOutcome::Shutdown => {}

@@ -91,6 +91,31 @@ impl GuestMemory for crate::softmmu::GuestRam {
     }
 }
 
+/// Guest memory whose writes by the machine (hypercalls, RTAS) drop the JIT's translations
+/// of the bytes they overwrite, as a guest store to translated code does.
+pub struct CodeWatch<'a> {
+    pub mem: &'a dyn GuestMemory,
+    pub jit: &'a crate::jit::JitShared,
+}
+
+impl GuestMemory for CodeWatch<'_> {
+    fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
+        self.mem.read(pa, buf)
+    }
+
+    fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        self.mem.write(pa, data)?;
+        // Ranges may cross pages; `code_written` works per page.
+        let (mut a, end) = (pa, pa + data.len() as u64);
+        while a < end {
+            let next = ((a >> 12) + 1) << 12;
+            self.jit.code_written(a, (next.min(end) - a) as usize);
+            a = next;
+        }
+        Ok(())
+    }
+}
+
 /// Guest memory held in a plain buffer: tests, and tools that prepare an image.
 #[derive(Debug, Default)]
 pub struct VecMemory {
@@ -226,5 +251,30 @@ impl MachineEffects for Recorder {
 
     fn wall_time(&self) -> Duration {
         self.now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn machine_writes_reach_the_jit_page_by_page() {
+        let ram = VecMemory::new(0x10000);
+        let jit = crate::jit::JitShared::new();
+        jit.mark_code_page(0x3000);
+        let mem = CodeWatch { mem: &ram, jit: &jit };
+        let writes = || jit.stats.code_writes.load(Ordering::Relaxed);
+        mem.write(0x5000, &[1; 16]).unwrap();
+        assert_eq!(writes(), 0, "a page without code");
+        // Starts on a plain page and ends on the code page.
+        mem.write(0x2ff0, &[7; 0x20]).unwrap();
+        assert_eq!(writes(), 1);
+        let mut back = [0; 0x20];
+        mem.read(0x2ff0, &mut back).unwrap();
+        assert_eq!(back, [7; 0x20]);
+        assert!(mem.write(0xfff0, &[0; 0x20]).is_err(), "out of range is refused, not watched");
+        assert_eq!(writes(), 1);
     }
 }
