@@ -408,3 +408,117 @@ fn dcbz_paths() {
         assert!(s.starts_with("pc=0x1004 ") && s.contains("r3=0x1 "), "{s}");
     }
 }
+
+/// Doubles and singles at the edges of the conversions (`lfs`/`stfs` and the VSX scalar
+/// forms): zeros, denormal singles, infinities, signalling and quiet NaNs, doubles around the
+/// single-precision exponent range, random bits.
+const FP_EDGES: [u64; 16] = [
+    0,
+    0x8000_0000_0000_0000,
+    0x0000_0001_0000_0001,
+    0x007f_ffff_807f_ffff,
+    0x8040_0000_0000_8000,
+    0x7f80_0000_ff80_0000,
+    0x7f80_0001_7fc0_0000,
+    0x7ff0_0000_0000_0000,
+    0x7ff0_0000_0000_0001,
+    0x3690_0000_0000_0000, // exponent 873: below every single
+    0x36a0_0000_1234_5678, // 874
+    0x3800_0000_0000_0001, // 896: the largest denormal single
+    0x3810_0000_0000_0000, // 897: the smallest normal single
+    0xc7ef_ffff_ffff_ffff,
+    0x3ff0_0000_0000_0000,
+    0x0000_0000_0000_0003,
+];
+
+/// Registers and memory for the vector and FP streams: bases r1-r7 in the data area, some of
+/// them just before a page end (accesses cross it) or the end of RAM (the second part
+/// faults); random VSRs with edge doubles in some FPR halves; edge values in memory.
+fn vector_regs(seed: u64, facilities: u64) -> impl Fn(&mut Cpu) {
+    move |c: &mut Cpu| {
+        init_regs(seed)(c);
+        let mut r = Rng(seed.rotate_left(29) | 1);
+        for g in 1..=7 {
+            c.st.gpr[g] = match r.next() % 6 {
+                0 => DATA + 0x1000 * (1 + r.next() % 6) - 8 * (1 + r.next() % 2) - (r.next() % 2) * 4,
+                1 => RAM as u64 - 8 - (r.next() % 2) * 4,
+                2 => DATA + 0x1000 * (1 + r.next() % 6) - (r.next() % 16),
+                _ => c.st.gpr[g],
+            };
+        }
+        for v in c.st.vsr.iter_mut() {
+            *v = (r.next() as u128) << 64 | r.next() as u128;
+            if r.next().is_multiple_of(3) {
+                *v = (FP_EDGES[r.next() as usize % FP_EDGES.len()] as u128) << 64 | (*v & u64::MAX as u128);
+            }
+        }
+        c.st.vscr = r.next() as u32 & 0x0001_0001;
+        for k in 0..0x1000u64 {
+            if r.next().is_multiple_of(2) {
+                c.mmu.store(&c.st, DATA + 8 * k, 8, FP_EDGES[r.next() as usize % FP_EDGES.len()], true).unwrap();
+            }
+        }
+        c.st.msr &= !(msr::FP | msr::VEC | msr::VSX) | facilities;
+    }
+}
+
+/// The natively translated vector, VSX and FP register-file instructions (with a few integer
+/// ones around them), in both byte orders, with every facility on and with each one off.
+#[test]
+fn vector_and_fp_register_file_instructions_match_the_interpreter() {
+    use Op::*;
+    let pool = [
+        Vaddubm, Vadduhm, Vadduwm, Vaddudm, Vsububm, Vsubuhm, Vsubuwm, Vsubudm, Vand, Vandc, Vor, Vorc, Vxor, Vnor, Vnand,
+        Veqv, Vsel, Vcmpequb, Vcmpequh, Vcmpequw, Vcmpequd, Vcmpgtub, Vcmpgtuh, Vcmpgtuw, Vcmpgtud, Vcmpgtsb, Vcmpgtsh,
+        Vcmpgtsw, Vcmpgtsd, Vslb, Vslh, Vslw, Vsld, Vsrb, Vsrh, Vsrw, Vsrd, Vsrab, Vsrah, Vsraw, Vsrad, Vpkuhum, Vpkuwum,
+        Vpkudum, Vmrghb, Vmrghh, Vmrghw, Vmrglb, Vmrglh, Vmrglw, Vmrgew, Vmrgow, Vsldoi, Vspltb, Vsplth, Vspltw,
+        Vspltisb, Vspltish, Vspltisw, Vperm, Lvsl, Lvsr, Lvx, Lvxl, Stvx, Stvxl, Xxland, Xxlandc, Xxlor, Xxlxor, Xxlnor,
+        Xxleqv, Xxlnand, Xxlorc, Xxsel, Xxpermdi, Xxsldwi, Xxmrghw, Xxmrglw, Xxspltw, Lxvd2x, Stxvd2x, Lxvw4x, Stxvw4x,
+        Lxvdsx, Lxsdx, Lxsiwax, Lxsiwzx, Lxsspx, Stxsdx, Stxsiwx, Stxsspx, Mfvsrd, Mfvsrwz, Mtvsrd, Mtvsrwa, Mtvsrwz, Lfs,
+        Lfsu, Lfsx, Lfsux, Lfd, Lfdu, Lfdx, Lfdux, Lfiwax, Lfiwzx, Stfs, Stfsu, Stfsx, Stfsux, Stfd, Stfdu, Stfdx, Stfdux,
+        Stfiwx, Fmr, Fneg, Fabs, Fnabs, Fcpsgn, Fmrgew, Fmrgow, Mfcr, Addi, Ori, Ld, Std, Bc,
+    ];
+    let facilities = [msr::FP | msr::VEC | msr::VSX, msr::VEC | msr::VSX, msr::FP | msr::VSX, msr::FP | msr::VEC];
+    let mut r = Rng(0x5eed_0f_7ec7_0125);
+    for case in 0..2400 {
+        let len = 1 + (r.next() % 40) as usize;
+        let prog = random_program(&mut r, &pool, len);
+        // Mostly everything on; every fourth case one facility off.
+        let f = if case % 4 == 3 { facilities[1 + (case / 4) % 3] } else { facilities[0] };
+        differential(&prog, case % 2 == 1, vector_regs(r.next(), f));
+    }
+}
+
+/// Vector stores crossing a page, faulting in their second page, and writing into the block
+/// that runs them; FP loads and stores at unaligned and page-crossing addresses.
+#[test]
+fn vector_and_fp_accesses_across_pages_and_into_code() {
+    // stxvd2x vs0,r5,r6; stvx v1,r5,r6; lxvd2x vs2,r5,r6; lfd f3,0(r7); stfd f3,3(r7);
+    // lfs f4,1(r7); stfs f4,-2(r7); illegal.
+    let prog = [0x7c05_3798, 0x7c25_31ce, 0x7c45_3698, 0xc867_0000, 0xd867_0003, 0xc087_0001, 0xd087_fffe, 0];
+    let places = [DATA + 0xff8, DATA + 0xffc, DATA + 0x1ff0, RAM as u64 - 8, RAM as u64 - 16, DATA + 0x2003];
+    for le in [false, true] {
+        for &at in &places {
+            for &fp_at in &places {
+                differential(&prog, le, |c| {
+                    vector_regs(at ^ fp_at, msr::FP | msr::VEC | msr::VSX)(c);
+                    c.st.gpr[5] = at;
+                    c.st.gpr[6] = 0;
+                    c.st.gpr[7] = fp_at + 1;
+                });
+            }
+        }
+    }
+    // stxvd2x vs0,0,r5 over the next instructions of its own block: the stored words run.
+    for le in [false, true] {
+        let prog = [0x7c00_2f98, 0x3860_0001, 0x3860_0002, 0x3860_0003, 0x3860_0004, 0];
+        let (_, s) = differential(&prog, le, |c| {
+            c.st.gpr[5] = CODE + 4;
+            // 0x38600009 (li r3,9) four times, in guest order for either byte order.
+            let w = 0x3860_0009u64;
+            let d = if c.st.le() { w | w << 32 } else { w << 32 | w };
+            c.st.vsr[0] = (d as u128) << 64 | d as u128;
+        });
+        assert!(s.contains("r3=0x9 "), "{s}");
+    }
+}

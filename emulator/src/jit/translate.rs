@@ -9,6 +9,9 @@
 //! block in the vCPU's jump cache and tail-calls it (see [`emit_chain`]). Anything else
 //! returns to the run loop.
 
+#[path = "translate_vector.rs"]
+mod vector;
+
 use super::{BlockKey, JC_SIZE, JcEntry, Jit, JitCtx, MAX_BLOCK_INSNS, helpers};
 use crate::cpu::{CpuState, Exception, msr};
 use crate::interp::Cpu;
@@ -114,6 +117,9 @@ struct Tx<'a> {
     /// Index of the instruction being translated (instructions retired before it).
     n: u64,
     pc: u64,
+    /// The block key's MSR bits (`KEY_MSR_BITS`).
+    key: u64,
+    vsrs: vector::VsrCache,
 }
 
 /// Signature of a translated block: `(cpu, ctx)`, tail calling convention, no result
@@ -290,6 +296,8 @@ pub fn compile(jit: &mut Jit, block: &DecodedBlock, key_flags: u64) -> Result<us
         chain,
         n: 0,
         pc: block.pc,
+        key: m,
+        vsrs: vector::VsrCache::new(),
     };
     // 32-bit mode (rare: early boot) runs everything through the interpreter.
     let native_ok = m & msr::SF != 0;
@@ -420,6 +428,7 @@ impl Tx<'_> {
         for g in &mut self.regs {
             g.loaded = false;
         }
+        self.vsrs.invalidate();
     }
 
     /// Calls the interpreter for one instruction (registers are in `CpuState` already: they
@@ -1085,7 +1094,7 @@ impl Tx<'_> {
                 }
             }
             Popcntb | Popcntw | Popcntd | Prtyw | Prtyd | Cmpb => self.bit_lanes(op, i),
-            _ => return false,
+            _ => return self.vector(op, i, last),
         }
         true
     }
