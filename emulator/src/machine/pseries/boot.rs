@@ -528,7 +528,11 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         j.trace = jit_trace;
                         j.threshold = jit_threshold;
                         // SAFETY: `accel` outlives this thread's JIT (both live until the thread ends).
-                        unsafe { j.watch(&accel.vcpus[i].exit_request) };
+                        // (Under loom the flag is a model type; the loom tests run no JIT.)
+                        #[cfg(not(loom))]
+                        unsafe {
+                            j.watch(&accel.vcpus[i].exit_request)
+                        };
                         j
                     });
                     let mut v = PseriesVcpu { cpu, index: i, shared, counters: VcpuCounters::default(), halted_since: None, jit };
