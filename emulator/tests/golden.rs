@@ -6,10 +6,14 @@
 //! what QEMU ended with (registers and buffer bytes that changed, and the signal if the case
 //! stopped early). `tests/golden/gen.py` writes these files; README.md there describes the
 //! format. Every register, the buffer, the stop signal and the stop address are compared.
+//!
+//! The `jit_*` tests replay the same cases under the JIT (`Jit::run`, threshold 0: every block
+//! is translated before it runs) on a CPU set up exactly as for the interpreter.
 
 use ppc64emu::cpu::{Exception, ProgramKind, msr};
 use ppc64emu::interp::Cpu;
 use ppc64emu::isa::{ALL_OPS, Op, decode, disassemble};
+use ppc64emu::jit::{Jit, JitShared};
 use ppc64emu::softmmu::{Access, AddressSpace, PAGE_MASK, PageMapping};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -215,7 +219,19 @@ fn signal_of(e: Exception) -> (i64, Option<ProgramKind>) {
     }
 }
 
-fn run_case(case: &Case) -> Outcome {
+/// What runs the cases.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Engine {
+    Interp,
+    /// `Jit::run` with threshold 0 (every block translated before it runs).
+    Jit,
+}
+
+/// Steps at most this many instructions (no case loops; this catches one that would).
+const STEP_LIMIT: u64 = 10_000;
+
+/// Runs one case; `jit`: the JIT to run it under (moved to the case's fresh CPU).
+fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
     let mut space = GoldenSpace { code: vec![0; CODE_REGION_SIZE as usize], data: vec![0; DATA_REGION_SIZE as usize] };
     let off = (CASE_ADDR - CODE_REGION) as usize;
     for (k, w) in case.words.iter().chain(std::iter::once(&TRAP)).enumerate() {
@@ -247,9 +263,28 @@ fn run_case(case: &Case) -> Outcome {
     // Registers outside the case state start as in a process under qemu-ppc64le-static.
     c.st.ppr = 0;
     c.st.pc = CASE_ADDR;
+    if let Some(j) = jit.as_deref_mut() {
+        j.reattach(&mut c);
+    }
     let mut stop = None;
-    for _ in 0..10_000 {
-        match c.step() {
+    let mut steps = 0;
+    while steps < STEP_LIMIT {
+        let r = match jit.as_mut() {
+            None => {
+                steps += 1;
+                c.step()
+            }
+            Some(j) => {
+                let before = c.counters.instructions;
+                let r = j.run(&mut c, STEP_LIMIT - steps, &|_| false);
+                // Events only matter to a machine; the blocks stop for them.
+                c.events = 0;
+                // At least one: a fault on the first instruction retires nothing.
+                steps += (c.counters.instructions - before).max(1);
+                r
+            }
+        };
+        match r {
             Ok(()) => {}
             Err(Exception::SystemCall { lev: 0 }) => {
                 // The one system call the vectors use: sched_yield, which returns 0.
@@ -382,26 +417,39 @@ fn load(path: &Path) -> Vec<Case> {
 /// Replays every case of a file; panics with a readable report if any differs.
 /// LOCKSCALE_GOLDEN_FILTER=<substring of case names> narrows a run, LOCKSCALE_GOLDEN_SHOW=<n>
 /// shows more than the first 40 differing cases.
-fn replay(path: &Path) -> usize {
+fn replay(path: &Path, engine: Engine) -> usize {
     let mut cases = load(path);
     if let Ok(f) = std::env::var("LOCKSCALE_GOLDEN_FILTER") {
         cases.retain(|c| c.name.contains(&f));
     }
     let mut failures = Vec::new();
     let mut by_insn = BTreeMap::<String, usize>::new();
+    // One JIT (one code module) for the whole file, moved from case to case: building a
+    // module costs more than translating a case's block.
+    let mut jit = (engine == Engine::Jit).then(|| {
+        let mut scratch = Cpu::new(Box::new(ppc64emu::softmmu::FlatRam::new(0)));
+        let mut j = Jit::attach(&mut scratch, JitShared::new());
+        j.threshold = 0;
+        j
+    });
     for case in &cases {
-        let got = run_case(case);
+        let got = run_case(case, jit.as_mut());
         let diffs = compare(case, &got);
         if !diffs.is_empty() {
             *by_insn.entry(case.name.rsplit_once('/').map_or(case.name.clone(), |x| x.0.to_string())).or_default() += 1;
             failures.push(describe(case, &diffs));
         }
     }
+    if let Some(j) = &jit {
+        // Every case starts with a translation (the map is emptied between cases).
+        let n = j.counters.blocks_translated;
+        assert!(n >= cases.len() as u64, "{}: {n} blocks translated for {} cases", path.display(), cases.len());
+    }
     if !failures.is_empty() {
         let show = std::env::var("LOCKSCALE_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
         let shown: Vec<_> = failures.iter().take(show).cloned().collect();
         panic!(
-            "{}: {} of {} cases differ from QEMU\nby case group: {by_insn:?}\n\n{}",
+            "{} ({engine:?}): {} of {} cases differ from QEMU\nby case group: {by_insn:?}\n\n{}",
             path.display(),
             failures.len(),
             cases.len(),
@@ -411,62 +459,60 @@ fn replay(path: &Path) -> usize {
     cases.len()
 }
 
-fn replay_family(family: &str) {
-    let n = replay(&data_dir().join(format!("{family}.jsonl")));
+fn replay_family(family: &str, engine: Engine) {
+    let n = replay(&data_dir().join(format!("{family}.jsonl")), engine);
     assert!(n > 0 || std::env::var("LOCKSCALE_GOLDEN_FILTER").is_ok(), "{family}: no cases");
 }
 
-#[test]
-fn fixed_point() {
-    replay_family("fixed");
-}
+/// Families with a test function of their own (per engine) below.
+const OWN_FAMILIES: [&str; 8] = ["fixed", "branch", "loadstore", "system", "fp", "vsx_fp", "vmx", "vsx"];
 
-#[test]
-fn branch() {
-    replay_family("branch");
-}
-
-#[test]
-fn load_store() {
-    replay_family("loadstore");
-}
-
-#[test]
-fn system() {
-    replay_family("system");
-}
-
-#[test]
-fn floating_point() {
-    replay_family("fp");
-}
-
-#[test]
-fn vsx_floating_point() {
-    replay_family("vsx_fp");
-}
-
-#[test]
-fn vmx() {
-    replay_family("vmx");
-}
-
-#[test]
-fn vsx() {
-    replay_family("vsx");
-}
-
-/// Data files of families without a test function of their own above.
-#[test]
-fn other_families() {
-    let own = ["fixed", "branch", "loadstore", "system", "fp", "vsx_fp", "vmx", "vsx"];
+/// Data files of families without a test function of their own.
+fn replay_other_families(engine: Engine) {
     for entry in std::fs::read_dir(data_dir()).unwrap() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if path.extension().is_some_and(|e| e == "jsonl") && !own.contains(&stem.as_str()) {
-            replay(&path);
+        if path.extension().is_some_and(|e| e == "jsonl") && !OWN_FAMILIES.contains(&stem.as_str()) {
+            replay(&path, engine);
         }
     }
+}
+
+/// One test per family and engine: `fixed_point` replays on the interpreter, `jit_fixed_point`
+/// the same cases under the JIT.
+macro_rules! family_tests {
+    ($($interp:ident, $jit:ident, $family:literal;)*) => {$(
+        #[test]
+        fn $interp() {
+            replay_family($family, Engine::Interp);
+        }
+
+        #[test]
+        fn $jit() {
+            replay_family($family, Engine::Jit);
+        }
+    )*};
+}
+
+family_tests! {
+    fixed_point, jit_fixed_point, "fixed";
+    branch, jit_branch, "branch";
+    load_store, jit_load_store, "loadstore";
+    system, jit_system, "system";
+    floating_point, jit_floating_point, "fp";
+    vsx_floating_point, jit_vsx_floating_point, "vsx_fp";
+    vmx, jit_vmx, "vmx";
+    vsx, jit_vsx, "vsx";
+}
+
+#[test]
+fn other_families() {
+    replay_other_families(Engine::Interp);
+}
+
+#[test]
+fn jit_other_families() {
+    replay_other_families(Engine::Jit);
 }
 
 /// Mnemonics of each table file (`src/isa/table/<family>.insn`).
@@ -547,8 +593,10 @@ fn live_fuzz_against_qemu() {
     let mut failed = Vec::new();
     for f in families.split(',') {
         let path = out.join(format!("{f}.jsonl"));
-        if let Err(e) = std::panic::catch_unwind(|| replay(&path)) {
-            failed.push(e.downcast_ref::<String>().cloned().unwrap_or_default());
+        for engine in [Engine::Interp, Engine::Jit] {
+            if let Err(e) = std::panic::catch_unwind(|| replay(&path, engine)) {
+                failed.push(e.downcast_ref::<String>().cloned().unwrap_or_default());
+            }
         }
     }
     assert!(failed.is_empty(), "fuzz cases kept in {}\n{}", out.display(), failed.join("\n"));

@@ -354,6 +354,23 @@ impl Jit {
         }
     }
 
+    /// Moves this JIT to another CPU, as `attach` would attach a new one, but keeping the
+    /// module (a test that replays thousands of short programs on fresh CPUs saves building
+    /// one per program). Every block is dropped from the shared map: the code the map pointed
+    /// to stays in the module, unreachable, until the next flush. Only for a JIT whose
+    /// `JitShared` no other vCPU uses.
+    pub fn reattach(&mut self, cpu: &mut Cpu) {
+        let inner = std::mem::replace(&mut cpu.mmu.space, Box::new(crate::softmmu::FlatRam::new(0)));
+        cpu.mmu.space = Box::new(JitSpace { inner, shared: self.ctx.shared.clone() });
+        cpu.mmu.tlb.flush_all();
+        self.ctx.shared.flush();
+        self.jc.fill(JC_EMPTY);
+        self.cold.clear();
+        self.seen_tlb_flushes = u64::MAX;
+        self.ctx.exc = None;
+        self.ctx.fault = 0;
+    }
+
     pub fn shared(&self) -> &Arc<JitShared> {
         &self.ctx.shared
     }
