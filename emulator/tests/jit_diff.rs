@@ -522,3 +522,78 @@ fn vector_and_fp_accesses_across_pages_and_into_code() {
         assert!(s.contains("r3=0x9 "), "{s}");
     }
 }
+
+/// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
+/// exclusive section when a module passes the limit or a flush is requested): two JITs on
+/// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
+/// module at once and the other's at its next run, and both keep computing what the
+/// interpreter computes.
+#[test]
+fn machine_wide_flush_replaces_every_module() {
+    // The counted loop of `loop_with_memory`, ending in an illegal word.
+    let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+    let init = |c: &mut Cpu| {
+        put_code(c, CODE, &prog);
+        c.st.gpr[5] = DATA;
+        for k in 0..100 {
+            c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le()).unwrap();
+        }
+        c.st.pc = CODE;
+    };
+    let mut reference = cpu(true);
+    init(&mut reference);
+    let e = run_interp(&mut reference);
+    assert!(matches!(e, Some(Exception::Program(_))));
+    let want = state(&mut reference);
+
+    let shared = JitShared::new();
+    let (mut a, mut b) = (cpu(true), cpu(true));
+    let mut ja = Jit::attach(&mut a, shared.clone());
+    let mut jb = Jit::attach(&mut b, shared.clone());
+    for (c, j) in [(&mut a, &mut ja), (&mut b, &mut jb)] {
+        init(c);
+        j.threshold = 0;
+        j.self_flush = false;
+        // Smaller than one block: full after every translation.
+        j.cache_limit = 16;
+    }
+    let mut flushes = 0;
+    let mut done = [false; 2];
+    while done != [true, true] {
+        for (k, (c, j)) in [(&mut a, &mut ja), (&mut b, &mut jb)].into_iter().enumerate() {
+            if done[k] {
+                continue;
+            }
+            match j.run(c, 7, &|_| false) {
+                Ok(()) => {}
+                Err(Exception::Program(_)) => done[k] = true,
+                Err(e) => panic!("{e:?}"),
+            }
+            c.events = 0;
+            if j.wants_flush() && j.claim_flush() {
+                assert!(!j.claim_flush(), "one claim per flush");
+                j.flush_all();
+                flushes += 1;
+            }
+        }
+    }
+    assert!(flushes > 10, "{flushes} flushes");
+    assert_eq!(state(&mut a), want);
+    assert_eq!(state(&mut b), want);
+    // Each JIT counts every flush it has seen: its own at once, the other's at its next run.
+    assert!(ja.counters.cache_flushes > 0 && jb.counters.cache_flushes > 0);
+    assert!(ja.counters.cache_flushes + jb.counters.cache_flushes >= flushes);
+
+    // A requested flush: every JIT wants it until one has run it.
+    let before = jb.counters.cache_flushes;
+    shared.request_flush();
+    assert!(ja.wants_flush() && jb.wants_flush());
+    assert!(ja.claim_flush());
+    ja.flush_all();
+    jb.cache_limit = u64::MAX;
+    assert!(!jb.wants_flush());
+    // jb takes the new epoch at its next run (a block that faults at once suffices).
+    b.st.pc = CODE + 4 * 8;
+    assert!(matches!(jb.run(&mut b, 1, &|_| false), Err(Exception::Program(_))));
+    assert_eq!(jb.counters.cache_flushes, before + 1);
+}

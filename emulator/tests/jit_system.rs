@@ -15,8 +15,13 @@ fn run<S: Strategy>(smp: usize, accel: AccelMode) -> RunOutcome {
 }
 
 fn run_tiered<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32) -> RunOutcome {
+    run_limited::<S>(smp, accel, jit_threshold, ppc64emu::jit::CODE_CACHE_LIMIT)
+}
+
+fn run_limited<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32, jit_cache_limit: u64) -> RunOutcome {
     let cfg = MachineConfig {
         jit_threshold,
+        jit_cache_limit,
         smp,
         ram_bytes: 512 << 20,
         kernel: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/mkbench/mkbench.elf"))),
@@ -64,4 +69,26 @@ fn tiered_jit_computes_the_same_checksum() {
     };
     assert!(sum(&tiered, |j| j.cold_blocks) > 0);
     assert!(sum(&tiered, |j| j.blocks_translated) < sum(&eager, |j| j.blocks_translated));
+}
+
+/// A code cache limit of 16 KiB (a few dozen blocks): the code cache is flushed many times,
+/// at one vCPU by the JIT itself, at several in exclusive sections that replace every vCPU's
+/// module. Same checksum as the interpreter; every vCPU counts flushes.
+#[test]
+fn tiny_code_cache_flushes_often_and_computes_the_same_checksum() {
+    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    // Threshold 100: blocks are translated again after each flush, but not on first sight
+    // (translating everything at every flush would take minutes).
+    let limit = 16 << 10;
+    for (smp, strategy) in [(1, "baseline"), (2, "baseline"), (4, "cputlb-no-bql")] {
+        let o = match strategy {
+            "baseline" => run_limited::<Baseline>(smp, AccelMode::Jit, 100, limit),
+            _ => run_limited::<CputlbNoBql>(smp, AccelMode::Jit, 100, limit),
+        };
+        assert_eq!(checksum(&o), reference, "{strategy} smp={smp}");
+        for (i, v) in o.report.vcpus.iter().enumerate() {
+            let jit = v.jit.as_ref().expect("JIT counters in the report");
+            assert!(jit.cache_flushes > 1, "{strategy} smp={smp} vcpu{i}: {} flushes", jit.cache_flushes);
+        }
+    }
 }

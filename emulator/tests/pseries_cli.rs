@@ -40,7 +40,7 @@ fn help_lists_options_and_exit_codes() {
     let o = emu(&["--help"]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
-    for opt in ["-kernel", "-initrd", "-append", "-bios", "-smp", "-m ", "-machine", "--report", "--tlb-flush-mode", "--timeout", "--dump-dtb", "--pin", "124"] {
+    for opt in ["-kernel", "-initrd", "-append", "-bios", "-smp", "-m ", "-machine", "--report", "--tlb-flush-mode", "--timeout", "--dump-dtb", "--pin", "--jit-cache-limit", "124"] {
         assert!(text.contains(opt), "--help does not mention {opt}");
     }
 }
@@ -56,6 +56,8 @@ fn refusals_exit_2_and_name_the_option() {
         (&["-m", "lots", "-kernel", "x"][..], "-m lots"),
         (&["-cpu", "power9", "-kernel", "x"][..], "power9"),
         (&["--tlb-flush-mode", "lazy"][..], "lazy"),
+        (&["--jit-cache-limit", "0", "-kernel", "x"][..], "--jit-cache-limit 0"),
+        (&["--jit-cache-limit", "1.5M", "-kernel", "x"][..], "--jit-cache-limit 1.5M"),
         (&["-nographic"][..], "-kernel"),
         (&["-initrd", "i.img", "--dump-dtb", "x.dtb"][..], "-initrd"),
     ] {

@@ -307,6 +307,34 @@ fn malformed_programs_fail_cleanly() {
     assert_eq!(r.status, 127, "{}", r.stderr);
 }
 
+/// The runner's self-test cases with a code cache limit so small that the cache is flushed
+/// over and over (one vCPU: the JIT flushes itself before translating into a full module).
+/// Only these: a program whose hot code does not fit retranslates it after every flush, and
+/// the larger programs would take minutes.
+#[test]
+fn self_tests_match_qemu_with_a_tiny_code_cache() {
+    let failures: Vec<String> = cases()
+        .iter()
+        .filter(|c| c.binary == "sys" && !PENDING.contains(&c.name.as_str()))
+        .filter_map(|c| check_with(&["--jit-threshold", "0", "--jit-cache-limit", "4K"], c).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+        .args(["user", "--stats", "--jit-threshold", "0", "--jit-cache-limit", "4K"])
+        .arg(programs_dir().join("bin/sys"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(42));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let flushes: u64 = err
+        .split(" code cache flushes")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no flush count in: {err}"));
+    assert!(flushes > 0, "{err}");
+}
+
 #[test]
 fn usage_errors() {
     let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu")).arg("user").output().unwrap();
@@ -316,6 +344,15 @@ fn usage_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    for bad in ["0", "lots", "-1", "2T"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+            .args(["user", "--jit-cache-limit", bad, "x"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--jit-cache-limit {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("--jit-cache-limit {bad}:")), "{err}");
+    }
 }
 
 #[test]

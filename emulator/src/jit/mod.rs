@@ -71,6 +71,13 @@ pub struct JitShared {
     filter: Box<[AtomicU64]>,
     /// Bumped whenever blocks are dropped: vCPUs clear their jump caches when it moves.
     generation: AtomicU64,
+    /// Bumped by each machine-wide code cache flush ([`Jit::flush_all`]): a vCPU whose module
+    /// is older replaces it at the start of its next `run`.
+    epoch: AtomicU64,
+    /// A machine-wide flush was asked for ([`JitShared::request_flush`]); cleared by the flush.
+    flush_requested: AtomicBool,
+    /// A vCPU has queued the flush ([`Jit::claim_flush`]); cleared by the flush.
+    flush_queued: AtomicBool,
     pub stats: SharedStats,
 }
 
@@ -90,6 +97,9 @@ impl JitShared {
             pages: Mutex::new(HashMap::new()),
             filter: (0..FILTER_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
             generation: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            flush_requested: AtomicBool::new(false),
+            flush_queued: AtomicBool::new(false),
             stats: SharedStats::default(),
         })
     }
@@ -156,6 +166,12 @@ impl JitShared {
         let start = (pa - page) as u16;
         self.pages.lock().entry(page).or_default().push((k, start, (start as u32 + len) as u16));
         self.map.write().insert(k, f);
+    }
+
+    /// Asks for a machine-wide code cache flush: every vCPU's `wants_flush` says so until the
+    /// machine has run [`Jit::flush_all`].
+    pub fn request_flush(&self) {
+        self.flush_requested.store(true, Ordering::SeqCst);
     }
 
     /// Drops every block (the caller guarantees no vCPU runs translated code).
@@ -226,8 +242,29 @@ pub struct JcEntry {
 pub(crate) const JC_SIZE: usize = 4096;
 const JC_EMPTY: JcEntry = JcEntry { pc: 1, flags: 0, f: 0 };
 
-/// Code bytes after which a vCPU's module is retired and the cache flushed.
+/// Code bytes after which a vCPU's module is retired and the cache flushed (default of
+/// `Jit::cache_limit`, `--jit-cache-limit`).
 pub const CODE_CACHE_LIMIT: u64 = 256 << 20;
+
+/// Parses a code cache limit (`--jit-cache-limit`): a number of bytes, at least 1, with an
+/// optional suffix K, M or G (KiB, MiB, GiB). The error says what is wrong.
+pub fn parse_cache_limit(v: &str) -> Result<u64, String> {
+    let (digits, shift) = match v.as_bytes().last().map(u8::to_ascii_uppercase) {
+        Some(b'K') => (&v[..v.len() - 1], 10),
+        Some(b'M') => (&v[..v.len() - 1], 20),
+        Some(b'G') => (&v[..v.len() - 1], 30),
+        _ => (v, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("expected a number of bytes, optionally with a suffix K, M or G".into());
+    }
+    let n: u64 = digits.parse().map_err(|_| "too large".to_string())?;
+    let n = n.checked_mul(1 << shift).ok_or_else(|| "too large".to_string())?;
+    if n == 0 {
+        return Err("must be at least 1 byte".into());
+    }
+    Ok(n)
+}
 
 /// One vCPU's JIT: its module, jump cache and translation context.
 pub struct Jit {
@@ -248,9 +285,13 @@ pub struct Jit {
     /// Log each translated block with its disassembly to stderr.
     pub trace: bool,
     /// This vCPU may flush the shared code cache by itself when its module is full (one
-    /// vCPU). Otherwise the module keeps growing until the machine flushes in an exclusive
-    /// section.
+    /// vCPU). Otherwise `wants_flush` says so and the machine flushes in an exclusive section
+    /// ([`Jit::flush_all`]).
     pub self_flush: bool,
+    /// Code bytes of the module after which the code cache is flushed.
+    pub cache_limit: u64,
+    /// `JitShared::epoch` of the current module.
+    epoch: u64,
 }
 
 /// JIT counters of one vCPU in the run report.
@@ -351,6 +392,8 @@ impl Jit {
             cold: HashMap::new(),
             trace: false,
             self_flush: true,
+            cache_limit: CODE_CACHE_LIMIT,
+            epoch: 0,
         }
     }
 
@@ -437,7 +480,7 @@ impl Jit {
     }
 
     fn translate(&mut self, cpu: &mut Cpu, key: BlockKey) -> Result<usize, Exception> {
-        if self.self_flush && self.counters.code_bytes > CODE_CACHE_LIMIT {
+        if self.self_flush && self.counters.code_bytes > self.cache_limit {
             self.flush_own();
         }
         let t0 = std::time::Instant::now();
@@ -461,23 +504,88 @@ impl Jit {
     }
 
     /// Single-vCPU code cache flush: drops every block and starts a new module. With several
-    /// vCPUs the caller must hold an exclusive section (no vCPU in translated code).
+    /// vCPUs use [`Jit::flush_all`].
     pub fn flush_own(&mut self) {
         self.ctx.shared.flush();
+        self.replace_module(1);
+    }
+
+    /// Starts a new module and frees the old one, with an empty jump cache; `flushes`: code
+    /// cache flushes this stands for (a vCPU idle through several machine-wide flushes
+    /// replaces its module once and counts them all).
+    ///
+    /// Callers guarantee that no code of the old module can run any more: the shared map holds
+    /// none of its blocks (it was flushed since), no vCPU executes translated code now, and
+    /// every other vCPU's jump cache is cleared before that vCPU's next block (their
+    /// `seen_generation` is behind the flush's generation bump, and `run` syncs first).
+    fn replace_module(&mut self, flushes: u64) {
         self.jc.fill(JC_EMPTY);
         self.cold.clear();
         let mut module = new_module();
         (self.trampoline, self.adapter) = entry_points(&mut module);
         let old = std::mem::replace(&mut self.module, module);
-        // SAFETY: no block of the old module is reachable any more (map and jump cache empty).
+        // SAFETY: see above: no block of the old module is reachable any more.
         unsafe { old.free_memory() };
         self.counters.code_bytes = 0;
-        self.counters.cache_flushes += 1;
+        self.counters.cache_flushes += flushes;
+    }
+
+    /// The machine should flush the code cache of every vCPU (in an exclusive section, with
+    /// [`Jit::flush_all`]): this vCPU's module passed `cache_limit` (with several vCPUs) or a
+    /// flush was requested.
+    pub fn wants_flush(&self) -> bool {
+        (!self.self_flush && self.counters.code_bytes > self.cache_limit) || self.ctx.shared.flush_requested.load(Ordering::Relaxed)
+    }
+
+    /// Claims the flush `wants_flush` asks for: true for exactly one caller until the flush
+    /// has run (that caller queues it), so that one full module queues one flush.
+    pub fn claim_flush(&self) -> bool {
+        !self.ctx.shared.flush_queued.swap(true, Ordering::SeqCst)
+    }
+
+    /// Machine-wide code cache flush. The caller must hold an exclusive section: no vCPU is
+    /// in translated code (every other vCPU is outside its `run`, and so is this one).
+    ///
+    /// The shared map, page lists and code-page filter are emptied and the generation bumped,
+    /// so no lookup finds a block of any current module again. Every module is then replaced:
+    /// this vCPU's at once, every other vCPU's by that vCPU itself at the start of its next
+    /// `run` (it sees the new epoch), because a `JITModule` is owned by its vCPU thread and
+    /// freed there.
+    ///
+    /// Why freeing an old module then is safe: translated code is entered only through
+    /// `run`, which first replaces an old-epoch module (clearing that vCPU's jump cache) and
+    /// then syncs the jump cache with the generation; chained blocks find their successors
+    /// only in the running vCPU's own jump cache. So after the flush, code of an old module,
+    /// wherever it came from (blocks of vCPU A's module reach vCPU B through the shared map,
+    /// B's jump cache and B's chains, and call A's slow-path adapter), can only be reached
+    /// through a jump cache filled before the flush, and each vCPU clears its own before its
+    /// first block after it. When vCPU B frees its old module at the start of its `run`,
+    /// every other vCPU either has not run since the flush (it holds no pointer it will use:
+    /// its jump cache is cleared before use) or has run and cleared its jump cache then, and
+    /// filled it only from the map emptied by the flush. No vCPU is inside B's old code
+    /// either: it was entered last before the exclusive section, and every `run` had returned
+    /// before the section started. The epoch is read after the section ended (the section's
+    /// lock orders it), so no vCPU misses it. A vCPU that stays idle keeps its old module
+    /// until it runs again: memory stays bounded by one module per vCPU over the limit.
+    pub fn flush_all(&mut self) {
+        let sh = self.ctx.shared.clone();
+        sh.flush();
+        let epoch = sh.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        sh.flush_requested.store(false, Ordering::SeqCst);
+        sh.flush_queued.store(false, Ordering::SeqCst);
+        self.replace_module(epoch - self.epoch);
+        self.epoch = epoch;
     }
 
     /// Runs translated blocks until an exception, until `cpu.events` is set, until `stop()`
     /// says so (checked at every block entry), or until about `max` instructions retired.
     pub fn run(&mut self, cpu: &mut Cpu, max: u64, stop: &dyn Fn(&Cpu) -> bool) -> Result<(), Exception> {
+        let epoch = self.ctx.shared.epoch.load(Ordering::Acquire);
+        if epoch != self.epoch {
+            // Another vCPU flushed the code cache (`flush_all`): this module is unreachable.
+            self.replace_module(epoch - self.epoch);
+            self.epoch = epoch;
+        }
         let mut done = 0u64;
         loop {
             self.sync_jump_cache(cpu);
@@ -559,6 +667,19 @@ impl Jit {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cache_limits_parse() {
+        use super::parse_cache_limit as p;
+        assert_eq!(p("1"), Ok(1));
+        assert_eq!(p("4096"), Ok(4096));
+        assert_eq!(p("64k"), Ok(64 << 10));
+        assert_eq!(p("3M"), Ok(3 << 20));
+        assert_eq!(p("1G"), Ok(1 << 30));
+        for bad in ["", "K", "0", "0M", "-1", "1.5M", "12T", "0x100", "18446744073709551616", "99999999999G"] {
+            assert!(p(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
     #[test]
     fn tlb_geometry_matches_the_softmmu() {
         let t = crate::softmmu::Tlb::new();

@@ -44,6 +44,8 @@ sites! {
     BqlWorkItem = "bql.work_item",
     /// A cross-vCPU TLB flush job.
     BqlTlbFlushItem = "bql.tlb_flush_item",
+    /// Queueing a JIT code cache flush (baseline: work is queued under the BQL).
+    BqlJitFlush = "bql.jit_flush",
     /// Raising an interrupt on a vCPU from outside the BQL.
     BqlSetIrq = "bql.set_irq",
     /// The I/O thread (timers, console input).

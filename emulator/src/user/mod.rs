@@ -32,6 +32,8 @@ pub struct Options {
     pub trace: bool,
     /// `--jit-threshold`; `None` keeps the JIT's default.
     pub jit_threshold: Option<u32>,
+    /// `--jit-cache-limit`; `None` keeps the JIT's default.
+    pub jit_cache_limit: Option<u64>,
 }
 
 /// How a guest run ended.
@@ -165,6 +167,9 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     runner.process.strace = opts.strace;
     if !opts.interp {
         runner.enable_jit(opts.trace, opts.jit_threshold);
+        if let (Some(j), Some(limit)) = (runner.jit.as_mut(), opts.jit_cache_limit) {
+            j.cache_limit = limit;
+        }
     }
     let out = runner.run();
     if opts.stats {
@@ -180,10 +185,11 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         if let Some(j) = &runner.jit {
             let r = j.report();
             eprintln!(
-                "ppc64emu: jit: {} blocks translated ({} KiB, {:.1} ms), {} slow memory accesses, fallbacks: {:?}",
+                "ppc64emu: jit: {} blocks translated ({} KiB, {:.1} ms), {} code cache flushes, {} slow memory accesses, fallbacks: {:?}",
                 r.blocks_translated,
                 r.code_bytes / 1024,
                 r.translate_ms,
+                r.cache_flushes,
                 r.slow_memory_accesses,
                 &r.fallbacks[..r.fallbacks.len().min(12)]
             );
@@ -192,9 +198,11 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     Ok(out)
 }
 
-const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-threshold N] [--trace] ELF [ARGS...]
+const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-threshold N] [--jit-cache-limit BYTES] [--trace] ELF [ARGS...]
   --jit-threshold N   run a block N times in the interpreter before translating it
-                      (default 500; 0 translates every block on first execution)";
+                      (default 500; 0 translates every block on first execution)
+  --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
+                      (suffixes K, M, G: KiB, MiB, GiB; default 256M)";
 
 /// Entry of `ppc64emu user ELF [ARGS…]`; returns the process exit status.
 pub fn main(args: &[String]) -> i32 {
@@ -213,6 +221,17 @@ pub fn main(args: &[String]) -> i32 {
                     Some(n) => opts.jit_threshold = Some(n),
                     None => {
                         eprintln!("ppc64emu user: --jit-threshold takes a count (0 = translate at once)\n{USAGE}");
+                        return 2;
+                    }
+                }
+            }
+            Some("--jit-cache-limit") => {
+                k += 1;
+                let v = raw.get(k).and_then(|a| a.to_str()).unwrap_or("");
+                match crate::jit::parse_cache_limit(v) {
+                    Ok(n) => opts.jit_cache_limit = Some(n),
+                    Err(e) => {
+                        eprintln!("ppc64emu user: --jit-cache-limit {v}: {e}\n{USAGE}");
                         return 2;
                     }
                 }

@@ -313,6 +313,14 @@ impl PseriesVcpu {
         };
         let jit = self.jit.as_mut().expect("jit");
         let r = jit.run(&mut self.cpu, 1 << 16, &stop);
+        if jit.wants_flush() && jit.claim_flush() {
+            // A module passed the code cache limit (or a flush was requested): flush every
+            // vCPU's code while none is in translated code (see `Jit::flush_all`). Queued on
+            // this vCPU, which leaves guest code at once (queueing kicks it; in baseline that
+            // takes the BQL).
+            let _b = S::BQL_OUTSIDE_GUEST.then(|| accel.bql(Site::BqlJitFlush));
+            accel.async_safe_run_on_cpu(i, |v: &mut PseriesVcpu| v.jit.as_mut().expect("jit").flush_all());
+        }
         match r {
             Ok(()) => {}
             Err(Exception::SystemCall { lev: 1 }) if self.cpu.st.msr & msr::PR == 0 => return BlockExit::Exception(Exit::Hypercall),
@@ -498,6 +506,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
     let t0 = Instant::now();
     let jit_shared = (config.accel == AccelMode::Jit).then(crate::jit::JitShared::new);
     let jit_threshold = config.jit_threshold;
+    let jit_cache_limit = config.jit_cache_limit;
     let jit_trace = std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "jit"));
 
     let vcpu_threads: Vec<_> = (0..n)
@@ -525,6 +534,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         let mut j = crate::jit::Jit::attach(&mut cpu, js);
                         // Flushing the code cache of several vCPUs needs an exclusive section.
                         j.self_flush = n == 1;
+                        j.cache_limit = jit_cache_limit;
                         j.trace = jit_trace;
                         j.threshold = jit_threshold;
                         // SAFETY: `accel` outlives this thread's JIT (both live until the thread ends).

@@ -79,6 +79,8 @@ pub struct MachineConfig {
     pub accel: AccelMode,
     /// Interpreted executions of a block before the JIT translates it (0: at once).
     pub jit_threshold: u32,
+    /// Code bytes of a vCPU's JIT module after which the whole code cache is flushed.
+    pub jit_cache_limit: u64,
     pub sync_profile: bool,
     pub timeout: Option<Duration>,
     /// Write the device tree the machine would boot with, then exit.
@@ -116,6 +118,7 @@ impl Default for MachineConfig {
             tlb_flush_coalesce: false,
             accel: AccelMode::Jit,
             jit_threshold: crate::jit::DEFAULT_THRESHOLD,
+            jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
             sync_profile: false,
             timeout: None,
             dump_dtb: None,
@@ -159,7 +162,7 @@ const FLAGS: &[&str] = &["nodefaults", "no-reboot", "nographic", "tlb-flush-coal
 /// Options that take a value.
 const VALUED: &[&str] = &[
     "smp", "m", "M", "machine", "cpu", "accel", "display", "serial", "bios", "kernel", "initrd", "append", "report",
-    "tlb-flush-mode", "timeout", "dump-dtb", "pin", "jit-threshold",
+    "tlb-flush-mode", "timeout", "dump-dtb", "pin", "jit-threshold", "jit-cache-limit",
 ];
 
 /// Parses the arguments after the program name.
@@ -240,6 +243,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             "jit-threshold" => {
                 cfg.jit_threshold = v.parse().map_err(|_| UsageError(format!("--jit-threshold {v}: expected a count (0 = translate at once)")))?
             }
+            "jit-cache-limit" => cfg.jit_cache_limit = crate::jit::parse_cache_limit(v).map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?,
             "dump-dtb" => cfg.dump_dtb = Some(path(raw, v)?),
             "tlb-flush-mode" => {
                 cfg.tlb_flush_mode = match v {
@@ -470,6 +474,8 @@ Ours:
   --accel jit|interp    execution engine (default jit)
   --jit-threshold N     run a block N times in the interpreter before translating it
                         (default 500; 0 translates every block on first execution)
+  --jit-cache-limit BYTES   flush the whole code cache when a vCPU's translated code
+                        passes BYTES (suffixes K, M, G: KiB, MiB, GiB; default 256M)
   --sync-profile        time lock waits and holds (counts are always kept)
   --timeout SECS        stop the guest after SECS seconds
   --dump-dtb FILE       write the device tree the machine would boot with, and exit
@@ -548,6 +554,10 @@ mod tests {
         assert_eq!(run("--tlb-flush-mode synced").tlb_flush_mode, TlbFlushMode::Synced);
         assert_eq!(run("--jit-threshold 7").jit_threshold, 7);
         assert_eq!(run("--jit-threshold=0").jit_threshold, 0);
+        assert_eq!(run("").jit_cache_limit, crate::jit::CODE_CACHE_LIMIT);
+        assert_eq!(run("--jit-cache-limit 4096").jit_cache_limit, 4096);
+        assert_eq!(run("--jit-cache-limit=64K").jit_cache_limit, 64 << 10);
+        assert_eq!(run("--jit-cache-limit 2M").jit_cache_limit, 2 << 20);
         assert_eq!(parse(&args("--version")), Ok(Command::Version));
         assert_eq!(parse(&args("-kernel k --help")), Ok(Command::Help));
         assert_eq!(parse(&args("-h")), Ok(Command::Help));
@@ -608,6 +618,10 @@ mod tests {
         fails("-accel kvm", "kvm");
         fails("--jit-threshold lots", "expected a count");
         fails("--jit-threshold -1", "expected a count");
+        fails("--jit-cache-limit lots", "expected a number of bytes");
+        fails("--jit-cache-limit 0", "at least 1 byte");
+        fails("--jit-cache-limit -5", "expected a number of bytes");
+        fails("--jit-cache-limit 99999999999G", "too large");
         fails("-accel tcg,thread=single", "thread=multi");
         fails("-accel tcg,foo=1", "foo=1");
         fails("-display gtk", "gtk");
