@@ -194,38 +194,35 @@ fn adapter_signature() -> cranelift_codegen::ir::Signature {
 /// the hot path keeps its values in registers instead of saving callee-saved registers in
 /// every block's prologue and spilling around each call.
 pub fn compile_adapter(module: &mut cranelift_jit::JITModule) -> usize {
-    let fcfg = module.target_config();
-    let sig = adapter_signature();
-    let id = module.declare_anonymous_function(&sig).expect("declare adapter");
-    let mut ctx = module.make_context();
-    ctx.func.signature = sig;
-    ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fb = cranelift_frontend::FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut ctx.func, &mut fb);
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let p = b.block_params(entry).to_vec();
-    let mut c_sig = cranelift_codegen::ir::Signature::new(CallConv::SystemV);
-    c_sig.params.extend([AbiParam::new(I64); 5]);
-    let c_sig = b.import_signature(c_sig);
-    b.ins().call_indirect(c_sig, p[5], &p[..5]);
-    b.ins().return_(&[]);
-    b.seal_all_blocks();
-    b.finalize(fcfg);
-    module.define_function(id, &mut ctx).expect("compile adapter");
-    module.finalize_definitions().expect("finalize adapter");
-    module.get_finalized_function(id) as usize
+    compile_stub(module, adapter_signature(), |b, p| {
+        let mut c_sig = cranelift_codegen::ir::Signature::new(CallConv::SystemV);
+        c_sig.params.extend([AbiParam::new(I64); 5]);
+        let c_sig = b.import_signature(c_sig);
+        b.ins().call_indirect(c_sig, p[5], &p[..5]);
+    })
 }
 
 /// Compiles the entry trampoline of a module: `extern "C" fn(cpu, ctx, block)` calls
 /// `block` (Rust cannot call the tail convention).
 pub fn compile_trampoline(module: &mut cranelift_jit::JITModule) -> usize {
-    let fcfg = module.target_config();
-    let ptr = fcfg.pointer_type();
+    let ptr = module.target_config().pointer_type();
     let mut sig = module.make_signature();
-    sig.params.extend([AbiParam::new(ptr), AbiParam::new(ptr), AbiParam::new(ptr)]);
-    let id = module.declare_anonymous_function(&sig).expect("declare trampoline");
+    sig.params.extend([AbiParam::new(ptr); 3]);
+    compile_stub(module, sig, |b, p| {
+        let tail = b.import_signature(block_signature(ptr));
+        b.ins().call_indirect(tail, p[2], &[p[0], p[1]]);
+    })
+}
+
+/// Compiles a one-block function of signature `sig` whose body `body` emits (given the
+/// parameters) before it returns; finalizes it and returns its address.
+fn compile_stub(
+    module: &mut cranelift_jit::JITModule,
+    sig: cranelift_codegen::ir::Signature,
+    body: impl FnOnce(&mut FunctionBuilder, &[Value]),
+) -> usize {
+    let fcfg = module.target_config();
+    let id = module.declare_anonymous_function(&sig).expect("declare stub");
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
@@ -235,13 +232,12 @@ pub fn compile_trampoline(module: &mut cranelift_jit::JITModule) -> usize {
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let p = b.block_params(entry).to_vec();
-    let tail = b.import_signature(block_signature(ptr));
-    b.ins().call_indirect(tail, p[2], &[p[0], p[1]]);
+    body(&mut b, &p);
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(fcfg);
-    module.define_function(id, &mut ctx).expect("compile trampoline");
-    module.finalize_definitions().expect("finalize trampoline");
+    module.define_function(id, &mut ctx).expect("compile stub");
+    module.finalize_definitions().expect("finalize stub");
     module.get_finalized_function(id) as usize
 }
 
