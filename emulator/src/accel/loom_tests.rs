@@ -1,8 +1,8 @@
 //! Model checks of the vCPU protocols with loom, over the real code of `Accel` (the primitive
 //! facade switches to loom's types). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p ppc64emu --lib --release loom -- --test-threads=1`.
+//! `cargo test -p ppc64emu --lib --features loom loom -- --test-threads=1` (scripts/test does).
 
-#![cfg(loom)]
+#![cfg(feature = "loom")]
 
 use super::Accel;
 use crate::sync::prim::{Arc, AtomicU32, Ordering, thread};

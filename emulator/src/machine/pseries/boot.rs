@@ -539,7 +539,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         j.threshold = jit_threshold;
                         // SAFETY: `accel` outlives this thread's JIT (both live until the thread ends).
                         // (Under loom the flag is a model type; the loom tests run no JIT.)
-                        #[cfg(not(loom))]
+                        #[cfg(not(feature = "loom"))]
                         unsafe {
                             j.watch(&accel.vcpus[i].exit_request)
                         };
