@@ -286,9 +286,13 @@ fn inputs(file: &ResultsFile, variant: &str, fit_max: u32) -> Result<Inputs, Str
     fit.sort_by_key(|p| p.0);
     let has_holds = base.iter().any(|b| b.1.is_some());
     if !has_holds && fit.is_empty() {
+        let more = if fit_max < 2 {
+            "or fit on measured N > 1 (raise --fit-max)".to_string()
+        } else {
+            format!("or measure some N in 2..={fit_max} within the host's cores")
+        };
         return Err(format!(
-            "too few points: only N = 1 to fit on and no BQL hold times (run the sweep with --emu-args \"--sync-profile\", \
-             or measure some N in 2..={fit_max} within the host's cores)"
+            "too few points: only N = 1 to fit on and no BQL hold times (run the sweep with --emu-args \"--sync-profile\", {more})"
         ));
     }
     Ok(Inputs {
@@ -618,10 +622,18 @@ pub fn render(set: &ProjectionSet) -> String {
             );
         }
     }
+    // A note shared by several strategies is printed once, naming them all.
+    let mut notes: Vec<(&str, Vec<&str>)> = Vec::new();
     for p in &set.projections {
         for n in &p.notes {
-            let _ = writeln!(s, "\nNote ({}): {n}", p.variant);
+            match notes.iter_mut().find(|x| x.0 == n) {
+                Some(x) => x.1.push(&p.variant),
+                None => notes.push((n, vec![&p.variant])),
+            }
         }
+    }
+    for (n, who) in notes {
+        let _ = writeln!(s, "\nNote ({}): {n}", who.join(", "));
     }
     for (v, why) in &set.refused {
         let _ = writeln!(s, "\nNot projected: {v}: {why}");
