@@ -1,6 +1,8 @@
 //! Model checks of the vCPU protocols with loom, over the real code of `Accel` (the primitive
 //! facade switches to loom's types). Run with
-//! `cargo test -p ppc64emu --lib --features loom loom -- --test-threads=1` (scripts/test does).
+//! `cargo test --workspace --lib --features ppc64emu/loom loom -- --test-threads=1`, as
+//! scripts/test does (`--workspace` keeps the tests' feature set, so their dependency build is
+//! reused).
 
 #![cfg(feature = "loom")]
 
