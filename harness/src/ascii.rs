@@ -180,8 +180,9 @@ pub fn render(title: &str, series: &[AsciiSeries], width: usize, height: usize) 
         }
     }
     // Markers; a cell taken by another series' marker becomes an overlap.
-    let mut owners: std::collections::BTreeMap<(usize, usize), Vec<(usize, f64, f64)>> =
-        Default::default();
+    // Per cell (row, column): the series whose markers fall there, as (series, N, speedup).
+    type Owners = std::collections::BTreeMap<(usize, usize), Vec<(usize, f64, f64)>>;
+    let mut owners = Owners::new();
     for (i, (s, &(_, marker))) in series.iter().zip(&styles).enumerate() {
         for &(x, y, over) in &s.points {
             let cell = (row_of(y), col_of(x));
@@ -387,7 +388,7 @@ mod tests {
             joined: false,
         };
         let hashes = |out: &str| out.matches('#').count();
-        let apart = render("t", &[s.clone()], 80, 25);
+        let apart = render("t", std::slice::from_ref(&s), 80, 25);
         let joined = render("t", &[AsciiSeries { joined: true, ..s }], 80, 25);
         assert!(
             hashes(&joined) > hashes(&apart) + 20,
