@@ -7,6 +7,7 @@ pub mod isa;
 pub mod cpu;
 pub mod softmmu;
 pub mod mmu;
+pub mod papr;
 pub mod interp;
 pub mod jit;
 pub mod machine;

@@ -5,7 +5,7 @@
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
 use crate::cpu::{Exception, msr};
-use crate::mmu::hpt::H_PRIVILEGE;
+use crate::papr::H_PRIVILEGE;
 
 /// What one [`Cpu::system_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +37,9 @@ impl Cpu {
     pub fn system_step(&mut self) -> StepOutcome {
         match self.step() {
             Ok(()) => StepOutcome::Retired,
-            Err(Exception::SystemCall { lev: 1 }) if self.st.msr & msr::PR == 0 => StepOutcome::Hypercall,
+            Err(Exception::SystemCall { lev: 1 }) if self.st.msr & msr::PR == 0 => {
+                StepOutcome::Hypercall
+            }
             Err(Exception::SystemCall { lev: 1 }) => {
                 self.st.gpr[3] = H_PRIVILEGE as u64;
                 StepOutcome::Retired

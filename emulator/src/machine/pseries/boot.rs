@@ -3,7 +3,7 @@
 
 use super::config::{AccelMode, MachineConfig, PinMode, TlbFlushMode};
 use super::effects::{MachineEffects, NotStopped};
-use super::hcall::{self, HcallOutcome, HptHcalls, HptReturn};
+use super::hcall::{self, HcallOutcome};
 use super::loader::BootPlan;
 use super::{MachineExit, PseriesDevices};
 use crate::accel::Accel;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 /// Bits of `VcpuShared::interrupt_request` on this machine.
 pub mod irq {
-    /// The decrementer expired (edge: pending until taken).
+    /// The decrementer timer expired: wakes the vCPU (the interrupt itself is the level of DEC).
     pub const DEC: u32 = 1;
     /// The XICS presentation controller asserts the external input (level).
     pub const EXT: u32 = 2;
@@ -94,7 +94,9 @@ pub struct PseriesVcpu {
     pub index: usize,
     shared: Arc<Shared>,
     pub counters: VcpuCounters,
-    halted_since: Option<Instant>,
+    /// Since when the vCPU is halted in a hypercall, and its VPA (0: none) whose dispatch
+    /// counter goes even again when it runs.
+    halted_since: Option<(Instant, u64)>,
     /// Translated execution (`--accel jit`); `None` interprets.
     pub jit: Option<crate::jit::Jit>,
 }
@@ -127,36 +129,22 @@ impl PseriesVcpu {
         self.shared.timers.arm(self.index, at);
     }
 
+    /// The decrementer interrupt is a level (POWER8): pending while DEC is negative, so it is
+    /// taken at the first instruction boundary with EE = 1, on this vCPU's own thread, e.g.
+    /// right after a negative value is written (no timer involved). A pending external
+    /// interrupt goes first (it has the higher priority), through `handle_interrupt`.
+    fn take_decrementer<S: Strategy>(&mut self, accel: &MachineAccel<S>, i: usize) {
+        if self.cpu.st.msr & msr::EE != 0
+            && self.cpu.decrementer_pending()
+            && accel.vcpus[i].interrupt_request.load(Ordering::SeqCst) & irq::EXT == 0
+            && let Some(vector) = self.cpu.take_async(Pending { decrementer: true, ..Pending::default() })
+        {
+            self.note_interrupt(vector);
+        }
+    }
+
     fn note_interrupt(&mut self, vector: u64) {
         *self.counters.interrupts.entry(vector).or_default() += 1;
-    }
-}
-
-/// The HPT hypercalls of the device models, served by the shared hash page table.
-struct HptService {
-    hpt: Arc<Hpt>,
-    ram: Arc<GuestRam>,
-}
-
-fn to_return(r: crate::mmu::hpt::HcallResult) -> HptReturn {
-    HptReturn { ret: r.ret, out: r.out, nout: r.n_out, flush: r.flush_all_tlbs }
-}
-
-impl HptHcalls for HptService {
-    fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HptReturn {
-        to_return(self.hpt.h_enter(&self.ram, flags, ptex, pteh, ptel))
-    }
-    fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
-        to_return(self.hpt.h_remove(flags, ptex, avpn))
-    }
-    fn read(&self, flags: u64, ptex: u64) -> HptReturn {
-        to_return(self.hpt.h_read(flags, ptex))
-    }
-    fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
-        to_return(self.hpt.h_protect(flags, ptex, avpn))
-    }
-    fn bulk_remove(&self, args: &[u64; 8]) -> HptReturn {
-        to_return(self.hpt.h_bulk_remove(*args))
     }
 }
 
@@ -168,6 +156,7 @@ enum Deferred {
     Prod(usize),
     Start(usize, u64, u64),
     StopSelf(usize),
+    SystemReset(usize),
     Exit(MachineExit),
     FlushAll,
     InterruptLe(bool),
@@ -195,6 +184,9 @@ impl<S: Strategy> MachineEffects for Fx<'_, S> {
         self.starting.push(cpu);
         self.out.push(Deferred::Start(cpu, entry, r3));
         Ok(())
+    }
+    fn system_reset(&mut self, cpu: usize) {
+        self.out.push(Deferred::SystemReset(cpu));
     }
     fn stop_self(&mut self, cpu: usize) {
         self.out.push(Deferred::StopSelf(cpu));
@@ -262,6 +254,15 @@ impl PseriesVcpu {
                     accel.set_stopped(cpu, false, b);
                 }
                 Deferred::StopSelf(cpu) => accel.set_stopped(cpu, true, b),
+                Deferred::SystemReset(cpu) => {
+                    accel.async_run_on_cpu(cpu, |v: &mut PseriesVcpu| {
+                        if let Some(vector) = v.cpu.take_async(Pending { system_reset: true, ..Pending::default() }) {
+                            v.note_interrupt(vector);
+                        }
+                    });
+                    // Wakes it if it is ceded.
+                    accel.set_irq(cpu, irq::PROD, b);
+                }
                 Deferred::Exit(e) => {
                     if b.exit.is_none() {
                         b.exit = Some(e);
@@ -340,13 +341,15 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
 
     fn has_work(&self, accel: &MachineAccel<S>, i: usize) -> bool {
         let r = accel.vcpus[i].interrupt_request.load(Ordering::SeqCst);
-        r & irq::PROD != 0 || (self.cpu.st.msr & msr::EE != 0 && r & (irq::DEC | irq::EXT) != 0)
+        r & irq::PROD != 0 || (self.cpu.st.msr & msr::EE != 0 && (r & (irq::DEC | irq::EXT) != 0 || self.cpu.decrementer_pending()))
     }
 
     fn run(&mut self, accel: &MachineAccel<S>, i: usize) -> BlockExit<Exit> {
-        if let Some(t) = self.halted_since.take() {
+        if let Some((t, vpa)) = self.halted_since.take() {
             self.counters.halted += t.elapsed();
+            hcall::vpa_dispatched(&*self.shared.ram, vpa);
         }
+        self.take_decrementer(accel, i);
         self.counters.blocks += 1;
         if self.jit.is_some() {
             return self.run_jit(accel, i);
@@ -364,7 +367,7 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                 if ev & events::DEC_WRITTEN != 0 {
                     self.rearm_decrementer();
                 }
-                if ev & events::MSR_CHANGED != 0 {
+                if ev & (events::MSR_CHANGED | events::DEC_WRITTEN) != 0 {
                     break;
                 }
             }
@@ -418,7 +421,7 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                     HcallOutcome::Cede => {
                         if !b.dev.take_prod(i) {
                             accel.set_halted(i, true);
-                            self.halted_since = Some(Instant::now());
+                            self.halted_since = Some((Instant::now(), b.dev.vpa[i].vpa));
                         }
                     }
                 }
@@ -432,12 +435,14 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
             accel.reset_irq(i, irq::PROD, b);
             b.dev.take_prod(i);
         }
-        let pending = Pending { system_reset: false, external: r & irq::EXT != 0, decrementer: r & irq::DEC != 0 };
+        // DEC's own sign is the level; the DEC bit only wakes the vCPU.
+        let dec = self.cpu.decrementer_pending();
+        let pending = Pending { system_reset: false, external: r & irq::EXT != 0, decrementer: dec };
         if let Some(vector) = self.cpu.take_async(pending) {
             self.note_interrupt(vector);
-            if vector == 0x900 {
-                accel.reset_irq(i, irq::DEC, b);
-            }
+        }
+        if r & irq::DEC != 0 && (!dec || self.cpu.st.msr & msr::EE == 0) {
+            accel.reset_irq(i, irq::DEC, b);
         }
     }
 }
@@ -496,7 +501,8 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
         exit_tx,
     });
     let mut dev = PseriesDevices::new(n);
-    dev.hpt = Some(Arc::new(HptService { hpt: hpt.clone(), ram: ram.clone() }));
+    dev.hpt = Some(Arc::new(hcall::MachineHpt { hpt: hpt.clone(), ram: ram.clone() }));
+    dev.rtc = config.rtc.clock(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
     let accel: Arc<MachineAccel<S>> = Arc::new(Accel::new(n, Devices { dev, exit: None, console, captured: Vec::new(), line: Vec::new(), result_line: None }));
     for v in &accel.vcpus[1..] {
         v.stopped.store(true, Ordering::SeqCst);
