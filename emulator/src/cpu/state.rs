@@ -102,7 +102,12 @@ pub struct CpuState {
     /// matched (no breakpoint fires).
     pub dabr: u64,
     pub dabrx: u64,
+    /// Problem state priority boost register (32 bits).
+    pub pspb: u64,
 }
+
+/// Index of SIAR in `CpuState::pmu`.
+pub const PMU_SIAR: usize = 10;
 
 /// Number of SLB entries of POWER8 (`ibm,slb-size`).
 pub const SLB_SIZE: usize = 32;
@@ -168,6 +173,7 @@ impl CpuState {
             slb: [SlbEntry::default(); SLB_SIZE],
             dabr: 0,
             dabrx: 0,
+            pspb: 0,
         }
     }
 

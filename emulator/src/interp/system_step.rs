@@ -5,6 +5,7 @@
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
 use crate::cpu::{Exception, msr};
+use crate::isa::{InsnFlags, Op, decode};
 use crate::papr::H_PRIVILEGE;
 
 /// What one [`Cpu::system_step`] did.
@@ -32,11 +33,36 @@ impl Cpu {
         d
     }
 
+    /// [`Cpu::step`], then the trace interrupt MSR[SE] or MSR[BE] asks for (Book III-S
+    /// 6.5.15): after an instruction that completed (not one that raised an interrupt, nor
+    /// `rfid`, which sets the MSR it returns to), with SE; after a branch, taken or not, with
+    /// BE. SRR0 is the next instruction, SIAR the traced one. Returns the trace vector when
+    /// one was taken. The JIT does not run while SE or BE is set.
+    pub fn step_traced(&mut self) -> Result<Option<u64>, Exception> {
+        let m = self.st.msr;
+        if m & (msr::SE | msr::BE) == 0 {
+            return self.step().map(|()| None);
+        }
+        let pc = self.st.pc;
+        let op = self.mmu.fetch(&self.st, pc).map(decode).unwrap_or(Op::Illegal);
+        self.step()?;
+        let single_step = m & msr::SE != 0 && !matches!(op, Op::Rfid | Op::Hrfid);
+        let branch = m & msr::BE != 0 && op.info().flags.contains(InsnFlags::BRANCH);
+        if !(single_step || branch) {
+            return Ok(None);
+        }
+        match self.deliver_interrupt(Interrupt::Trace { siar: pc }) {
+            Delivery::Taken { vector } => Ok(Some(vector)),
+            Delivery::Checkstop => Ok(None),
+        }
+    }
+
     /// Executes one instruction and delivers whatever it raises. A hypercall from problem
     /// state fails with H_PRIVILEGE in r3 without reaching the machine (as on QEMU).
     pub fn system_step(&mut self) -> StepOutcome {
-        match self.step() {
-            Ok(()) => StepOutcome::Retired,
+        match self.step_traced() {
+            Ok(Some(vector)) => StepOutcome::Interrupt { vector },
+            Ok(None) => StepOutcome::Retired,
             Err(Exception::SystemCall { lev: 1 }) if self.st.msr & msr::PR == 0 => {
                 StepOutcome::Hypercall
             }

@@ -351,13 +351,18 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
         }
         self.take_decrementer(accel, i);
         self.counters.blocks += 1;
-        if self.jit.is_some() {
+        // Trace interrupts (MSR[SE], MSR[BE]) are taken by the interpreter only.
+        if self.jit.is_some() && self.cpu.st.msr & (msr::SE | msr::BE) == 0 {
             return self.run_jit(accel, i);
         }
         for _ in 0..MAX_BLOCK {
             let pc = self.cpu.st.pc;
-            match self.cpu.step() {
-                Ok(()) => {}
+            match self.cpu.step_traced() {
+                Ok(None) => {}
+                Ok(Some(vector)) => {
+                    self.note_interrupt(vector);
+                    break;
+                }
                 Err(Exception::SystemCall { lev: 1 }) if self.cpu.st.msr & msr::PR == 0 => return BlockExit::Exception(Exit::Hypercall),
                 Err(Exception::SystemCall { lev: 1 }) => self.cpu.st.gpr[3] = hcall::H_PRIVILEGE as u64,
                 Err(e) => return BlockExit::Exception(Exit::Exception(e)),
