@@ -7,7 +7,8 @@
 
 use ppc64emu::cpu::interrupt::{self, Interrupt, Pending, mce, srr1 as reason};
 use ppc64emu::cpu::{CpuState, SlbEntry, msr, spr};
-use ppc64emu::interp::{Cpu, StepOutcome, TimeBase};
+use ppc64emu::engine::{Cpu, TimeBase};
+use ppc64emu::interp::StepOutcome;
 use ppc64emu::machine::pseries::hcall::{H_ENTER, H_PROTECT, H_REMOVE};
 use ppc64emu::mmu::hpt;
 use ppc64emu::mmu::slb::{esid, hash_key};

@@ -11,10 +11,10 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use crate::git;
 use crate::model::{BuildInfo, BuildKind};
 use crate::runner::{strategy_of_version, version_of};
 use crate::util::{now_rfc3339, sha256_file, write_atomic};
-use crate::git;
 
 /// The three locking strategies, as cargo features of the emulator crate.
 pub const VARIANTS: [&str; 3] = ["baseline", "per-cpu-lock", "cputlb-no-bql"];
@@ -60,8 +60,14 @@ fn metadata_path(bin: &Path) -> PathBuf {
 }
 
 fn rustc_version(dir: &Path) -> Option<String> {
-    let out = Command::new("rustc").arg("--version").current_dir(dir).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    let out = Command::new("rustc")
+        .arg("--version")
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Builds the requested variants and returns them in the requested order.
@@ -69,30 +75,59 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
     check_variants(req.variants)?;
     let (src, target_dir, commit) = match req.rev {
         None => {
-            let td = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| req.repo.join("target"));
+            let td = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| req.repo.join("target"));
             (req.repo.to_path_buf(), td, None)
         }
         Some(rev) => {
             let commit = git::resolve(req.repo, rev)?;
-            let wt = git::worktree(req.repo, &commit, &req.repo.join("target/lockscale/worktrees"))?;
-            (wt, req.repo.join("target/lockscale/rev-target"), Some(commit))
+            let wt = git::worktree(
+                req.repo,
+                &commit,
+                &req.repo.join("target/lockscale/worktrees"),
+            )?;
+            (
+                wt,
+                req.repo.join("target/lockscale/rev-target"),
+                Some(commit),
+            )
         }
     };
     if !src.join("emulator").join("Cargo.toml").is_file() {
-        bail!("{} has no emulator/Cargo.toml: not a lockscale checkout (use --repo)", src.display());
+        bail!(
+            "{} has no emulator/Cargo.toml: not a lockscale checkout (use --repo)",
+            src.display()
+        );
     }
     let out_dir = bin_dir(req.repo, commit.as_deref());
     fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let git_rev = git::head(&src);
     let git_dirty = git::dirty(&src, &SOURCE_PATHS);
     let rustc = rustc_version(&src);
-    let cargo = std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| "cargo".into());
+    let cargo = std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "cargo".into());
 
     let mut built = Vec::new();
     for variant in req.variants {
-        eprintln!("lockscale: building ppc64emu ({variant}){}", commit.as_deref().map(|c| format!(" at {}", crate::util::short_rev(c))).unwrap_or_default());
+        eprintln!(
+            "lockscale: building ppc64emu ({variant}){}",
+            commit
+                .as_deref()
+                .map(|c| format!(" at {}", crate::util::short_rev(c)))
+                .unwrap_or_default()
+        );
         let status = Command::new(&cargo)
-            .args(["build", "--release", "-p", "ppc64emu", "--no-default-features", "--features", variant])
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "ppc64emu",
+                "--no-default-features",
+                "--features",
+                variant,
+            ])
             .arg("--target-dir")
             .arg(&target_dir)
             .current_dir(&src)
@@ -108,12 +143,7 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
         fs::copy(&produced, &tmp).with_context(|| format!("copying {}", produced.display()))?;
         fs::rename(&tmp, &dest)?;
         let version = version_of(&dest);
-        if let Some(v) = &version
-            && let Some(s) = strategy_of_version(v)
-            && s != variant
-        {
-            bail!("{} reports strategy {s:?} but was built for {variant:?}", dest.display());
-        }
+        check_strategy(&dest, variant, version.as_deref(), "was built for")?;
         let info = BuildInfo {
             kind: BuildKind::Ours,
             binary: crate::util::stored_path(req.repo, &dest),
@@ -125,8 +155,15 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
             rustc: rustc.clone(),
             built_at: Some(now_rfc3339()),
         };
-        write_atomic(&metadata_path(&dest), serde_json::to_string_pretty(&info)?.as_bytes())?;
-        built.push(Built { variant: variant.clone(), binary: dest, info });
+        write_atomic(
+            &metadata_path(&dest),
+            serde_json::to_string_pretty(&info)?.as_bytes(),
+        )?;
+        built.push(Built {
+            variant: variant.clone(),
+            binary: dest,
+            info,
+        });
     }
     Ok(built)
 }
@@ -135,28 +172,65 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
 pub fn load_built(dir: &Path, variant: &str) -> Result<Built> {
     let bin = dir.join(format!("ppc64emu-{variant}"));
     let meta = metadata_path(&bin);
-    let text = fs::read_to_string(&meta)
-        .with_context(|| format!("no build of {variant} in {} (run `lockscale build` first)", dir.display()))?;
-    let info: BuildInfo = serde_json::from_str(&text).with_context(|| format!("reading {}", meta.display()))?;
+    let text = fs::read_to_string(&meta).with_context(|| {
+        format!(
+            "no build of {variant} in {} (run `lockscale build` first)",
+            dir.display()
+        )
+    })?;
+    let info: BuildInfo =
+        serde_json::from_str(&text).with_context(|| format!("reading {}", meta.display()))?;
     let sha = sha256_file(&bin)?;
     if info.binary_sha256.as_deref() != Some(sha.as_str()) {
-        bail!("{} changed since it was built; rebuild with `lockscale build`", bin.display());
+        bail!(
+            "{} changed since it was built; rebuild with `lockscale build`",
+            bin.display()
+        );
     }
-    Ok(Built { variant: variant.to_string(), binary: bin, info })
+    Ok(Built {
+        variant: variant.to_string(),
+        binary: bin,
+        info,
+    })
+}
+
+/// Refuses a binary whose `--version` names another strategy than the variant it stands for.
+fn check_strategy(path: &Path, variant: &str, version: Option<&str>, role: &str) -> Result<()> {
+    if let Some(s) = version.and_then(strategy_of_version)
+        && s != variant
+    {
+        bail!(
+            "{} reports strategy {s:?} but {role} {variant:?}",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Describes a binary given directly on the command line (`--bin VARIANT=PATH`).
-pub fn describe_binary(repo: &Path, variant: &str, path: &Path, kind: BuildKind) -> Result<BuildInfo> {
+pub fn describe_binary(
+    repo: &Path,
+    variant: &str,
+    path: &Path,
+    kind: BuildKind,
+) -> Result<BuildInfo> {
     if !path.is_file() {
         bail!("{} (for {variant}) does not exist", path.display());
     }
     let version = version_of(path);
+    if kind == BuildKind::Ours {
+        check_strategy(path, variant, version.as_deref(), "was given as")?;
+    }
     Ok(BuildInfo {
         kind,
         binary: crate::util::stored_path(repo, path),
         binary_sha256: Some(sha256_file(path)?),
         version,
-        features: if kind == BuildKind::Ours { vec![variant.to_string()] } else { vec![] },
+        features: if kind == BuildKind::Ours {
+            vec![variant.to_string()]
+        } else {
+            vec![]
+        },
         git_rev: None,
         git_dirty: None,
         rustc: None,

@@ -43,7 +43,8 @@ target/lockscale/worktrees/ and built there; its binaries go to target/lockscale
     Build(BuildArgs),
 
     /// Run every variant over N vCPUs and repetitions, interleaved; write a results file.
-    #[command(long_about = "Runs variant × N × repetition, interleaved (repetition-major, the \
+    #[command(
+        long_about = "Runs variant × N × repetition, interleaved (repetition-major, the \
 variants taking turns in a rotating order) so that drift of the host hits every variant alike. \
 Each run boots the guest with `jobs=N units=U size=S seed=X`; the guest's MKBENCH-RESULT line \
 gives the checksum (which must be the same in every run, else the run fails loudly) and the \
@@ -60,31 +61,37 @@ tcg,thread=multi -smp N -m 1G -nographic -no-reboot -bios <boot-rom> -kernel <gu
 \"…\"` (qemu-system-ppc64 accepts it as is) and timed by the guest's result line like ours. \
 Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nSeveral hosts: --plan prints the \
 points as a job list; --only I/K runs share I of K (e.g. as a Slurm array task); `lockscale \
-merge` combines the files.")]
+merge` combines the files."
+    )]
     Sweep(SweepArgs),
 
     /// Draw speedup vs vCPUs (PNG/SVG) or print the ASCII chart.
-    #[command(long_about = "Draws speedup T(1)/T(N) against N for every variant of every \
+    #[command(
+        long_about = "Draws speedup T(1)/T(N) against N for every variant of every \
 FILE (series are prefixed by the file name when there are several): 95% confidence bars \
 (bootstrap), the ideal line, the host's core count, and oversubscribed points (N > host cores) \
 drawn hollow. --reference posted overlays the curve posted with the per-CPU locks series \
 (results/reference/posted-curve.json). Failed runs are left out and the plot says how many.\n\n\
 The format follows the extension of -o (.png or .svg; default plots/<name>.png). --ascii \
-prints a terminal chart in the style of the posted one instead.")]
+prints a terminal chart in the style of the posted one instead."
+    )]
     Plot(PlotArgs),
 
     /// Markdown table per variant and N: median time, 95% CI, speedup, efficiency, locks.
     Report(ReportArgs),
 
     /// Per (variant, N) the ratio NEW/OLD of guest times with CI and significance.
-    #[command(long_about = "Compares two results files point by point: the ratio of median \
+    #[command(
+        long_about = "Compares two results files point by point: the ratio of median \
 guest times NEW/OLD with a 95% bootstrap interval and a two-sided permutation test on the \
 repetitions. Refuses files of different guests or different checksums. -o draws both files' \
-speedup curves in one plot (OLD dashed).")]
+speedup curves in one plot (OLD dashed)."
+    )]
     Compare(CompareArgs),
 
     /// Pull-request gate: exit 1 only on a significant regression beyond the threshold.
-    #[command(long_about = "Decides whether a candidate is slower than a base. For every \
+    #[command(
+        long_about = "Decides whether a candidate is slower than a base. For every \
 (variant, N) in both: a regression is a median guest time slower by more than --threshold \
 with p < --alpha in a one-sided permutation test of the repetitions. Exit 1 when there is a \
 regression, 0 otherwise (a large but noisy slowdown is reported as inconclusive and passes), \
@@ -94,8 +101,24 @@ that are not comparable. A markdown summary (for a PR comment) goes to stdout an
 --summary.\n\nFile form: --base OLD.json --candidate NEW.json.\n\nRevision form: --base-rev A \
 --candidate-rev B builds both revisions in git worktrees and runs an interleaved A/B sweep \
 itself (quick guest, N = 1 and 2, 5 repetitions unless told otherwise), writes both results \
-files to --out-dir, then gates them.")]
+files to --out-dir, then gates them."
+    )]
     Gate(GateArgs),
+
+    /// Project T(N) and speedup beyond the measured vCPU counts (model in harness/README.md).
+    #[command(
+        long_about = "Fits a queueing model to a sweep, per strategy, and predicts the guest \
+time T(N) and the speedup up to --to vCPUs with a 95% bootstrap band. The model (mean value \
+analysis: vCPU threads as customers, guest execution as a delay, the BQL as one server; \
+cross-vCPU flush jobs routed per strategy; bounded by the guest's job graph and the host's \
+cores) takes the BQL hold time per run from runs made with --emu-args \"--sync-profile\" and \
+fits the serial demand the hold times do not show to the measured points with 1 < N ≤ \
+--fit-max. It refuses strategies it cannot fit: no N = 1 run, no lock statistics (peers), or \
+only N = 1 without hold times. Equations and assumptions: harness/README.md, \"Projection\".\n\n\
+Prints markdown tables (fitted demands; measured vs projected per N, with the error where \
+both exist); -o also draws the measured curves with the projected ones dashed."
+    )]
+    Project(ProjectArgs),
 
     /// Combine results files of one sweep (shares from --only I/K, or repeated sweeps).
     Merge(MergeArgs),
@@ -107,7 +130,11 @@ files to --out-dir, then gates them.")]
 #[derive(Args, Debug)]
 pub struct BuildArgs {
     /// Variants to build (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "baseline,per-cpu-lock,cputlb-no-bql")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "baseline,per-cpu-lock,cputlb-no-bql"
+    )]
     pub variants: Vec<String>,
     /// Build this git revision in a worktree instead of the working tree.
     #[arg(long, value_name = "REV")]
@@ -116,47 +143,21 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
-    /// Our variants to run (comma-separated; default all three; `none` for peers only).
-    #[arg(long, value_delimiter = ',')]
-    pub variants: Option<Vec<String>>,
-    /// vCPU counts, e.g. 1,2,4,8 or 1-4 (default: 1, 2, 4, … up to 2 × host cores, max 28).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// Repetitions per (variant, N) (default 5; --quick 3).
-    #[arg(long)]
-    pub reps: Option<u32>,
+    #[command(flatten)]
+    pub plan_args: PlanArgs,
     /// Smoke test: N = 1 and 2, 3 repetitions, a small guest (about a minute).
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
     /// The posted sweep: N = 1, 2, 4, 8, 12, 16, 20, 24, 28 with a guest of 8 × 28 units.
     #[arg(long)]
     pub full: bool,
-    /// Guest compile units (`units=`), overriding the preset.
-    #[arg(long)]
-    pub units: Option<u32>,
-    /// Guest work per unit (`size=`), overriding the preset.
-    #[arg(long)]
-    pub size: Option<u32>,
-    /// Guest seed (`seed=`).
-    #[arg(long)]
-    pub seed: Option<u32>,
     /// Add an external emulator as a variant, e.g. qemu=qemu-system-ppc64 (repeatable).
     #[arg(long = "peer", value_name = "NAME=CMD")]
     pub peers: Vec<String>,
-    /// Pinning for every emulator: auto = compact when N ≤ host cores, else none.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub pin: PinPolicy,
-    /// Per-run timeout in seconds, handed to the emulator (--timeout); the harness kills a run
-    /// that outlives it by a grace period. Default 300 (quick 120, full 3600).
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
     /// Warn when the sweep is projected to take longer than this many seconds (default 300,
     /// quick 60, full none; 0 disables).
     #[arg(long, value_name = "SECS")]
     pub budget: Option<f64>,
-    /// Guest image (default workloads/mkbench/mkbench.elf).
-    #[arg(long, value_name = "PATH")]
-    pub kernel: Option<PathBuf>,
     /// Boot ROM given to peers with -bios (default workloads/mkbench/boot-rom.bin).
     #[arg(long, value_name = "PATH")]
     pub bios: Option<PathBuf>,
@@ -197,6 +198,41 @@ pub struct SweepArgs {
     pub emu_args: Option<String>,
 }
 
+/// What to run and on which guest: the options `sweep` and the revision form of `gate` share.
+/// Defaults differ per command and are named in each option's help.
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// Our variants to run (comma-separated; default all three; sweep: `none` for peers only).
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Option<Vec<String>>,
+    /// vCPU counts, e.g. 1,2,4,8 or 1-4 (sweep default: 1, 2, 4, … up to 2 × host cores, max
+    /// 28; gate default: 1,2).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Repetitions per (variant, N) and side (sweep default 5, --quick 3; gate default 5).
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Guest compile units (`units=`) (default: the preset of the mode; gate: the quick guest).
+    #[arg(long)]
+    pub units: Option<u32>,
+    /// Guest work per unit (`size=`) (default: as for --units).
+    #[arg(long)]
+    pub size: Option<u32>,
+    /// Guest seed (`seed=`).
+    #[arg(long)]
+    pub seed: Option<u32>,
+    /// Per-run timeout in seconds, handed to the emulator (--timeout); the harness kills a run
+    /// that outlives it by a grace period. Default 300 (quick and gate 120, full 3600).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Guest image (default workloads/mkbench/mkbench.elf of the working tree).
+    #[arg(long, value_name = "PATH")]
+    pub kernel: Option<PathBuf>,
+    /// Pinning for every emulator: auto = compact when N ≤ host cores, else none.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub pin: PinPolicy,
+}
+
 #[derive(Args, Debug)]
 pub struct PlotArgs {
     /// Results files (several: one set of curves each).
@@ -219,12 +255,58 @@ pub struct PlotArgs {
     /// Title of the image.
     #[arg(long)]
     pub title: Option<String>,
+    /// Also draw each file's projected curves, dashed (`lockscale project`).
+    #[arg(long)]
+    pub project: bool,
+    #[command(flatten)]
+    pub model: ProjectionArgs,
+}
+
+/// The projection model's options (`project`, and `plot`/`report` with --project).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ProjectionArgs {
+    /// Largest N to project.
+    #[arg(long, default_value_t = 28, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub to: u32,
+    /// Cores of the host to project for (default: --to, a host that runs every N without
+    /// oversubscription; give the measuring host's cores to predict its oversubscribed points).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cores: Option<u32>,
+    /// Fit only on measured points with N ≤ this (default: the measuring host's cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub fit_max: Option<u32>,
+}
+
+impl ProjectionArgs {
+    pub fn options(&self) -> crate::project::ProjectOptions {
+        crate::project::ProjectOptions {
+            to: self.to,
+            cores: self.cores,
+            fit_max: self.fit_max,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ProjectArgs {
+    /// Results file.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub model: ProjectionArgs,
+    /// Also draw measured and projected curves (.png or .svg).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Results file.
     pub file: PathBuf,
+    /// Append the projection tables (`lockscale project`).
+    #[arg(long)]
+    pub project: bool,
+    #[command(flatten)]
+    pub model: ProjectionArgs,
     /// Speedups against this variant's N = 1 time.
     #[arg(long, value_name = "VARIANT")]
     pub relative_to: Option<String>,
@@ -271,30 +353,9 @@ pub struct GateArgs {
     /// Revision form: where the two results files go (default target/lockscale/gate).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
-    /// Revision form: variants (default all three).
-    #[arg(long, value_delimiter = ',')]
-    pub variants: Option<Vec<String>>,
-    /// Revision form: vCPU counts (default 1,2).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// Revision form: repetitions per side (default 5).
-    #[arg(long)]
-    pub reps: Option<u32>,
-    /// Revision form: guest units (default: the quick guest).
-    #[arg(long)]
-    pub units: Option<u32>,
-    /// Revision form: guest work per unit.
-    #[arg(long)]
-    pub size: Option<u32>,
-    /// Revision form: per-run timeout in seconds.
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<f64>,
-    /// Revision form: guest image (default workloads/mkbench/mkbench.elf of the working tree).
-    #[arg(long, value_name = "PATH")]
-    pub kernel: Option<PathBuf>,
-    /// Revision form: pinning.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub pin: PinPolicy,
+    /// Revision form only: what to run.
+    #[command(flatten)]
+    pub plan_args: PlanArgs,
 }
 
 #[derive(Args, Debug)]

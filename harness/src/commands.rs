@@ -27,18 +27,33 @@ const DEFAULT_BIOS: &str = "workloads/mkbench/boot-rom.bin";
 
 /// Reads and checks a results file.
 pub fn load_results(path: &Path) -> Result<ResultsFile> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA_ID) => {}
-        Some(other) => bail!("{} has schema {other:?}; this lockscale reads {SCHEMA_ID}", path.display()),
-        None => bail!("{} is not a lockscale results file (no \"schema\" field)", path.display()),
+        Some(other) => bail!(
+            "{} has schema {other:?}; this lockscale reads {SCHEMA_ID}",
+            path.display()
+        ),
+        None => bail!(
+            "{} is not a lockscale results file (no \"schema\" field)",
+            path.display()
+        ),
     }
-    serde_json::from_value(v).with_context(|| format!("{} does not follow {SCHEMA_ID}", path.display()))
+    let f: ResultsFile = serde_json::from_value(v)
+        .with_context(|| format!("{} does not follow {SCHEMA_ID}", path.display()))?;
+    crate::util::check_name(&f.name).with_context(|| format!("{}", path.display()))?;
+    Ok(f)
 }
 
 fn abs(repo: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { repo.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        repo.join(p)
+    }
 }
 
 /// Paths on the command line are relative to the current directory; defaults to the repo.
@@ -46,14 +61,20 @@ fn user_path(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }
 
 // ---------------------------------------------------------------- build
 
 pub fn build(repo: &Path, a: &BuildArgs) -> Result<i32> {
-    let built = builder::build(&BuildRequest { repo, variants: &a.variants, rev: a.rev.as_deref() })?;
+    let built = builder::build(&BuildRequest {
+        repo,
+        variants: &a.variants,
+        rev: a.rev.as_deref(),
+    })?;
     for b in built {
         println!(
             "{}\t{}\t{}\t{}",
@@ -72,7 +93,9 @@ fn parse_pairs(items: &[String], what: &str) -> Result<Vec<(String, String)>> {
     items
         .iter()
         .map(|s| match s.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
             _ => bail!("{what} takes NAME=VALUE, got {s:?}"),
         })
         .collect()
@@ -99,6 +122,7 @@ struct Resolved {
 }
 
 fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
+    let p = &a.plan_args;
     let base_mode = if a.quick {
         Mode::Quick
     } else if a.full {
@@ -107,8 +131,15 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         Mode::Default
     };
     let preset = sizes::preset(base_mode, host_cores);
-    let custom = a.cpus.is_some() || a.units.is_some() || a.size.is_some() || a.seed.is_some() || a.reps.is_some();
-    let mut variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    let custom = p.cpus.is_some()
+        || p.units.is_some()
+        || p.size.is_some()
+        || p.seed.is_some()
+        || p.reps.is_some();
+    let mut variants = p
+        .variants
+        .clone()
+        .unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     // `--variants none`: peers only (e.g. to calibrate the guest on QEMU).
     if variants == ["none"] {
         variants.clear();
@@ -123,23 +154,23 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
             bail!("--peer {name}: the name is already taken");
         }
     }
-    let cpus = match &a.cpus {
+    let cpus = match &p.cpus {
         Some(s) => parse_cpu_list(s)?,
         None => preset.cpus,
     };
-    let reps = a.reps.unwrap_or(preset.reps);
+    let reps = p.reps.unwrap_or(preset.reps);
     if reps == 0 {
         bail!("--reps must be at least 1");
     }
     let guest = sizes::GuestSize {
-        units: a.units.unwrap_or(preset.guest.units),
-        size: a.size.unwrap_or(preset.guest.size),
-        seed: a.seed.unwrap_or(preset.guest.seed),
+        units: p.units.unwrap_or(preset.guest.units),
+        size: p.size.unwrap_or(preset.guest.size),
+        seed: p.seed.unwrap_or(preset.guest.seed),
     };
     if guest.units == 0 || guest.size == 0 {
         bail!("--units and --size must be at least 1");
     }
-    let timeout_s = a.timeout.unwrap_or(preset.timeout_s);
+    let timeout_s = p.timeout.unwrap_or(preset.timeout_s);
     if !(timeout_s > 0.0 && timeout_s.is_finite()) {
         bail!("--timeout must be a positive number of seconds");
     }
@@ -182,12 +213,25 @@ fn print_plan(r: &Resolved) {
         all.len() * r.cpus.len() * r.reps as usize,
         pts.len()
     );
-    println!("# run share I of K on host I: lockscale sweep <same options> --only I/K; then lockscale merge");
-    println!("# point\tvariant\tvcpus\treps{}", if r.share.is_some() { "\tin-share" } else { "" });
+    println!(
+        "# run share I of K on host I: lockscale sweep <same options> --only I/K; then lockscale merge"
+    );
+    println!(
+        "# point\tvariant\tvcpus\treps{}",
+        if r.share.is_some() { "\tin-share" } else { "" }
+    );
     for (p, v, n) in pts {
         match r.share {
             None => println!("{p}\t{v}\t{n}\t{}", r.reps),
-            Some(s) => println!("{p}\t{v}\t{n}\t{}\t{}", r.reps, if crate::plan::in_share(p, Some(s)) { "yes" } else { "no" }),
+            Some(s) => println!(
+                "{p}\t{v}\t{n}\t{}\t{}",
+                r.reps,
+                if crate::plan::in_share(p, Some(s)) {
+                    "yes"
+                } else {
+                    "no"
+                }
+            ),
         }
     }
 }
@@ -203,40 +247,79 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         return Ok(0);
     }
     // Cheap checks first: a missing guest should not cost a build.
-    let kernel = a.kernel.as_deref().map(user_path).unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
+    let kernel = a
+        .plan_args
+        .kernel
+        .as_deref()
+        .map(user_path)
+        .unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
     if !kernel.is_file() {
-        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+        bail!(
+            "guest image {} not found (pass --kernel PATH)",
+            kernel.display()
+        );
     }
-    let bios = a.bios.as_deref().map(user_path).or_else(|| (!r.peers.is_empty()).then(|| repo.join(DEFAULT_BIOS)));
+    let bios = a
+        .bios
+        .as_deref()
+        .map(user_path)
+        .or_else(|| (!r.peers.is_empty()).then(|| repo.join(DEFAULT_BIOS)));
     if !r.peers.is_empty()
         && let Some(b) = &bios
         && !b.is_file()
     {
-        bail!("boot ROM {} for the peers not found (pass --bios PATH)", b.display());
+        bail!(
+            "boot ROM {} for the peers not found (pass --bios PATH)",
+            b.display()
+        );
     }
     let mut emulators = Vec::new();
     let mut builds = BTreeMap::new();
     let mut peer_cmds = Vec::new();
     for (name, cmd) in &r.peers {
         let Some(path) = find_in_path(cmd) else {
-            bail!("--peer {name}={cmd}: {cmd} not found (give an executable name on PATH or a path)");
+            bail!(
+                "--peer {name}={cmd}: {cmd} not found (give an executable name on PATH or a path)"
+            );
         };
         let path = user_path(&path);
-        builds.insert(name.clone(), builder::describe_binary(repo, name, &path, BuildKind::Peer)?);
-        peer_cmds.push(EmulatorCmd { label: name.clone(), kind: BuildKind::Peer, program: path });
+        builds.insert(
+            name.clone(),
+            builder::describe_binary(repo, name, &path, BuildKind::Peer)?,
+        );
+        peer_cmds.push(EmulatorCmd {
+            label: name.clone(),
+            kind: BuildKind::Peer,
+            program: path,
+        });
     }
     let bins: BTreeMap<String, String> = parse_pairs(&a.bins, "--bin")?.into_iter().collect();
     // A --bin for a variant left out by --variants is ignored; a misspelt variant is not.
     builder::check_variants(&bins.keys().cloned().collect::<Vec<_>>())?;
-    let bins: BTreeMap<String, String> = bins.into_iter().filter(|(v, _)| r.variants.contains(v)).collect();
-    let to_build: Vec<String> = r.variants.iter().filter(|v| !bins.contains_key(*v)).cloned().collect();
+    let bins: BTreeMap<String, String> = bins
+        .into_iter()
+        .filter(|(v, _)| r.variants.contains(v))
+        .collect();
+    let to_build: Vec<String> = r
+        .variants
+        .iter()
+        .filter(|v| !bins.contains_key(*v))
+        .cloned()
+        .collect();
     let mut built: BTreeMap<String, (PathBuf, BuildInfo)> = BTreeMap::new();
     if !to_build.is_empty() {
         let list = if a.no_build {
             let dir = builder::bin_dir(repo, None);
-            to_build.iter().map(|v| builder::load_built(&dir, v)).collect::<Result<Vec<_>>>()?
+            to_build
+                .iter()
+                .map(|v| builder::load_built(&dir, v))
+                .collect::<Result<Vec<_>>>()?
         } else {
-            builder::build(&BuildRequest { repo, variants: &to_build, rev: None })?
+            builder::build(&BuildRequest {
+                repo,
+                variants: &to_build,
+                rev: None,
+            })?
         };
         for b in list {
             built.insert(b.variant.clone(), (b.binary, b.info));
@@ -244,29 +327,55 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     }
     for (v, p) in &bins {
         let path = user_path(Path::new(p));
-        built.insert(v.clone(), (path.clone(), builder::describe_binary(repo, v, &path, BuildKind::Ours)?));
+        built.insert(
+            v.clone(),
+            (
+                path.clone(),
+                builder::describe_binary(repo, v, &path, BuildKind::Ours)?,
+            ),
+        );
     }
     for v in &r.variants {
         let (path, info) = built.remove(v).expect("every variant built or given");
         builds.insert(v.clone(), info);
-        emulators.push(EmulatorCmd { label: v.clone(), kind: BuildKind::Ours, program: path });
+        emulators.push(EmulatorCmd {
+            label: v.clone(),
+            kind: BuildKind::Ours,
+            program: path,
+        });
     }
     emulators.extend(peer_cmds);
 
     let stamp = file_stamp(unix_now());
-    let mut name = a.name.clone().unwrap_or_else(|| format!("{}-{stamp}", mode_name(r.mode)));
+    let mut name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-{stamp}", mode_name(r.mode)));
+    crate::util::check_name(&name).context("--name")?;
     if let Some(s) = r.share
         && a.name.is_none()
     {
         name = format!("{name}-part-{}-of-{}", s.index, s.count);
     }
-    let out = a.output.as_deref().map(user_path).unwrap_or_else(|| repo.join("results").join(format!("{name}.json")));
+    let out = a
+        .output
+        .as_deref()
+        .map(user_path)
+        .unwrap_or_else(|| repo.join("results").join(format!("{name}.json")));
     if out.exists() {
-        bail!("{} already exists: continue it with --resume {0}, or choose another --name/-o", out.display());
+        bail!(
+            "{} already exists: continue it with --resume {0}, or choose another --name/-o",
+            out.display()
+        );
     }
     let guest = GuestSpec {
         kernel: kernel.clone(),
-        bios: bios.clone(),
+        // Only peers are given the boot ROM.
+        bios: if r.peers.is_empty() {
+            None
+        } else {
+            bios.clone()
+        },
         memory: sizes::GUEST_MEMORY.into(),
         units: r.guest.units,
         size: r.guest.size,
@@ -274,46 +383,28 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     };
     let mut all_variants = r.variants.clone();
     all_variants.extend(r.peers.iter().map(|p| p.0.clone()));
-    let now = now_rfc3339();
-    let mut file = ResultsFile {
-        schema: SCHEMA_ID.into(),
-        name: name.clone(),
-        created: now.clone(),
-        updated: now,
-        complete: false,
-        harness: HarnessInfo { version: env!("CARGO_PKG_VERSION").into(), git_rev: crate::git::head(repo) },
-        host,
-        config: SweepConfig {
-            mode: r.mode,
-            variants: all_variants,
-            cpus: r.cpus.clone(),
-            reps: r.reps,
-            pin: a.pin,
-            timeout_s: r.timeout_s,
-            memory: sizes::GUEST_MEMORY.into(),
-            order: "interleaved".into(),
-            share: r.share,
-            emulator_args: a.emu_args.as_deref().map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default(),
-        },
-        builds,
-        workload: WorkloadInfo {
-            name: "mkbench".into(),
-            image: crate::util::stored_path(repo, &kernel),
-            image_sha256: sha256_file(&kernel)?,
-            bios: if r.peers.is_empty() { None } else { bios.as_ref().map(|b| crate::util::stored_path(repo, b)) },
-            bios_sha256: match (&bios, r.peers.is_empty()) {
-                (Some(b), false) => Some(sha256_file(b)?),
-                _ => None,
-            },
-            bootargs: guest.bootargs_template(),
-            units: r.guest.units,
-            size: r.guest.size,
-            seed: r.guest.seed,
-            expected_checksum: a.expect_checksum.as_deref().map(normalise_checksum).transpose()?,
-        },
-        runs: Vec::new(),
-        merged_from: Vec::new(),
+    let config = SweepConfig {
+        mode: r.mode,
+        variants: all_variants,
+        cpus: r.cpus.clone(),
+        reps: r.reps,
+        pin: a.plan_args.pin,
+        timeout_s: r.timeout_s,
+        memory: sizes::GUEST_MEMORY.into(),
+        order: "interleaved".into(),
+        share: r.share,
+        emulator_args: a
+            .emu_args
+            .as_deref()
+            .map(|s| s.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
     };
+    let expected = a
+        .expect_checksum
+        .as_deref()
+        .map(normalise_checksum)
+        .transpose()?;
+    let mut file = new_results_file(repo, &name, host, config, builds, &guest, expected)?;
     let s = Sweep {
         path: out,
         work_dir: repo.join("target/lockscale/runs").join(&name),
@@ -326,21 +417,66 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     run_and_finish(repo, &s, &mut file, a.no_plot)
 }
 
+/// A results file with no runs yet, for a sweep of `guest` under `config`.
+fn new_results_file(
+    repo: &Path,
+    name: &str,
+    host: HostInfo,
+    config: SweepConfig,
+    builds: BTreeMap<String, BuildInfo>,
+    guest: &GuestSpec,
+    expected_checksum: Option<String>,
+) -> Result<ResultsFile> {
+    let now = now_rfc3339();
+    Ok(ResultsFile {
+        schema: SCHEMA_ID.into(),
+        name: name.into(),
+        created: now.clone(),
+        updated: now,
+        complete: false,
+        harness: HarnessInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_rev: crate::git::head(repo),
+        },
+        host,
+        config,
+        builds,
+        workload: WorkloadInfo {
+            name: "mkbench".into(),
+            image: crate::util::stored_path(repo, &guest.kernel),
+            image_sha256: sha256_file(&guest.kernel)?,
+            bios: guest
+                .bios
+                .as_ref()
+                .map(|b| crate::util::stored_path(repo, b)),
+            bios_sha256: guest.bios.as_deref().map(sha256_file).transpose()?,
+            bootargs: guest.bootargs_template(),
+            units: guest.units,
+            size: guest.size,
+            seed: guest.seed,
+            expected_checksum,
+        },
+        runs: Vec::new(),
+        merged_from: Vec::new(),
+    })
+}
+
 fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
+    let p = &a.plan_args;
     let given: Vec<&str> = [
-        (a.variants.is_some(), "--variants"),
-        (a.cpus.is_some(), "--cpus"),
-        (a.reps.is_some(), "--reps"),
+        (p.variants.is_some(), "--variants"),
+        (p.cpus.is_some(), "--cpus"),
+        (p.reps.is_some(), "--reps"),
         (a.quick, "--quick"),
         (a.full, "--full"),
-        (a.units.is_some(), "--units"),
-        (a.size.is_some(), "--size"),
-        (a.seed.is_some(), "--seed"),
+        (p.units.is_some(), "--units"),
+        (p.size.is_some(), "--size"),
+        (p.seed.is_some(), "--seed"),
         (!a.peers.is_empty(), "--peer"),
         (!a.bins.is_empty(), "--bin"),
-        (a.kernel.is_some(), "--kernel"),
+        (p.kernel.is_some(), "--kernel"),
         (a.only.is_some(), "--only"),
-        (a.timeout.is_some(), "--timeout"),
+        (p.timeout.is_some(), "--timeout"),
         (a.name.is_some(), "--name"),
         (a.output.is_some(), "--output"),
         (a.plan, "--plan"),
@@ -350,31 +486,54 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
     .filter_map(|(set, n)| set.then_some(n))
     .collect();
     if !given.is_empty() {
-        bail!("--resume takes the configuration from the results file; drop {}", given.join(", "));
+        bail!(
+            "--resume takes the configuration from the results file; drop {}",
+            given.join(", ")
+        );
     }
     let mut file = load_results(path)?;
+    sweep::check_resumable(&file).with_context(|| format!("cannot resume {}", path.display()))?;
     let mut emulators = Vec::new();
     for v in &file.config.variants {
-        let Some(b) = file.builds.get(v) else { bail!("{}: no build recorded for {v}", path.display()) };
+        let Some(b) = file.builds.get(v) else {
+            bail!("{}: no build recorded for {v}", path.display())
+        };
         let bin = crate::util::resolve_stored(repo, &b.binary);
         if !bin.is_file() {
-            bail!("{}: the binary of {v} ({}) is gone; start a new sweep", path.display(), bin.display());
+            bail!(
+                "{}: the binary of {v} ({}) is gone; start a new sweep",
+                path.display(),
+                bin.display()
+            );
         }
         if let Some(sha) = &b.binary_sha256
             && &sha256_file(&bin)? != sha
         {
-            bail!("the binary of {v} ({}) changed since the sweep started; start a new sweep", bin.display());
+            bail!(
+                "the binary of {v} ({}) changed since the sweep started; start a new sweep",
+                bin.display()
+            );
         }
-        emulators.push(EmulatorCmd { label: v.clone(), kind: b.kind, program: bin });
+        emulators.push(EmulatorCmd {
+            label: v.clone(),
+            kind: b.kind,
+            program: bin,
+        });
     }
     let w = &file.workload;
     let kernel = crate::util::resolve_stored(repo, &w.image);
     if sha256_file(&kernel).ok().as_deref() != Some(w.image_sha256.as_str()) {
-        bail!("the guest image {} is missing or changed since the sweep started", kernel.display());
+        bail!(
+            "the guest image {} is missing or changed since the sweep started",
+            kernel.display()
+        );
     }
     let guest = GuestSpec {
         kernel,
-        bios: w.bios.as_ref().map(|b| crate::util::resolve_stored(repo, b)),
+        bios: w
+            .bios
+            .as_ref()
+            .map(|b| crate::util::resolve_stored(repo, b)),
         memory: file.config.memory.clone(),
         units: w.units,
         size: w.size,
@@ -403,17 +562,35 @@ fn run_and_finish(repo: &Path, s: &Sweep, file: &mut ResultsFile, no_plot: bool)
         "lockscale: ran {} runs now ({} failed){}; {} in the file, {} failed in all",
         o.ran,
         o.failed,
-        if o.skipped > 0 { format!(", {} were already recorded", o.skipped) } else { String::new() },
+        if o.skipped > 0 {
+            format!(", {} were already recorded", o.skipped)
+        } else {
+            String::new()
+        },
         file.runs.len(),
         failed_total
     );
     if !no_plot {
         let a = analyze(file, None)?;
-        let series = charts::series(&[Labelled { prefix: String::new(), analysis: &a, kind: LineKind::Solid }], None);
+        let series = charts::series(
+            &[Labelled {
+                prefix: String::new(),
+                analysis: &a,
+                kind: LineKind::Solid,
+            }],
+            None,
+        );
         let notes = plot_notes(&[&a]);
         for ext in ["png", "svg"] {
             let p = repo.join("plots").join(format!("{}.{ext}", file.name));
-            match charts::write_plot(&p, &series, &format!("lockscale: {}", file.name), None, Some(file.host.logical_cores), notes.clone()) {
+            match charts::write_plot(
+                &p,
+                &series,
+                &format!("lockscale: {}", file.name),
+                None,
+                Some(file.host.logical_cores),
+                notes.clone(),
+            ) {
                 Ok(()) => eprintln!("lockscale: wrote {}", p.display()),
                 Err(e) => eprintln!("lockscale: could not write {}: {e:#}", p.display()),
             }
@@ -423,14 +600,20 @@ fn run_and_finish(repo: &Path, s: &Sweep, file: &mut ResultsFile, no_plot: bool)
             println!("note: {n}");
         }
     }
-    Ok(if failed_total > 0 { EXIT_FAILED_RUNS } else { 0 })
+    Ok(if failed_total > 0 {
+        EXIT_FAILED_RUNS
+    } else {
+        0
+    })
 }
 
 fn plot_notes(analyses: &[&crate::analysis::Analysis]) -> Vec<String> {
     let failed: usize = analyses.iter().map(|a| a.failures.len()).sum();
     let mut v = Vec::new();
     if failed > 0 {
-        v.push(format!("{failed} failed run(s) left out (see `lockscale report`)"));
+        v.push(format!(
+            "{failed} failed run(s) left out (see `lockscale report`)"
+        ));
     }
     v
 }
@@ -441,19 +624,42 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     if a.files.is_empty() && a.reference.is_none() {
         bail!("nothing to plot: give results files and/or --reference posted");
     }
-    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_results(&user_path(p))).collect::<Result<_>>()?;
-    let analyses: Vec<_> = files.iter().map(|f| analyze(f, a.relative_to.as_deref())).collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a
+        .files
+        .iter()
+        .map(|p| load_results(&user_path(p)))
+        .collect::<Result<_>>()?;
+    let analyses: Vec<_> = files
+        .iter()
+        .map(|f| analyze(f, a.relative_to.as_deref()))
+        .collect::<Result<_>>()?;
     let labelled: Vec<Labelled> = files
         .iter()
         .zip(&analyses)
         .map(|(f, an)| Labelled {
-            prefix: if files.len() > 1 { format!("{}: ", f.name) } else { String::new() },
+            prefix: if files.len() > 1 {
+                format!("{}: ", f.name)
+            } else {
+                String::new()
+            },
             analysis: an,
             kind: LineKind::Solid,
         })
         .collect();
-    let refc = a.reference.as_deref().map(|r| reference::load(&abs(repo, &reference::resolve(repo, r)))).transpose()?;
-    let series = charts::series(&labelled, refc.as_ref());
+    let refc = a
+        .reference
+        .as_deref()
+        .map(|r| reference::load(&abs(repo, &reference::resolve(repo, r))))
+        .transpose()?;
+    let mut series = charts::series(&labelled, refc.as_ref());
+    if a.project {
+        for (f, l) in files.iter().zip(&labelled) {
+            series.extend(charts::projected_series(
+                &l.prefix,
+                &crate::project::project(f, &a.model.options())?,
+            ));
+        }
+    }
     for an in &analyses {
         for f in &an.failures {
             eprintln!("lockscale: left out failed run {f}");
@@ -471,13 +677,41 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    let stem = files.first().map(|f| f.name.clone()).unwrap_or_else(|| "posted-reference".into());
-    let out = a.output.as_deref().map(user_path).unwrap_or_else(|| repo.join("plots").join(format!("{stem}.png")));
-    let host_cores = files.first().map(|f| f.host.logical_cores).filter(|c| files.iter().all(|f| f.host.logical_cores == *c));
+    let stem = files
+        .first()
+        .map(|f| f.name.clone())
+        .unwrap_or_else(|| "posted-reference".into());
+    let out = a
+        .output
+        .as_deref()
+        .map(user_path)
+        .unwrap_or_else(|| repo.join("plots").join(format!("{stem}.png")));
+    let host_cores = files
+        .first()
+        .map(|f| f.host.logical_cores)
+        .filter(|c| files.iter().all(|f| f.host.logical_cores == *c));
     let title = a.title.clone().unwrap_or_else(|| {
-        if files.is_empty() { "Posted speedup curve (per-CPU locks series)".into() } else { format!("lockscale: {}", files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(" vs ")) }
+        if files.is_empty() {
+            "Posted speedup curve (per-CPU locks series)".into()
+        } else {
+            format!(
+                "lockscale: {}",
+                files
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" vs ")
+            )
+        }
     });
-    charts::write_plot(&out, &series, &title, a.relative_to.as_deref(), host_cores, notes)?;
+    charts::write_plot(
+        &out,
+        &series,
+        &title,
+        a.relative_to.as_deref(),
+        host_cores,
+        notes,
+    )?;
     eprintln!("lockscale: wrote {}", out.display());
     Ok(0)
 }
@@ -485,10 +719,52 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
 pub fn report(a: &ReportArgs) -> Result<i32> {
     let f = load_results(&user_path(&a.file))?;
     print!("{}", report::render(&f, a.relative_to.as_deref(), a.top)?);
+    if a.project {
+        print!(
+            "\n## Projection\n\n{}",
+            crate::project::render(&crate::project::project(&f, &a.model.options())?)
+        );
+    }
+    Ok(0)
+}
+
+pub fn project(a: &ProjectArgs) -> Result<i32> {
+    let f = load_results(&user_path(&a.file))?;
+    let set = crate::project::project(&f, &a.model.options())?;
+    print!(
+        "# lockscale project: {}\n\n{}",
+        f.name,
+        crate::project::render(&set)
+    );
+    if let Some(o) = &a.output {
+        let an = analyze(&f, None)?;
+        let mut series = charts::series(
+            &[Labelled {
+                prefix: String::new(),
+                analysis: &an,
+                kind: LineKind::Solid,
+            }],
+            None,
+        );
+        series.extend(charts::projected_series("", &set));
+        let out = user_path(o);
+        let mut notes = plot_notes(&[&an]);
+        notes.push(format!("dashed, hollow squares: projected for a host of {} cores (fitted on N ≤ {}); harness/README.md, \"Projection\"", set.cores, set.fit_max));
+        charts::write_plot(
+            &out,
+            &series,
+            &format!("lockscale: {} (measured and projected)", f.name),
+            None,
+            Some(f.host.logical_cores),
+            notes,
+        )?;
+        eprintln!("lockscale: wrote {}", out.display());
+    }
     Ok(0)
 }
 
 pub fn compare(a: &CompareArgs) -> Result<i32> {
+    compare::check_alpha(a.alpha)?;
     let old = load_results(&user_path(&a.old))?;
     let new = load_results(&user_path(&a.new))?;
     let c = compare::compare(&old, &new)?;
@@ -497,13 +773,28 @@ pub fn compare(a: &CompareArgs) -> Result<i32> {
         let (ao, an) = (analyze(&old, None)?, analyze(&new, None)?);
         let series = charts::series(
             &[
-                Labelled { prefix: format!("{}: ", old.name), analysis: &ao, kind: LineKind::Dashed },
-                Labelled { prefix: format!("{}: ", new.name), analysis: &an, kind: LineKind::Solid },
+                Labelled {
+                    prefix: format!("{}: ", old.name),
+                    analysis: &ao,
+                    kind: LineKind::Dashed,
+                },
+                Labelled {
+                    prefix: format!("{}: ", new.name),
+                    analysis: &an,
+                    kind: LineKind::Solid,
+                },
             ],
             None,
         );
         let out = user_path(o);
-        charts::write_plot(&out, &series, &format!("{} vs {}", old.name, new.name), None, Some(new.host.logical_cores), plot_notes(&[&ao, &an]))?;
+        charts::write_plot(
+            &out,
+            &series,
+            &format!("{} vs {}", old.name, new.name),
+            None,
+            Some(new.host.logical_cores),
+            plot_notes(&[&ao, &an]),
+        )?;
         eprintln!("lockscale: wrote {}", out.display());
     }
     Ok(0)
@@ -523,7 +814,16 @@ fn emit_gate(outcome: &compare::GateOutcome, summary: Option<&Path>) -> Result<i
         f.write_all(outcome.markdown.as_bytes())?;
     }
     if outcome.exit_code == 2 {
-        eprintln!("lockscale: gate refused: {}", outcome.markdown.lines().skip(2).collect::<Vec<_>>().join(" ").trim());
+        eprintln!(
+            "lockscale: gate refused: {}",
+            outcome
+                .markdown
+                .lines()
+                .skip(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim()
+        );
     }
     Ok(outcome.exit_code)
 }
@@ -533,12 +833,40 @@ pub fn gate(repo: &Path, a: &GateArgs) -> Result<i32> {
     let summary = a.summary.as_deref().map(user_path);
     match (&a.base, &a.candidate, &a.base_rev, &a.candidate_rev) {
         (Some(b), Some(c), None, None) => {
+            let p = &a.plan_args;
+            let given: Vec<&str> = [
+                (p.variants.is_some(), "--variants"),
+                (p.cpus.is_some(), "--cpus"),
+                (p.reps.is_some(), "--reps"),
+                (p.units.is_some(), "--units"),
+                (p.size.is_some(), "--size"),
+                (p.seed.is_some(), "--seed"),
+                (p.timeout.is_some(), "--timeout"),
+                (p.kernel.is_some(), "--kernel"),
+                (a.out_dir.is_some(), "--out-dir"),
+            ]
+            .into_iter()
+            .filter_map(|(set, n)| set.then_some(n))
+            .collect();
+            if !given.is_empty() {
+                bail!(
+                    "{} only apply to the revision form (--base-rev/--candidate-rev)",
+                    given.join(", ")
+                );
+            }
             let base = load_results(&user_path(b))?;
             let cand = load_results(&user_path(c))?;
-            emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary.as_deref())
+            emit_gate(
+                &compare::gate(&base, &cand, threshold, a.alpha)?,
+                summary.as_deref(),
+            )
         }
-        (None, None, Some(br), Some(cr)) => gate_revs(repo, a, br, cr, threshold, summary.as_deref()),
-        _ => bail!("give either --base FILE --candidate FILE, or --base-rev REV --candidate-rev REV"),
+        (None, None, Some(br), Some(cr)) => {
+            gate_revs(repo, a, br, cr, threshold, summary.as_deref())
+        }
+        _ => {
+            bail!("give either --base FILE --candidate FILE, or --base-rev REV --candidate-rev REV")
+        }
     }
 }
 
@@ -549,8 +877,17 @@ fn split_side(combined: &ResultsFile, prefix: &str, name: String) -> ResultsFile
     let mut f = combined.clone();
     f.name = name;
     let strip = |v: &str| v.strip_prefix(prefix).map(String::from);
-    f.config.variants = combined.config.variants.iter().filter_map(|v| strip(v)).collect();
-    f.builds = combined.builds.iter().filter_map(|(k, b)| strip(k).map(|k| (k, b.clone()))).collect();
+    f.config.variants = combined
+        .config
+        .variants
+        .iter()
+        .filter_map(|v| strip(v))
+        .collect();
+    f.builds = combined
+        .builds
+        .iter()
+        .filter_map(|(k, b)| strip(k).map(|k| (k, b.clone())))
+        .collect();
     f.runs = combined
         .runs
         .iter()
@@ -565,14 +902,25 @@ fn split_side(combined: &ResultsFile, prefix: &str, name: String) -> ResultsFile
     f
 }
 
-fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshold: f64, summary: Option<&Path>) -> Result<i32> {
-    let variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+fn gate_revs(
+    repo: &Path,
+    a: &GateArgs,
+    base_rev: &str,
+    cand_rev: &str,
+    threshold: f64,
+    summary: Option<&Path>,
+) -> Result<i32> {
+    let p = &a.plan_args;
+    let variants = p
+        .variants
+        .clone()
+        .unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     builder::check_variants(&variants)?;
-    let cpus = match &a.cpus {
+    let cpus = match &p.cpus {
         Some(s) => parse_cpu_list(s)?,
         None => sizes::QUICK_CPUS.to_vec(),
     };
-    let reps = a.reps.unwrap_or(sizes::GATE_REPS);
+    let reps = p.reps.unwrap_or(sizes::GATE_REPS);
     let need = crate::stats::min_reps_for_alpha(a.alpha) as u32;
     if reps < need {
         return emit_gate(
@@ -587,22 +935,41 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
             summary,
         );
     }
-    let kernel = a.kernel.as_deref().map(user_path).unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
+    let kernel = p
+        .kernel
+        .as_deref()
+        .map(user_path)
+        .unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
     if !kernel.is_file() {
-        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+        bail!(
+            "guest image {} not found (pass --kernel PATH)",
+            kernel.display()
+        );
     }
     let base_commit = crate::git::resolve(repo, base_rev)?;
     let cand_commit = crate::git::resolve(repo, cand_rev)?;
     let mut emulators = Vec::new();
     let mut builds = BTreeMap::new();
     let mut labels = Vec::new();
-    let base_built = builder::build(&BuildRequest { repo, variants: &variants, rev: Some(&base_commit) })?;
-    let cand_built = builder::build(&BuildRequest { repo, variants: &variants, rev: Some(&cand_commit) })?;
+    let base_built = builder::build(&BuildRequest {
+        repo,
+        variants: &variants,
+        rev: Some(&base_commit),
+    })?;
+    let cand_built = builder::build(&BuildRequest {
+        repo,
+        variants: &variants,
+        rev: Some(&cand_commit),
+    })?;
     for (b, c) in base_built.into_iter().zip(cand_built) {
         for (prefix, x) in [(BASE, b), (CAND, c)] {
             let label = format!("{prefix}{}", x.variant);
             builds.insert(label.clone(), x.info);
-            emulators.push(EmulatorCmd { label: label.clone(), kind: BuildKind::Ours, program: x.binary });
+            emulators.push(EmulatorCmd {
+                label: label.clone(),
+                kind: BuildKind::Ours,
+                program: x.binary,
+            });
             labels.push(label);
         }
     }
@@ -612,9 +979,9 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
         kernel: kernel.clone(),
         bios: None,
         memory: sizes::GUEST_MEMORY.into(),
-        units: a.units.unwrap_or(g.units),
-        size: a.size.unwrap_or(g.size),
-        seed: g.seed,
+        units: p.units.unwrap_or(g.units),
+        size: p.size.unwrap_or(g.size),
+        seed: p.seed.unwrap_or(g.seed),
     };
     let name = format!(
         "gate-{}-{}-{}",
@@ -622,44 +989,24 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
         crate::util::short_rev(&cand_commit),
         file_stamp(unix_now())
     );
-    let out_dir = a.out_dir.as_deref().map(user_path).unwrap_or_else(|| repo.join("target/lockscale/gate"));
-    let now = now_rfc3339();
-    let mut file = ResultsFile {
-        schema: SCHEMA_ID.into(),
-        name: name.clone(),
-        created: now.clone(),
-        updated: now,
-        complete: false,
-        harness: HarnessInfo { version: env!("CARGO_PKG_VERSION").into(), git_rev: crate::git::head(repo) },
-        host,
-        config: SweepConfig {
-            mode: Mode::Custom,
-            variants: labels,
-            cpus,
-            reps,
-            pin: a.pin,
-            timeout_s: a.timeout.unwrap_or(sizes::QUICK_TIMEOUT_S),
-            memory: sizes::GUEST_MEMORY.into(),
-            order: "interleaved".into(),
-            share: None,
-            emulator_args: Vec::new(),
-        },
-        builds,
-        workload: WorkloadInfo {
-            name: "mkbench".into(),
-            image: crate::util::stored_path(repo, &kernel),
-            image_sha256: sha256_file(&kernel)?,
-            bios: None,
-            bios_sha256: None,
-            bootargs: guest.bootargs_template(),
-            units: guest.units,
-            size: guest.size,
-            seed: guest.seed,
-            expected_checksum: None,
-        },
-        runs: Vec::new(),
-        merged_from: Vec::new(),
+    let out_dir = a
+        .out_dir
+        .as_deref()
+        .map(user_path)
+        .unwrap_or_else(|| repo.join("target/lockscale/gate"));
+    let config = SweepConfig {
+        mode: Mode::Custom,
+        variants: labels,
+        cpus,
+        reps,
+        pin: p.pin,
+        timeout_s: p.timeout.unwrap_or(sizes::QUICK_TIMEOUT_S),
+        memory: sizes::GUEST_MEMORY.into(),
+        order: "interleaved".into(),
+        share: None,
+        emulator_args: Vec::new(),
     };
+    let mut file = new_results_file(repo, &name, host, config, builds, &guest, None)?;
     let s = Sweep {
         path: out_dir.join(format!("{name}.json")),
         work_dir: repo.join("target/lockscale/runs").join(&name),
@@ -669,15 +1016,19 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
         retry_failed: false,
         repo: repo.to_path_buf(),
     };
-    eprintln!("lockscale: A/B sweep {} (base {base_rev}) vs {} (candidate {cand_rev})", crate::util::short_rev(&base_commit), crate::util::short_rev(&cand_commit));
+    eprintln!(
+        "lockscale: A/B sweep {} (base {base_rev}) vs {} (candidate {cand_rev})",
+        crate::util::short_rev(&base_commit),
+        crate::util::short_rev(&cand_commit)
+    );
     sweep::execute(&s, &mut file)?;
     let base = split_side(&file, BASE, format!("{name}-base"));
     let cand = split_side(&file, CAND, format!("{name}-candidate"));
     for f in [&base, &cand] {
         let mut f = f.clone();
-        let p = out_dir.join(format!("{}.json", f.name));
-        sweep::save(&p, &mut f)?;
-        eprintln!("lockscale: wrote {}", p.display());
+        let path = out_dir.join(format!("{}.json", f.name));
+        sweep::save(&path, &mut f)?;
+        eprintln!("lockscale: wrote {}", path.display());
     }
     emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary)
 }
@@ -685,16 +1036,37 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
 // ---------------------------------------------------------------- merge, schema
 
 pub fn merge(a: &MergeArgs) -> Result<i32> {
-    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_results(&user_path(p))).collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a
+        .files
+        .iter()
+        .map(|p| load_results(&user_path(p)))
+        .collect::<Result<_>>()?;
     let out = user_path(&a.output);
-    let name = a.name.clone().unwrap_or_else(|| out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into()));
-    let mut merged = merge::merge(&files, &merge::MergeOptions { name, allow_mixed_hosts: a.allow_mixed_hosts, allow_mixed_builds: a.allow_mixed_builds })?;
+    let name = a.name.clone().unwrap_or_else(|| {
+        out.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "merged".into())
+    });
+    crate::util::check_name(&name)
+        .context("the merged sweep's name (--name, or the output file's stem)")?;
+    let mut merged = merge::merge(
+        &files,
+        &merge::MergeOptions {
+            name,
+            allow_mixed_hosts: a.allow_mixed_hosts,
+            allow_mixed_builds: a.allow_mixed_builds,
+        },
+    )?;
     sweep::save(&out, &mut merged)?;
     eprintln!(
         "lockscale: merged {} files, {} runs{} → {}",
         files.len(),
         merged.runs.len(),
-        if merged.complete { "" } else { " (plan not complete)" },
+        if merged.complete {
+            ""
+        } else {
+            " (plan not complete)"
+        },
         out.display()
     );
     Ok(0)
@@ -705,7 +1077,9 @@ pub fn schema(repo: &Path, a: &SchemaArgs) -> Result<i32> {
     match a.output.as_deref() {
         Some(p) if p == Path::new("-") => print!("{text}"),
         other => {
-            let p = other.map(user_path).unwrap_or_else(|| repo.join("results/schema.json"));
+            let p = other
+                .map(user_path)
+                .unwrap_or_else(|| repo.join("results/schema.json"));
             crate::util::write_atomic(&p, text.as_bytes())?;
             eprintln!("lockscale: wrote {}", p.display());
         }

@@ -6,13 +6,18 @@
 //! (p < α) and larger than a threshold, so that it fails on real regressions and stays green
 //! on noise; a large but noisy slowdown is reported as inconclusive, not as a failure.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use anyhow::{Result, bail};
 
 use crate::analysis::{LEVEL, analyze};
-use crate::model::ResultsFile;
-use crate::stats::{Alternative, Estimate, median, min_reps_for_alpha, permutation_test, ratio_ci_bootstrap, smallest_p};
+use crate::model::{ResultsFile, Run};
+use crate::report::lock_rows;
+use crate::stats::{
+    Alternative, Estimate, median, min_reps_for_alpha, permutation_test, ratio_ci_bootstrap,
+    smallest_p,
+};
 
 #[derive(Clone, Debug)]
 pub struct PointComparison {
@@ -42,13 +47,22 @@ pub fn check_comparable(old: &ResultsFile, new: &ResultsFile) -> Result<Vec<Stri
     if (a.units, a.size, a.seed) != (b.units, b.size, b.seed) || a.name != b.name {
         bail!(
             "{} and {} ran different guests ({} `{}` vs {} `{}`): not comparable",
-            old.name, new.name, a.name, a.bootargs, b.name, b.bootargs
+            old.name,
+            new.name,
+            a.name,
+            a.bootargs,
+            b.name,
+            b.bootargs
         );
     }
     if let (Some(x), Some(y)) = (&a.expected_checksum, &b.expected_checksum)
         && !x.eq_ignore_ascii_case(y)
     {
-        bail!("the guests of {} and {} computed different checksums ({x} vs {y}): one of them is wrong", old.name, new.name);
+        bail!(
+            "the guests of {} and {} computed different checksums ({x} vs {y}): one of them is wrong",
+            old.name,
+            new.name
+        );
     }
     if a.image_sha256 != b.image_sha256 {
         notes.push("the guest images differ (different image hashes)".into());
@@ -74,7 +88,10 @@ pub fn compare(old: &ResultsFile, new: &ResultsFile) -> Result<Comparison> {
             continue;
         };
         if po.times.is_empty() || pn.times.is_empty() {
-            notes.push(format!("{} N={}: no successful runs on one side", po.variant, po.cpus));
+            notes.push(format!(
+                "{} N={}: no successful runs on one side",
+                po.variant, po.cpus
+            ));
             continue;
         }
         points.push(PointComparison {
@@ -95,9 +112,122 @@ pub fn compare(old: &ResultsFile, new: &ResultsFile) -> Result<Comparison> {
     }
     let failed = ao.failures.len() + an.failures.len();
     if failed > 0 {
-        notes.push(format!("{failed} failed run(s) left out ({} in {}, {} in {})", ao.failures.len(), old.name, an.failures.len(), new.name));
+        notes.push(format!(
+            "{failed} failed run(s) left out ({} in {}, {} in {})",
+            ao.failures.len(),
+            old.name,
+            an.failures.len(),
+            new.name
+        ));
     }
     Ok(Comparison { points, notes })
+}
+
+/// Lock sites listed per changed point.
+const ATTRIBUTION_SITES: usize = 3;
+
+/// Per lock site of one point: median over its successful runs of (wait, hold) seconds per run.
+/// Hold is `None` unless the runs were `--sync-profile`d (else the emulator reports 0).
+fn site_costs(
+    file: &ResultsFile,
+    variant: &str,
+    cpus: u32,
+) -> BTreeMap<String, (Option<f64>, Option<f64>)> {
+    let runs: Vec<&Run> = file
+        .ok_runs()
+        .filter(|r| r.variant == variant && r.cpus == cpus)
+        .collect();
+    let profiled = runs.iter().any(|r| {
+        r.report
+            .as_ref()
+            .and_then(|x| x.get("sync_profile"))
+            .and_then(|x| x.as_bool())
+            == Some(true)
+    });
+    lock_rows(&runs)
+        .into_iter()
+        .map(|(site, m)| {
+            (
+                site,
+                (
+                    m["wait_ns"].map(|x| x / 1e9),
+                    m["hold_ns"].filter(|_| profiled).map(|x| x / 1e9),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Markdown: for each changed point, the lock sites whose wait + hold per run changed most,
+/// with both sides' figures, so that a regression names its cause. Empty when nothing changed.
+pub fn attribution(old: &ResultsFile, new: &ResultsFile, changed: &[(&str, u32)]) -> String {
+    let mut rows = String::new();
+    let mut silent = Vec::new();
+    for &(variant, cpus) in changed {
+        let (a, b) = (
+            site_costs(old, variant, cpus),
+            site_costs(new, variant, cpus),
+        );
+        if a.is_empty() || b.is_empty() {
+            silent.push(format!("{variant} N={cpus}"));
+            continue;
+        }
+        let sites: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        let mut ranked: Vec<(f64, &String)> = sites
+            .into_iter()
+            .map(|site| {
+                let (wa, ha) = a.get(site).copied().unwrap_or((Some(0.0), Some(0.0)));
+                let (wb, hb) = b.get(site).copied().unwrap_or((Some(0.0), Some(0.0)));
+                let d = |x: Option<f64>, y: Option<f64>| match (x, y) {
+                    (Some(x), Some(y)) => y - x,
+                    _ => 0.0,
+                };
+                (d(wa, wb) + d(ha, hb), site)
+            })
+            .filter(|(delta, _)| *delta != 0.0)
+            .collect();
+        ranked.sort_by(|x, y| y.0.abs().total_cmp(&x.0.abs()));
+        for (delta, site) in ranked.into_iter().take(ATTRIBUTION_SITES) {
+            let ms = |v: Option<f64>| {
+                v.map(|x| format!("{:.2}", x * 1e3))
+                    .unwrap_or_else(|| "–".into())
+            };
+            let (wa, ha) = a.get(site).copied().unwrap_or((Some(0.0), Some(0.0)));
+            let (wb, hb) = b.get(site).copied().unwrap_or((Some(0.0), Some(0.0)));
+            let _ = writeln!(
+                rows,
+                "| {variant} | {cpus} | `{site}` | {} → {} | {} → {} | {:+.2} |",
+                ms(wa),
+                ms(wb),
+                ms(ha),
+                ms(hb),
+                delta * 1e3
+            );
+        }
+    }
+    let mut s = String::new();
+    if !rows.is_empty() {
+        let _ = writeln!(s, "\n### Lock sites behind the changed points\n");
+        let _ = writeln!(
+            s,
+            "Per run (both sides ran the same guest work), median over the repetitions: the {ATTRIBUTION_SITES} sites whose \
+             wait + hold changed most. Hold times need `--sync-profile` on both sides (else –).\n"
+        );
+        let _ = writeln!(
+            s,
+            "| variant | N | lock site | wait ms (base → candidate) | hold ms (base → candidate) | change ms |"
+        );
+        let _ = writeln!(s, "|---|---:|---|---:|---:|---:|");
+        s.push_str(&rows);
+    }
+    if !silent.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nNo lock statistics on one side for {}: no lock site to name.",
+            silent.join(", ")
+        );
+    }
+    s
 }
 
 fn pct(r: f64) -> String {
@@ -108,12 +238,26 @@ fn pct(r: f64) -> String {
 pub fn render_compare(old: &ResultsFile, new: &ResultsFile, c: &Comparison, alpha: f64) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# lockscale compare: {} → {}\n", old.name, new.name);
-    let _ = writeln!(s, "Guest time NEW/OLD per point (lower is faster); permutation test, two-sided, α = {alpha}.\n");
-    let _ = writeln!(s, "| variant | N | old median s | new median s | change | 95% CI | p | verdict |");
+    let _ = writeln!(
+        s,
+        "Guest time NEW/OLD per point (lower is faster); permutation test, two-sided, α = {alpha}.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| variant | N | old median s | new median s | change | 95% CI | p | verdict |"
+    );
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---|---:|---|");
+    let mut changed = Vec::new();
     for p in &c.points {
+        if p.p_two_sided < alpha {
+            changed.push((p.variant.as_str(), p.cpus));
+        }
         let verdict = if p.p_two_sided < alpha {
-            if p.ratio.value > 1.0 { "slower" } else { "faster" }
+            if p.ratio.value > 1.0 {
+                "slower"
+            } else {
+                "faster"
+            }
         } else if smallest_p(p.old.len(), p.new.len()) >= alpha {
             "too few runs to tell"
         } else {
@@ -132,6 +276,7 @@ pub fn render_compare(old: &ResultsFile, new: &ResultsFile, c: &Comparison, alph
             p.p_two_sided
         );
     }
+    s.push_str(&attribution(old, new, &changed));
     for n in &c.notes {
         let _ = writeln!(s, "\nNote: {n}");
     }
@@ -166,7 +311,11 @@ impl Verdict {
 pub fn verdict(p: &PointComparison, threshold: f64, alpha: f64) -> Verdict {
     let change = p.ratio.value - 1.0;
     if change > threshold {
-        if p.p_slower < alpha { Verdict::Regression } else { Verdict::Inconclusive }
+        if p.p_slower < alpha {
+            Verdict::Regression
+        } else {
+            Verdict::Inconclusive
+        }
     } else if change > 0.0 && p.p_slower < alpha {
         Verdict::SlowerBelowThreshold
     } else if -change > threshold && p.p_faster < alpha {
@@ -183,24 +332,45 @@ pub struct GateOutcome {
     pub markdown: String,
 }
 
-/// The file form of the gate.
-pub fn gate(base: &ResultsFile, cand: &ResultsFile, threshold: f64, alpha: f64) -> Result<GateOutcome> {
+/// A significance level must lie strictly between 0 and 1 (at α ≥ 1 every point "differs").
+pub fn check_alpha(alpha: f64) -> Result<()> {
     if !(alpha > 0.0 && alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1");
+        bail!("--alpha must be between 0 and 1 (exclusive), got {alpha}");
     }
+    Ok(())
+}
+
+/// The file form of the gate.
+pub fn gate(
+    base: &ResultsFile,
+    cand: &ResultsFile,
+    threshold: f64,
+    alpha: f64,
+) -> Result<GateOutcome> {
+    check_alpha(alpha)?;
     let c = match compare(base, cand) {
         Ok(c) => c,
         Err(e) => return Ok(refuse(&format!("{e:#}"))),
     };
     if c.points.is_empty() {
-        return Ok(refuse("no (variant, N) point has successful runs in both result sets"));
+        return Ok(refuse(
+            "no (variant, N) point has successful runs in both result sets",
+        ));
     }
     let need = min_reps_for_alpha(alpha);
     let short: Vec<String> = c
         .points
         .iter()
         .filter(|p| p.old.len() < need || p.new.len() < need)
-        .map(|p| format!("{} N={} ({} base, {} candidate)", p.variant, p.cpus, p.old.len(), p.new.len()))
+        .map(|p| {
+            format!(
+                "{} N={} ({} base, {} candidate)",
+                p.variant,
+                p.cpus,
+                p.old.len(),
+                p.new.len()
+            )
+        })
         .collect();
     if !short.is_empty() {
         return Ok(refuse(&format!(
@@ -212,14 +382,20 @@ pub fn gate(base: &ResultsFile, cand: &ResultsFile, threshold: f64, alpha: f64) 
             short.join(", ")
         )));
     }
-    let rows: Vec<(&PointComparison, Verdict)> = c.points.iter().map(|p| (p, verdict(p, threshold, alpha))).collect();
+    let rows: Vec<(&PointComparison, Verdict)> = c
+        .points
+        .iter()
+        .map(|p| (p, verdict(p, threshold, alpha)))
+        .collect();
     let regressions = rows.iter().filter(|r| r.1 == Verdict::Regression).count();
     let inconclusive = rows.iter().filter(|r| r.1 == Verdict::Inconclusive).count();
     let mut s = String::new();
     let head = if regressions > 0 {
         format!("FAIL: {regressions} regression(s)")
     } else if inconclusive > 0 {
-        format!("PASS (inconclusive: {inconclusive} point(s) slower beyond the threshold but within the noise)")
+        format!(
+            "PASS (inconclusive: {inconclusive} point(s) slower beyond the threshold but within the noise)"
+        )
     } else {
         "PASS".to_string()
     };
@@ -232,7 +408,10 @@ pub fn gate(base: &ResultsFile, cand: &ResultsFile, threshold: f64, alpha: f64) 
         cand.name,
         threshold * 100.0
     );
-    let _ = writeln!(s, "| variant | N | runs | base median s | candidate median s | change | 95% CI | p (slower) | verdict |");
+    let _ = writeln!(
+        s,
+        "| variant | N | runs | base median s | candidate median s | change | 95% CI | p (slower) | verdict |"
+    );
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---|---:|---|");
     for (p, v) in &rows {
         let _ = writeln!(
@@ -251,12 +430,24 @@ pub fn gate(base: &ResultsFile, cand: &ResultsFile, threshold: f64, alpha: f64) 
             v.text()
         );
     }
+    let changed: Vec<(&str, u32)> = rows
+        .iter()
+        .filter(|r| r.1 != Verdict::NoChange)
+        .map(|r| (r.0.variant.as_str(), r.0.cpus))
+        .collect();
+    s.push_str(&attribution(base, cand, &changed));
     for n in &c.notes {
         let _ = writeln!(s, "\nNote: {n}");
     }
-    Ok(GateOutcome { exit_code: if regressions > 0 { 1 } else { 0 }, markdown: s })
+    Ok(GateOutcome {
+        exit_code: if regressions > 0 { 1 } else { 0 },
+        markdown: s,
+    })
 }
 
 fn refuse(why: &str) -> GateOutcome {
-    GateOutcome { exit_code: 2, markdown: format!("## lockscale gate: REFUSED\n\n{why}\n") }
+    GateOutcome {
+        exit_code: 2,
+        markdown: format!("## lockscale gate: REFUSED\n\n{why}\n"),
+    }
 }

@@ -17,6 +17,7 @@ pub mod merge;
 pub mod model;
 pub mod plan;
 pub mod plot;
+pub mod project;
 pub mod reference;
 pub mod report;
 pub mod resultline;

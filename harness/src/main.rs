@@ -9,7 +9,11 @@ fn main() {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let repo = match &cli.repo {
         Some(r) => {
-            let r = if r.is_absolute() { r.clone() } else { cwd.join(r) };
+            let r = if r.is_absolute() {
+                r.clone()
+            } else {
+                cwd.join(r)
+            };
             r.canonicalize().unwrap_or(r)
         }
         None => lockscale::util::find_repo_root(&cwd),
@@ -21,6 +25,7 @@ fn main() {
         Command::Report(a) => commands::report(a),
         Command::Compare(a) => commands::compare(a),
         Command::Gate(a) => commands::gate(&repo, a),
+        Command::Project(a) => commands::project(a),
         Command::Merge(a) => commands::merge(a),
         Command::Schema(a) => commands::schema(&repo, a),
     };

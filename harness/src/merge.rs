@@ -18,10 +18,40 @@ pub struct MergeOptions {
 }
 
 pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> {
-    let Some(first) = files.first() else { bail!("nothing to merge") };
+    let Some(first) = files.first() else {
+        bail!("nothing to merge")
+    };
     for f in files {
         if f.schema != SCHEMA_ID {
-            bail!("{} has schema {:?}; this lockscale reads {SCHEMA_ID}", f.name, f.schema);
+            bail!(
+                "{} has schema {:?}; this lockscale reads {SCHEMA_ID}",
+                f.name,
+                f.schema
+            );
+        }
+    }
+    // The same runs twice (a file given twice, or merged into an earlier merge) would count
+    // every repetition twice.
+    let mut ids = BTreeSet::new();
+    for f in files {
+        for r in &f.runs {
+            if !ids.insert((
+                r.variant.as_str(),
+                r.cpus,
+                r.rep,
+                r.seq,
+                r.started.as_str(),
+                r.guest_elapsed_s.map(f64::to_bits),
+            )) {
+                bail!(
+                    "{} holds a run already present ({} N={} rep {} started {}): the same results given twice?",
+                    f.name,
+                    r.variant,
+                    r.cpus,
+                    r.rep,
+                    r.started
+                );
+            }
         }
     }
     let mut out = first.clone();
@@ -50,11 +80,17 @@ pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> 
                 }
                 Some(a) => {
                     let same = match (&a.git_rev, &b.git_rev) {
-                        (Some(x), Some(y)) => x == y && a.features == b.features && a.git_dirty == b.git_dirty,
+                        (Some(x), Some(y)) => {
+                            x == y && a.features == b.features && a.git_dirty == b.git_dirty
+                        }
                         _ => a.binary_sha256 == b.binary_sha256,
                     };
                     if !same && !opts.allow_mixed_builds {
-                        bail!("{v} was built differently in {} and {}; pass --allow-mixed-builds to merge anyway", first.name, f.name);
+                        bail!(
+                            "{v} was built differently in {} and {}; pass --allow-mixed-builds to merge anyway",
+                            first.name,
+                            f.name
+                        );
                     }
                 }
             }
@@ -86,9 +122,19 @@ pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> 
     let mut seen = BTreeSet::new();
     let mut renumbered = 0;
     for i in 0..out.runs.len() {
-        let (v, n, rep) = (out.runs[i].variant.clone(), out.runs[i].cpus, out.runs[i].rep);
+        let (v, n, rep) = (
+            out.runs[i].variant.clone(),
+            out.runs[i].cpus,
+            out.runs[i].rep,
+        );
         if seen.contains(&(v.clone(), n, rep)) {
-            let next = seen.iter().filter(|(a, b, _)| *a == v && *b == n).map(|k| k.2).max().unwrap_or(0) + 1;
+            let next = seen
+                .iter()
+                .filter(|(a, b, _)| *a == v && *b == n)
+                .map(|k| k.2)
+                .max()
+                .unwrap_or(0)
+                + 1;
             out.runs[i].rep = next;
             renumbered += 1;
         }
@@ -98,6 +144,8 @@ pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> 
         out.config.reps = seen.iter().map(|k| k.2).max().unwrap_or(out.config.reps);
     }
     let planned = crate::plan::plan(&out.config.variants, &out.config.cpus, out.config.reps);
-    out.complete = planned.iter().all(|p| seen.contains(&(p.variant.clone(), p.cpus, p.rep)));
+    out.complete = planned
+        .iter()
+        .all(|p| seen.contains(&(p.variant.clone(), p.cpus, p.rep)));
     Ok(out)
 }

@@ -20,6 +20,9 @@ use crate::stats::Estimate;
 pub const WIDTH: u32 = 1024;
 pub const HEIGHT: u32 = 640;
 
+/// The y axis never goes beyond this speedup (points above it are drawn clipped at the top).
+pub const MAX_SPEEDUP_AXIS: f64 = 1e6;
+
 static FONTS: Once = Once::new();
 
 /// Registers the bundled DejaVu Sans as plotters' `sans-serif` family.
@@ -39,6 +42,8 @@ pub enum LineKind {
     Dashed,
     /// The posted reference curve.
     Reference,
+    /// A model's projection (`lockscale project`): dashed, hollow squares, band as bars.
+    Projected,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +60,8 @@ pub struct PlotSeries {
     pub variant: String,
     pub kind: LineKind,
     pub points: Vec<PlotPoint>,
+    /// Whether consecutive points are joined by a line (else markers only).
+    pub joined: bool,
 }
 
 pub struct PlotOptions {
@@ -75,8 +82,13 @@ pub fn colour_of(variant: &str, fallback_index: usize) -> RGBColor {
         "per-cpu-lock" => RGBColor(31, 119, 180),
         "cputlb-no-bql" => RGBColor(44, 160, 44),
         _ => {
-            const OTHERS: [RGBColor; 5] =
-                [RGBColor(148, 103, 189), RGBColor(255, 127, 14), RGBColor(140, 86, 75), RGBColor(227, 119, 194), RGBColor(23, 190, 207)];
+            const OTHERS: [RGBColor; 5] = [
+                RGBColor(148, 103, 189),
+                RGBColor(255, 127, 14),
+                RGBColor(140, 86, 75),
+                RGBColor(227, 119, 194),
+                RGBColor(23, 190, 207),
+            ];
             OTHERS[fallback_index % OTHERS.len()]
         }
     }
@@ -88,35 +100,51 @@ pub fn render(path: &Path, series: &[PlotSeries], opts: &PlotOptions) -> Result<
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("png") => {
             let root = BitMapBackend::new(path, (opts.width, opts.height)).into_drawing_area();
             draw(&root, series, opts)?;
-            root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+            root.present()
+                .map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
         }
         Some("svg") => {
             let root = SVGBackend::new(path, (opts.width, opts.height)).into_drawing_area();
             draw(&root, series, opts)?;
-            root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+            root.present()
+                .map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
         }
         _ => bail!("{}: plots are written as .png or .svg", path.display()),
     }
     Ok(())
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, series: &[PlotSeries], opts: &PlotOptions) -> Result<()>
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &[PlotSeries],
+    opts: &PlotOptions,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e:?}");
     root.fill(&WHITE).map_err(err)?;
-    let x_data_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.cpus)).max().unwrap_or(1).max(2);
+    let x_data_max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.cpus))
+        .max()
+        .unwrap_or(1)
+        .max(2);
     let y_data_max = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.speedup.hi.max(p.speedup.value)))
         .fold(1.0f64, f64::max);
-    let y_max = (y_data_max * 1.12).max(2.0).ceil();
+    // Crafted or broken files can hold absurd speedups (a time of 1e-308): plotters' key-point
+    // search never ends on such spans, so the axis stops at MAX_SPEEDUP_AXIS.
+    let y_max = (y_data_max * 1.12).max(2.0).ceil().min(MAX_SPEEDUP_AXIS);
     let x_max = x_data_max as f64 + (x_data_max as f64 * 0.04).max(0.5);
 
     let notes_h = 18 * opts.notes.len() as u32;
@@ -132,7 +160,13 @@ where
         .configure_mesh()
         .x_desc("vCPUs (N)")
         .x_labels((x_max.floor() as usize + 1).min(15))
-        .x_label_formatter(&|x| if (x - x.round()).abs() < 1e-6 { format!("{}", x.round() as i64) } else { String::new() })
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("{}", x.round() as i64)
+            } else {
+                String::new()
+            }
+        })
         .y_desc(opts.y_label.as_str())
         .axis_desc_style(("sans-serif", 16))
         .label_style(("sans-serif", 14))
@@ -143,7 +177,12 @@ where
     // Ideal line y = x.
     let ideal_end = x_max.min(y_max);
     chart
-        .draw_series(DashedLineSeries::new(vec![(1.0, 1.0), (ideal_end, ideal_end)], 8, 6, RGBColor(120, 120, 120).stroke_width(1)))
+        .draw_series(DashedLineSeries::new(
+            vec![(1.0, 1.0), (ideal_end, ideal_end)],
+            8,
+            6,
+            RGBColor(120, 120, 120).stroke_width(1),
+        ))
         .map_err(err)?
         .label("ideal (T(1)/T(N) = N)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(120, 120, 120)));
@@ -154,13 +193,25 @@ where
     {
         let xc = c as f64 + 0.5;
         chart
-            .draw_series(DashedLineSeries::new(vec![(xc, 0.0), (xc, y_max)], 4, 4, RGBColor(110, 110, 110).stroke_width(1)))
+            .draw_series(DashedLineSeries::new(
+                vec![(xc, 0.0), (xc, y_max)],
+                4,
+                4,
+                RGBColor(110, 110, 110).stroke_width(1),
+            ))
             .map_err(err)?;
         // Label on whichever side of the line has room.
         let left_half = xc < x_max * 0.6;
         let anchor = if left_half { HPos::Left } else { HPos::Right };
-        let x_text = if left_half { xc + x_max * 0.01 } else { xc - x_max * 0.01 };
-        let style = ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)).pos(Pos::new(anchor, VPos::Top));
+        let x_text = if left_half {
+            xc + x_max * 0.01
+        } else {
+            xc - x_max * 0.01
+        };
+        let style = ("sans-serif", 13)
+            .into_font()
+            .color(&RGBColor(110, 110, 110))
+            .pos(Pos::new(anchor, VPos::Top));
         chart
             .draw_series(std::iter::once(Text::new(
                 format!("host cores = {c}; hollow points oversubscribed"),
@@ -172,70 +223,135 @@ where
 
     // Confidence bars of different series at the same N would lie on top of each other: each
     // series' bars are shifted sideways by a few pixels (the markers stay on N).
-    let barred = series.iter().filter(|s| s.kind != LineKind::Reference).count();
+    let barred = series
+        .iter()
+        .filter(|s| s.kind != LineKind::Reference)
+        .count();
     let dodge_step = x_max * 0.007;
     let mut barred_index = 0;
     let mut other = 0;
     for s in series {
-        let idx = if crate::builder::VARIANTS.contains(&s.variant.rsplit(':').next().unwrap_or("")) {
+        let idx = if crate::builder::VARIANTS.contains(&s.variant.rsplit(':').next().unwrap_or(""))
+        {
             0
         } else {
             other += 1;
             other - 1
         };
         let colour = colour_of(&s.variant, idx);
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.cpus as f64, p.speedup.value)).collect();
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (p.cpus as f64, p.speedup.value))
+            .collect();
         let (line_style, legend_style) = match s.kind {
             LineKind::Solid => (colour.stroke_width(2), colour.stroke_width(2)),
-            LineKind::Dashed => (colour.mix(0.7).stroke_width(2), colour.mix(0.7).stroke_width(2)),
-            LineKind::Reference => (colour.mix(0.45).stroke_width(2), colour.mix(0.45).stroke_width(2)),
+            LineKind::Dashed => (
+                colour.mix(0.7).stroke_width(2),
+                colour.mix(0.7).stroke_width(2),
+            ),
+            LineKind::Reference => (
+                colour.mix(0.45).stroke_width(2),
+                colour.mix(0.45).stroke_width(2),
+            ),
+            LineKind::Projected => (
+                colour.mix(0.8).stroke_width(2),
+                colour.mix(0.8).stroke_width(2),
+            ),
         };
+        let line = if s.joined { pts.clone() } else { Vec::new() };
         let anno = match s.kind {
-            LineKind::Solid => chart.draw_series(LineSeries::new(pts.clone(), line_style)).map_err(err)?,
-            LineKind::Dashed => chart.draw_series(DashedLineSeries::new(pts.clone(), 10, 5, line_style)).map_err(err)?,
-            LineKind::Reference => chart.draw_series(DashedLineSeries::new(pts.clone(), 3, 4, line_style)).map_err(err)?,
+            LineKind::Solid => chart
+                .draw_series(LineSeries::new(line, line_style))
+                .map_err(err)?,
+            LineKind::Dashed => chart
+                .draw_series(DashedLineSeries::new(line, 10, 5, line_style))
+                .map_err(err)?,
+            LineKind::Reference => chart
+                .draw_series(DashedLineSeries::new(line, 3, 4, line_style))
+                .map_err(err)?,
+            LineKind::Projected => chart
+                .draw_series(DashedLineSeries::new(line, 6, 6, line_style))
+                .map_err(err)?,
         };
-        let kind = s.kind;
+        let (kind, joined) = (s.kind, s.joined);
         anno.label(s.label.as_str()).legend(move |(x, y)| {
             let marker: DynElement<'static, _, (i32, i32)> = match kind {
-                LineKind::Reference => TriangleMarker::new((x + 10, y), 4, legend_style.filled()).into_dyn(),
+                LineKind::Reference => {
+                    TriangleMarker::new((x + 10, y), 4, legend_style.filled()).into_dyn()
+                }
+                LineKind::Projected => {
+                    Rectangle::new([(x + 6, y - 4), (x + 14, y + 4)], legend_style).into_dyn()
+                }
                 _ => Circle::new((x + 10, y), 4, legend_style.filled()).into_dyn(),
             };
-            EmptyElement::at((0, 0)) + PathElement::new(vec![(x, y), (x + 20, y)], legend_style) + marker
+            let stroke = if joined {
+                vec![(x, y), (x + 20, y)]
+            } else {
+                Vec::new()
+            };
+            EmptyElement::at((0, 0)) + PathElement::new(stroke, legend_style) + marker
         });
         if s.kind == LineKind::Reference {
             chart
-                .draw_series(s.points.iter().map(|p| TriangleMarker::new((p.cpus as f64, p.speedup.value), 5, colour.mix(0.6).filled())))
+                .draw_series(s.points.iter().map(|p| {
+                    TriangleMarker::new(
+                        (p.cpus as f64, p.speedup.value),
+                        5,
+                        colour.mix(0.6).filled(),
+                    )
+                }))
                 .map_err(err)?;
             continue;
         }
         // Confidence bars.
         let dodge = (barred_index as f64 - (barred as f64 - 1.0) / 2.0) * dodge_step;
         barred_index += 1;
-        let bars: Vec<f64> = s.points.iter().filter(|p| p.speedup.hi > p.speedup.lo).map(|p| p.cpus as f64 + dodge).collect();
+        let bars: Vec<f64> = s
+            .points
+            .iter()
+            .filter(|p| p.speedup.hi > p.speedup.lo)
+            .map(|p| p.cpus as f64 + dodge)
+            .collect();
         let with_bars = s.points.iter().filter(|p| p.speedup.hi > p.speedup.lo);
         chart
-            .draw_series(
-                bars.iter()
-                    .zip(with_bars.clone())
-                    .map(|(&x, p)| PathElement::new(vec![(x, p.speedup.lo), (x, p.speedup.hi)], colour.stroke_width(1))),
-            )
+            .draw_series(bars.iter().zip(with_bars.clone()).map(|(&x, p)| {
+                PathElement::new(
+                    vec![(x, p.speedup.lo), (x, p.speedup.hi)],
+                    colour.stroke_width(1),
+                )
+            }))
             .map_err(err)?;
         for (&x, p) in bars.iter().zip(with_bars) {
             chart
                 .draw_series([p.speedup.lo, p.speedup.hi].map(|y| {
-                    EmptyElement::at((x, y)) + PathElement::new(vec![(-4, 0), (4, 0)], colour.stroke_width(1))
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(-4, 0), (4, 0)], colour.stroke_width(1))
                 }))
                 .map_err(err)?;
+        }
+        if s.kind == LineKind::Projected {
+            chart
+                .draw_series(s.points.iter().map(|p| {
+                    EmptyElement::at((p.cpus as f64, p.speedup.value))
+                        + Rectangle::new([(-4, -4), (4, 4)], WHITE.filled())
+                        + Rectangle::new([(-4, -4), (4, 4)], colour.stroke_width(2))
+                }))
+                .map_err(err)?;
+            continue;
         }
         // Markers: filled within the host's cores, hollow (white inside) when oversubscribed.
         chart
             .draw_series(s.points.iter().map(|p| {
                 let at = (p.cpus as f64, p.speedup.value);
                 if p.oversubscribed {
-                    EmptyElement::at(at) + Circle::new((0, 0), 6, WHITE.filled()) + Circle::new((0, 0), 6, colour.stroke_width(2))
+                    EmptyElement::at(at)
+                        + Circle::new((0, 0), 6, WHITE.filled())
+                        + Circle::new((0, 0), 6, colour.stroke_width(2))
                 } else {
-                    EmptyElement::at(at) + Circle::new((0, 0), 5, colour.filled()) + Circle::new((0, 0), 5, colour.stroke_width(1))
+                    EmptyElement::at(at)
+                        + Circle::new((0, 0), 5, colour.filled())
+                        + Circle::new((0, 0), 5, colour.stroke_width(1))
                 }
             }))
             .map_err(err)?;
@@ -251,7 +367,11 @@ where
 
     for (i, n) in opts.notes.iter().enumerate() {
         lower
-            .draw(&Text::new(n.clone(), (16, 2 + 18 * i as i32), ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90))))
+            .draw(&Text::new(
+                n.clone(),
+                (16, 2 + 18 * i as i32),
+                ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+            ))
             .map_err(err)?;
     }
     Ok(())

@@ -10,10 +10,22 @@ use crate::analysis::{Analysis, Point, analyze, median_opt};
 use crate::model::{ResultsFile, Run, RunStatus};
 
 /// Fields of one lock site in a run report.
-const LOCK_FIELDS: [&str; 5] = ["acquisitions", "contended", "wait_ns", "max_wait_ns", "hold_ns"];
+const LOCK_FIELDS: [&str; 5] = [
+    "acquisitions",
+    "contended",
+    "wait_ns",
+    "max_wait_ns",
+    "hold_ns",
+];
 
 fn fmt_s(v: f64) -> String {
-    if v >= 100.0 { format!("{v:.1}") } else if v >= 1.0 { format!("{v:.3}") } else { format!("{v:.4}") }
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
 }
 
 fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -24,7 +36,12 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 pub fn lock_rows(runs: &[&Run]) -> Vec<(String, BTreeMap<&'static str, Option<f64>>)> {
     let mut per_site: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
     for r in runs {
-        let Some(locks) = r.report.as_ref().and_then(|v| v.get("locks")).and_then(|l| l.as_object()) else {
+        let Some(locks) = r
+            .report
+            .as_ref()
+            .and_then(|v| v.get("locks"))
+            .and_then(|l| l.as_object())
+        else {
             continue;
         };
         for (site, counters) in locks {
@@ -39,13 +56,23 @@ pub fn lock_rows(runs: &[&Run]) -> Vec<(String, BTreeMap<&'static str, Option<f6
     let mut rows: Vec<(String, BTreeMap<&'static str, Option<f64>>)> = per_site
         .into_iter()
         .map(|(site, fields)| {
-            let m = LOCK_FIELDS.iter().map(|f| (*f, fields.get(f).and_then(|v| median_opt(v)))).collect();
+            let m = LOCK_FIELDS
+                .iter()
+                .map(|f| (*f, fields.get(f).and_then(|v| median_opt(v))))
+                .collect();
             (site, m)
         })
         .collect();
     rows.sort_by(|a, b| {
-        let key = |r: &BTreeMap<&str, Option<f64>>| (r["wait_ns"].unwrap_or(-1.0), r["acquisitions"].unwrap_or(-1.0));
-        key(&b.1).partial_cmp(&key(&a.1)).unwrap_or(std::cmp::Ordering::Equal)
+        let key = |r: &BTreeMap<&str, Option<f64>>| {
+            (
+                r["wait_ns"].unwrap_or(-1.0),
+                r["acquisitions"].unwrap_or(-1.0),
+            )
+        };
+        key(&b.1)
+            .partial_cmp(&key(&a.1))
+            .unwrap_or(std::cmp::Ordering::Equal)
     });
     rows
 }
@@ -72,13 +99,24 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
         &w.image_sha256.get(..12).unwrap_or(&w.image_sha256),
         w.expected_checksum.as_deref().unwrap_or("none yet")
     );
-    for (v, b) in a.variants.iter().filter_map(|v| file.builds.get(v).map(|b| (v, b))) {
+    for (v, b) in a
+        .variants
+        .iter()
+        .filter_map(|v| file.builds.get(v).map(|b| (v, b)))
+    {
         let _ = writeln!(
             s,
             "- {v}: {}{}{}",
             b.version.as_deref().unwrap_or("(no --version)"),
-            b.git_rev.as_deref().map(|r| format!(", rev {}", crate::util::short_rev(r))).unwrap_or_default(),
-            if b.git_dirty == Some(true) { " (dirty)" } else { "" }
+            b.git_rev
+                .as_deref()
+                .map(|r| format!(", rev {}", crate::util::short_rev(r)))
+                .unwrap_or_default(),
+            if b.git_dirty == Some(true) {
+                " (dirty)"
+            } else {
+                ""
+            }
         );
     }
     let ok = file.runs.len() - a.failures.len();
@@ -88,23 +126,40 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
         ok,
         a.failures.len(),
         file.config.reps,
-        if file.complete { "complete" } else { "incomplete (resume with `lockscale sweep --resume`)" },
-        file.config.share.map(|sh| format!("; share {}/{}", sh.index, sh.count)).unwrap_or_default()
+        if crate::sweep::is_complete(file) {
+            "complete"
+        } else {
+            "incomplete (resume with `lockscale sweep --resume`)"
+        },
+        file.config
+            .share
+            .map(|sh| format!("; share {}/{}", sh.index, sh.count))
+            .unwrap_or_default()
     );
     let speedup_head = match relative_to {
         Some(v) => format!("speedup vs {v} N=1"),
         None => "speedup".into(),
     };
-    let _ = writeln!(s, "| variant | N | runs | median guest s | 95% CI | {speedup_head} | 95% CI | efficiency | median host wall s |");
+    let _ = writeln!(
+        s,
+        "| variant | N | runs | median guest s | 95% CI | {speedup_head} | 95% CI | efficiency | median host wall s |"
+    );
     let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---|---:|---:|");
     for p in &a.points {
-        let runs = if p.failed > 0 { format!("{} (+{} failed)", p.times.len(), p.failed) } else { p.times.len().to_string() };
+        let runs = if p.failed > 0 {
+            format!("{} (+{} failed)", p.times.len(), p.failed)
+        } else {
+            p.times.len().to_string()
+        };
         let (t, tci) = match p.time {
             Some(e) => (fmt_s(e.value), format!("{} … {}", fmt_s(e.lo), fmt_s(e.hi))),
             None => ("–".into(), "–".into()),
         };
         let (sp, spci) = match p.speedup {
-            Some(e) => (format!("{:.2}", e.value), format!("{:.2} … {:.2}", e.lo, e.hi)),
+            Some(e) => (
+                format!("{:.2}", e.value),
+                format!("{:.2} … {:.2}", e.lo, e.hi),
+            ),
             None => ("–".into(), "–".into()),
         };
         let _ = writeln!(
@@ -123,7 +178,11 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
         );
     }
     if a.points.iter().any(|p| p.oversubscribed) {
-        let _ = writeln!(s, "\n† oversubscribed: more vCPUs than host cores ({}).", file.host.logical_cores);
+        let _ = writeln!(
+            s,
+            "\n† oversubscribed: more vCPUs than host cores ({}).",
+            file.host.logical_cores
+        );
     }
     if top > 0 {
         render_locks(&mut s, file, &a, top);
@@ -143,12 +202,19 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
 }
 
 fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
-    let _ = writeln!(s, "\n## Lock statistics (top {top} sites by total wait, median over repetitions, at the largest N)\n");
+    let _ = writeln!(
+        s,
+        "\n## Lock statistics (top {top} sites by total wait, median over repetitions, at the largest N)\n"
+    );
     let mut any = false;
     for v in &a.variants {
         let Some(p) = a
             .variant_points(v)
-            .filter(|p| point_runs(file, p).iter().any(|r| r.report.as_ref().and_then(|x| x.get("locks")).is_some()))
+            .filter(|p| {
+                point_runs(file, p)
+                    .iter()
+                    .any(|r| r.report.as_ref().and_then(|x| x.get("locks")).is_some())
+            })
             .last()
         else {
             continue;
@@ -159,10 +225,19 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
             continue;
         }
         // Hold times are timed only under the emulator's --sync-profile (counts always are).
-        let profiled = runs.iter().any(|r| r.report.as_ref().and_then(|x| x.get("sync_profile")).and_then(|x| x.as_bool()) == Some(true));
+        let profiled = runs.iter().any(|r| {
+            r.report
+                .as_ref()
+                .and_then(|x| x.get("sync_profile"))
+                .and_then(|x| x.as_bool())
+                == Some(true)
+        });
         any = true;
         let _ = writeln!(s, "### {v}, N = {}\n", p.cpus);
-        let _ = writeln!(s, "| lock site | acquisitions | contended | contended % | wait ms | max wait µs | hold ms |");
+        let _ = writeln!(
+            s,
+            "| lock site | acquisitions | contended | contended % | wait ms | max wait µs | hold ms |"
+        );
         let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
         for (site, m) in rows.into_iter().take(top) {
             let pct = match (m["contended"], m["acquisitions"]) {
@@ -176,15 +251,25 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
                 fmt_opt(m["contended"], |x| format!("{x:.0}")),
                 fmt_opt(m["wait_ns"], |x| format!("{:.2}", x / 1e6)),
                 fmt_opt(m["max_wait_ns"], |x| format!("{:.1}", x / 1e3)),
-                if profiled { fmt_opt(m["hold_ns"], |x| format!("{:.2}", x / 1e6)) } else { "–".into() },
+                if profiled {
+                    fmt_opt(m["hold_ns"], |x| format!("{:.2}", x / 1e6))
+                } else {
+                    "–".into()
+                },
             );
         }
         if !profiled {
-            let _ = writeln!(s, "\nHold times (–) are timed only with `--emu-args \"--sync-profile\"`.");
+            let _ = writeln!(
+                s,
+                "\nHold times (–) are timed only with `--emu-args \"--sync-profile\"`."
+            );
         }
         let _ = writeln!(s);
     }
     if !any {
-        let _ = writeln!(s, "No run report with lock statistics (peers have none; the emulator may not write them yet).");
+        let _ = writeln!(
+            s,
+            "No run report with lock statistics (peers have none; the emulator may not write them yet)."
+        );
     }
 }

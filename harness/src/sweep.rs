@@ -39,12 +39,49 @@ pub struct Outcome {
 
 /// The runs of the plan (this file's share) that have no recorded outcome yet.
 pub fn pending(file: &ResultsFile) -> Vec<PlannedRun> {
-    let done: BTreeSet<(String, u32, u32)> = file.runs.iter().map(|r| (r.variant.clone(), r.cpus, r.rep)).collect();
+    let done: BTreeSet<(String, u32, u32)> = file
+        .runs
+        .iter()
+        .map(|r| (r.variant.clone(), r.cpus, r.rep))
+        .collect();
     plan(&file.config.variants, &file.config.cpus, file.config.reps)
         .into_iter()
         .filter(|p| in_share(p.point, file.config.share))
         .filter(|p| !done.contains(&(p.variant.clone(), p.cpus, p.rep)))
         .collect()
+}
+
+/// Whether every planned run of this file's share has an outcome (a plan of no runs is never
+/// complete: it ran nothing).
+pub fn is_complete(file: &ResultsFile) -> bool {
+    file.config.reps > 0
+        && !file.config.cpus.is_empty()
+        && !file.config.variants.is_empty()
+        && pending(file).is_empty()
+}
+
+/// Refuses a results file whose plan or runs cannot be continued: a plan of no runs, vCPU
+/// counts of 0, or one (variant, N, repetition) recorded twice.
+pub fn check_resumable(file: &ResultsFile) -> Result<()> {
+    let c = &file.config;
+    if c.reps == 0 || c.cpus.is_empty() || c.variants.is_empty() {
+        anyhow::bail!(
+            "its plan has no runs (reps {}, {} vCPU counts, {} variants)",
+            c.reps,
+            c.cpus.len(),
+            c.variants.len()
+        );
+    }
+    if c.cpus.contains(&0) {
+        anyhow::bail!("its plan asks for 0 vCPUs");
+    }
+    let mut seen = BTreeSet::new();
+    for r in &file.runs {
+        if !seen.insert((r.variant.as_str(), r.cpus, r.rep)) {
+            anyhow::bail!("{} N={} rep {} is recorded twice", r.variant, r.cpus, r.rep);
+        }
+    }
+    Ok(())
 }
 
 pub fn save(path: &std::path::Path, file: &mut ResultsFile) -> Result<()> {
@@ -69,16 +106,27 @@ fn pin_for(policy: PinPolicy, cpus: u32, host_cores: u32) -> &'static str {
 }
 
 fn file_stem(variant: &str) -> String {
-    variant.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
+    variant
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
     // indicatif hides itself when stderr is not a terminal: CI logs stay clean.
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     pb.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs, ETA {eta} · {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs, ETA {eta} · {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     pb
 }
@@ -97,9 +145,21 @@ fn projected_remaining(done: &[Run], rest: &[PlannedRun]) -> Option<f64> {
     Some(
         rest.iter()
             .map(|p| {
-                mean(&mut done.iter().filter(|r| r.variant == p.variant && r.cpus == p.cpus).map(|r| r.host_wall_s))
-                    .or_else(|| mean(&mut done.iter().filter(|r| r.cpus == p.cpus).map(|r| r.host_wall_s)))
-                    .unwrap_or(all)
+                mean(
+                    &mut done
+                        .iter()
+                        .filter(|r| r.variant == p.variant && r.cpus == p.cpus)
+                        .map(|r| r.host_wall_s),
+                )
+                .or_else(|| {
+                    mean(
+                        &mut done
+                            .iter()
+                            .filter(|r| r.cpus == p.cpus)
+                            .map(|r| r.host_wall_s),
+                    )
+                })
+                .unwrap_or(all)
             })
             .sum(),
     )
@@ -124,7 +184,10 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
         let Some(emu) = s.emulators.iter().find(|e| e.label == p.variant) else {
             anyhow::bail!("no emulator for variant {:?}", p.variant);
         };
-        pb.set_message(format!("{} N={} rep {}/{}", p.variant, p.cpus, p.rep, file.config.reps));
+        pb.set_message(format!(
+            "{} N={} rep {}/{}",
+            p.variant, p.cpus, p.rep, file.config.reps
+        ));
         pb.enable_steady_tick(Duration::from_millis(250));
         let stem = format!("{}-n{}-r{}", file_stem(&p.variant), p.cpus, p.rep);
         let req = RunRequest {
@@ -150,7 +213,12 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
             failed += 1;
             let why = run.reason.clone().unwrap_or_default();
             let log = run.log.clone().unwrap_or_default();
-            pb.suspend(|| eprintln!("lockscale: run failed: {} N={} rep {}: {why} (log: {log})", p.variant, p.cpus, p.rep));
+            pb.suspend(|| {
+                eprintln!(
+                    "lockscale: run failed: {} N={} rep {}: {why} (log: {log})",
+                    p.variant, p.cpus, p.rep
+                )
+            });
         }
         ran_now.push(run.clone());
         file.runs.push(run);
@@ -178,5 +246,9 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
         }
     }
     pb.finish_and_clear();
-    Ok(Outcome { ran: todo.len(), failed, skipped })
+    Ok(Outcome {
+        ran: todo.len(),
+        failed,
+        skipped,
+    })
 }

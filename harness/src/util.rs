@@ -12,22 +12,33 @@ use sha2::{Digest, Sha256};
 /// temporary file in the same directory, flush it to disk, rename it over the target. A sweep
 /// killed at any moment leaves a complete, valid results file behind.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path.file_name().context("results path has no file name")?.to_string_lossy();
+    let name = path
+        .file_name()
+        .context("results path has no file name")?
+        .to_string_lossy();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
-        let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f =
+            fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
-    fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     Ok(())
 }
 
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// Civil date (y, m, d) from days since 1970-01-01 (proleptic Gregorian).
@@ -107,7 +118,9 @@ pub fn parse_fraction(s: &str) -> Result<f64> {
         Some(n) => (n.trim(), true),
         None => (t, false),
     };
-    let v: f64 = num.parse().with_context(|| format!("not a number or percentage: {s:?}"))?;
+    let v: f64 = num
+        .parse()
+        .with_context(|| format!("not a number or percentage: {s:?}"))?;
     let frac = if pct || v >= 1.0 { v / 100.0 } else { v };
     if !(0.0..1.0).contains(&frac) || !frac.is_finite() {
         bail!("threshold {s:?} must be between 0% and 100%");
@@ -120,14 +133,22 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if let Some((a, b)) = part.split_once('-') {
-            let a: u32 = a.trim().parse().with_context(|| format!("bad vCPU count in {part:?}"))?;
-            let b: u32 = b.trim().parse().with_context(|| format!("bad vCPU count in {part:?}"))?;
+            let a: u32 = a
+                .trim()
+                .parse()
+                .with_context(|| format!("bad vCPU count in {part:?}"))?;
+            let b: u32 = b
+                .trim()
+                .parse()
+                .with_context(|| format!("bad vCPU count in {part:?}"))?;
             if a == 0 || b < a {
                 bail!("bad vCPU range {part:?}");
             }
             out.extend(a..=b);
         } else {
-            let n: u32 = part.parse().with_context(|| format!("bad vCPU count {part:?}"))?;
+            let n: u32 = part
+                .parse()
+                .with_context(|| format!("bad vCPU count {part:?}"))?;
             if n == 0 {
                 bail!("vCPU counts start at 1");
             }
@@ -154,10 +175,26 @@ pub fn stored_path(repo: &Path, p: &Path) -> String {
 /// The inverse of [`stored_path`].
 pub fn resolve_stored(repo: &Path, s: &str) -> PathBuf {
     let p = Path::new(s);
-    if p.is_absolute() { p.to_path_buf() } else { repo.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        repo.join(p)
+    }
 }
 
 /// Shortens a git revision for file names and labels.
+/// Checks a sweep name: it becomes a file name under results/, plots/ and target/lockscale/runs/,
+/// so it may hold only letters, digits, `.`, `_` and `-`, and may not start with `.`.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if name.is_empty() || name.starts_with('.') || !name.chars().all(ok_char) {
+        anyhow::bail!(
+            "sweep name {name:?} is not a plain file name (letters, digits, '.', '_', '-'; no path separators, not starting with '.')"
+        );
+    }
+    Ok(())
+}
+
 pub fn short_rev(rev: &str) -> String {
     rev.chars().take(12).collect()
 }

@@ -365,7 +365,7 @@ fn bad_input_gives_clear_errors_and_exit_2() {
 #[test]
 fn every_command_has_help() {
     let s = Scratch::new();
-    for cmd in ["build", "sweep", "plot", "report", "compare", "gate", "merge", "schema"] {
+    for cmd in ["build", "sweep", "plot", "report", "compare", "gate", "project", "merge", "schema"] {
         let o = s.run(&[cmd, "--help"], &[]);
         assert!(o.status.success(), "{cmd}");
         let out = String::from_utf8_lossy(&o.stdout);

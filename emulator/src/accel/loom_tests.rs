@@ -1,8 +1,10 @@
 //! Model checks of the vCPU protocols with loom, over the real code of `Accel` (the primitive
 //! facade switches to loom's types). Run with
-//! `RUSTFLAGS="--cfg loom" cargo test -p ppc64emu --lib --release loom -- --test-threads=1`.
+//! `cargo test --workspace --lib --features ppc64emu/loom loom -- --test-threads=1`, as
+//! scripts/test does (`--workspace` keeps the tests' feature set, so their dependency build is
+//! reused).
 
-#![cfg(loom)]
+#![cfg(feature = "loom")]
 
 use super::Accel;
 use crate::sync::prim::{Arc, AtomicU32, Ordering, thread};

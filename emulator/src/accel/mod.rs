@@ -140,20 +140,27 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
             crate::sync::lock::assert_bql_held();
         }
         let v = &self.vcpus[i];
-        v.counters.kicks.fetch_add(1, Ordering::Relaxed);
-        v.exit_request.store(true, Ordering::SeqCst);
         if S::BQL_OUTSIDE_GUEST {
-            v.halt_cond.notify_all();
+            Self::signal(v);
         } else {
             // Broadcast under the target's lock so a sleeper between its check and its wait
             // cannot miss it.
             let _g = v.lock.lock(Site::CpuLockRemote);
-            v.halt_cond.notify_all();
+            Self::signal(v);
         }
     }
 
+    /// The kick itself: counts it, sets the exit flag and wakes a sleeper. The caller holds
+    /// the lock the target sleeps with (the BQL in baseline, the target's CPU lock otherwise),
+    /// which every kick site takes in its own way; the count is the same for every strategy.
+    fn signal(v: &VcpuShared<C>) {
+        v.counters.kicks.fetch_add(1, Ordering::Relaxed);
+        v.exit_request.store(true, Ordering::SeqCst);
+        v.halt_cond.notify_all();
+    }
+
     /// A deliberately broken kick for the model checker's negative test.
-    #[cfg(all(test, loom))]
+    #[cfg(all(test, feature = "loom"))]
     fn kick_without_cpu_lock(&self, i: usize) {
         self.vcpus[i].exit_request.store(true, Ordering::SeqCst);
         self.vcpus[i].halt_cond.notify_all();
@@ -168,9 +175,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         } else {
             let _g = v.lock.lock(Site::CpuLockSetIrq);
             v.interrupt_request.fetch_or(bits, Ordering::SeqCst);
-            v.counters.kicks.fetch_add(1, Ordering::Relaxed);
-            v.exit_request.store(true, Ordering::SeqCst);
-            v.halt_cond.notify_all();
+            Self::signal(v);
         }
     }
 
@@ -198,9 +203,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
             let mut q = v.lock.lock(Site::CpuLockRemote);
             q.work.push_back(item);
             v.work_pending.store(true, Ordering::SeqCst);
-            v.counters.kicks.fetch_add(1, Ordering::Relaxed);
-            v.exit_request.store(true, Ordering::SeqCst);
-            v.halt_cond.notify_all();
+            Self::signal(v);
         }
     }
 
@@ -246,8 +249,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                 let mut q = v.lock.lock(Site::CpuLockRemote);
                 q.work.push_back(item);
                 v.work_pending.store(true, Ordering::SeqCst);
-                v.exit_request.store(true, Ordering::SeqCst);
-                v.halt_cond.notify_all();
+                Self::signal(v);
                 while !done.load(Ordering::SeqCst) {
                     q.wait(&v.cond, Site::CondRunOnCpu);
                 }
@@ -392,8 +394,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         } else {
             let _g = v.lock.lock(Site::CpuLockRemote);
             v.stopped.store(stopped, Ordering::SeqCst);
-            v.exit_request.store(true, Ordering::SeqCst);
-            v.halt_cond.notify_all();
+            Self::signal(v);
         }
     }
 
@@ -424,5 +425,52 @@ impl<C> Pop<'_, '_, C> {
             Pop::Held(g) => g,
             Pop::Taken(g) => g,
         }
+    }
+}
+
+#[cfg(all(test, not(feature = "loom")))]
+mod tests {
+    use super::*;
+    use crate::sync::{Baseline, CputlbNoBql, PerCpuLock};
+
+    /// Every way of kicking vCPU 0 once (kick, set_irq, each kind of queued work, stop and
+    /// start, a synchronous run_on_cpu served by vCPU 0's thread); returns the kicks counted.
+    fn kicks_of_each_site<S: Strategy>() -> u64 {
+        let accel = Arc::new(Accel::<S, (), ()>::new(2, ()));
+        {
+            let bql = accel.bql(Site::BqlHcall);
+            accel.kick(0);
+            accel.set_irq(0, 1, &bql);
+            accel.async_run_on_cpu(0, |_| {});
+            accel.async_run_on_cpu_no_bql(0, |_| {});
+            accel.queue_tlb_flush(0, |_| {});
+            accel.set_stopped(0, true, &bql);
+            accel.set_stopped(0, false, &bql);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = {
+            let (accel, stop) = (accel.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let mut outer = accel.enter_outer(0);
+                    accel.drain_work(0, &mut outer, &mut ());
+                    drop(outer);
+                    std::thread::yield_now();
+                }
+            })
+        };
+        let mut bql = Some(accel.bql(Site::BqlHcall));
+        accel.run_on_cpu(0, |_| {}, &mut bql, Site::BqlHcall);
+        drop(bql);
+        stop.store(true, Ordering::SeqCst);
+        server.join().unwrap();
+        accel.vcpus[0].counters.kicks.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn every_strategy_counts_the_same_kicks() {
+        assert_eq!(kicks_of_each_site::<Baseline>(), 8);
+        assert_eq!(kicks_of_each_site::<PerCpuLock>(), 8);
+        assert_eq!(kicks_of_each_site::<CputlbNoBql>(), 8);
     }
 }

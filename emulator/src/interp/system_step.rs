@@ -5,8 +5,8 @@
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
 use crate::cpu::{Exception, msr};
+use crate::engine::SystemExit;
 use crate::isa::{InsnFlags, Op, decode};
-use crate::papr::H_PRIVILEGE;
 
 /// What one [`Cpu::system_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +37,7 @@ impl Cpu {
     /// 6.5.15): after an instruction that completed (not one that raised an interrupt, nor
     /// `rfid`, which sets the MSR it returns to), with SE; after a branch, taken or not, with
     /// BE. SRR0 is the next instruction, SIAR the traced one. Returns the trace vector when
-    /// one was taken. The JIT does not run while SE or BE is set.
+    /// one was taken. The engine runs only this while SE or BE is set.
     pub fn step_traced(&mut self) -> Result<Option<u64>, Exception> {
         let m = self.st.msr;
         if m & (msr::SE | msr::BE) == 0 {
@@ -57,22 +57,19 @@ impl Cpu {
         }
     }
 
-    /// Executes one instruction and delivers whatever it raises. A hypercall from problem
-    /// state fails with H_PRIVILEGE in r3 without reaching the machine (as on QEMU).
+    /// Executes one instruction and delivers whatever it raises, a trace interrupt included
+    /// (`sc 1`: the engine's [`crate::engine::hypercall_rule`]).
     pub fn system_step(&mut self) -> StepOutcome {
         match self.step_traced() {
             Ok(Some(vector)) => StepOutcome::Interrupt { vector },
             Ok(None) => StepOutcome::Retired,
-            Err(Exception::SystemCall { lev: 1 }) if self.st.msr & msr::PR == 0 => {
-                StepOutcome::Hypercall
-            }
-            Err(Exception::SystemCall { lev: 1 }) => {
-                self.st.gpr[3] = H_PRIVILEGE as u64;
-                StepOutcome::Retired
-            }
-            Err(e) => match self.deliver_interrupt(Interrupt::from(e)) {
-                Delivery::Taken { vector } => StepOutcome::Interrupt { vector },
-                Delivery::Checkstop => StepOutcome::Checkstop,
+            Err(e) => match crate::engine::hypercall_rule(self, e) {
+                None => StepOutcome::Retired,
+                Some(SystemExit::Hypercall) => StepOutcome::Hypercall,
+                Some(SystemExit::Exception(e)) => match self.deliver_interrupt(Interrupt::from(e)) {
+                    Delivery::Taken { vector } => StepOutcome::Interrupt { vector },
+                    Delivery::Checkstop => StepOutcome::Checkstop,
+                },
             },
         }
     }

@@ -17,7 +17,7 @@ pub enum Class {
     Leaf,
 }
 
-#[cfg(all(debug_assertions, not(loom)))]
+#[cfg(all(debug_assertions, not(feature = "loom")))]
 mod order {
     use super::Class;
     use std::cell::{Cell, RefCell};
@@ -63,7 +63,7 @@ mod order {
     }
 }
 
-#[cfg(not(all(debug_assertions, not(loom))))]
+#[cfg(not(all(debug_assertions, not(feature = "loom"))))]
 mod order {
     use super::Class;
     #[inline(always)]
@@ -77,7 +77,7 @@ mod order {
 /// Debug-build check that the calling thread holds the BQL.
 #[inline(always)]
 pub fn assert_bql_held() {
-    #[cfg(all(debug_assertions, not(loom)))]
+    #[cfg(all(debug_assertions, not(feature = "loom")))]
     assert!(order::bql_held(), "BQL not held");
 }
 
@@ -85,7 +85,7 @@ pub fn assert_bql_held() {
 /// work must run with neither, or a vCPU leaving guest code would deadlock on it).
 #[inline(always)]
 pub fn assert_no_locks_held() {
-    #[cfg(all(debug_assertions, not(loom)))]
+    #[cfg(all(debug_assertions, not(feature = "loom")))]
     assert!(!order::bql_held() && order::cpu_locks_held() == 0, "lock held where none may be");
 }
 
@@ -181,7 +181,7 @@ impl<T> DerefMut for StatGuard<'_, T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 

@@ -1,9 +1,9 @@
 //! The synchronisation primitives every protocol in `sync` and `accel` is written against.
 //!
-//! Normally parking_lot's; under `--cfg loom` loom's, so the model checker explores the real
+//! Normally parking_lot's; with the `loom` feature loom's, so the model checker explores the real
 //! protocol code (kick/halt, work queues, exclusive sections) rather than a copy of it.
 
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 mod imp {
     pub use std::sync::Arc;
     pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
@@ -56,7 +56,7 @@ mod imp {
     }
 }
 
-#[cfg(loom)]
+#[cfg(feature = "loom")]
 mod imp {
     pub use loom::sync::Arc;
     pub use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};

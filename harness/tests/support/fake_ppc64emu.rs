@@ -12,6 +12,13 @@
 //! - `FAKE_EMU_FAIL`: `variant/N/kind,…` (`*` matches anything); kind is `checksum` (wrong
 //!   checksum), `noresult` (exits 0 without a result line), `hang` (sleeps past the timeout),
 //!   `exit` (result line, then exit code 1), `error` (MKBENCH-ERROR line).
+//! - `FAKE_EMU_SERIAL`: `fraction[,variant=fraction…]` switches to a simulated lock: the run is
+//!   `FAKE_EMU_CYCLES` (default 4000) cycles of guest work, each an exponentially distributed
+//!   compute phase and then a hold of one FIFO lock (the BQL), so that the lock's share of the
+//!   work at N = 1 is the fraction. N threads share the cycles; the guest time is when the last
+//!   one finishes (a discrete-event simulation, no cores limit). The report's `bql.exec_loop`
+//!   (70%) and `bql.hcall` (30%) carry the simulated holds (with `--sync-profile`, else 0 as
+//!   in ppc64emu) and waits.
 //! - `FAKE_EMU_REPORT`: `full` (default), `none`, `garbage` or `partial`.
 //! - `FAKE_EMU_LOG`: file to which every run appends `variant N`.
 //! - `FAKE_EMU_PIDS`: file to which every run appends its process id.
@@ -28,14 +35,20 @@ const BUILD_STRATEGY: &str = "";
 const BUILD_SLOWDOWN: f64 = 1.0;
 
 fn env_f64(name: &str, default: f64) -> f64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn variant(argv0: &str) -> String {
     if !BUILD_STRATEGY.is_empty() {
         return BUILD_STRATEGY.to_string();
     }
-    let name = std::path::Path::new(argv0).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = std::path::Path::new(argv0)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if let Some(v) = name.strip_prefix("ppc64emu-") {
         return v.to_string();
     }
@@ -52,6 +65,91 @@ fn fnv(s: &str) -> u64 {
         h = h.wrapping_mul(0x100000001b3);
     }
     h
+}
+
+/// xorshift64*: the simulation's random numbers (seeded per run).
+struct Rng(u64);
+
+impl Rng {
+    fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        ((self.0.wrapping_mul(0x2545f4914f6cdd1d) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn exp(&mut self, mean: f64) -> f64 {
+        -mean * self.unit().ln()
+    }
+}
+
+/// What the simulated lock did in one run.
+struct Simulated {
+    elapsed: f64,
+    hold: f64,
+    wait: f64,
+    contended: u64,
+}
+
+/// N threads take `cycles` cycles of work from a shared counter; each cycle computes, then
+/// holds the FIFO lock. The demands per run are `(1 - serial) * t1` and `serial * t1`.
+fn simulate(n: u32, cycles: u64, t1: f64, serial: f64, seed: u64) -> Simulated {
+    let mut rng = Rng(seed | 1);
+    let (z, d) = (
+        (1.0 - serial) * t1 / cycles as f64,
+        serial * t1 / cycles as f64,
+    );
+    // Pending arrivals at the lock: (time, thread); the earliest is served next (FIFO).
+    let mut arrivals: Vec<f64> = Vec::new();
+    let mut assigned = 0u64;
+    for _ in 0..n.min(cycles as u32) {
+        arrivals.push(rng.exp(z));
+        assigned += 1;
+    }
+    let (mut free_at, mut end, mut hold, mut wait, mut contended) =
+        (0.0f64, 0.0f64, 0.0, 0.0, 0u64);
+    while !arrivals.is_empty() {
+        let (i, &at) = arrivals
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .unwrap_or((0, &0.0));
+        let start = at.max(free_at);
+        if start > at {
+            contended += 1;
+            wait += start - at;
+        }
+        let h = rng.exp(d);
+        hold += h;
+        free_at = start + h;
+        end = end.max(free_at);
+        if assigned < cycles {
+            arrivals[i] = free_at + rng.exp(z);
+            assigned += 1;
+        } else {
+            arrivals.swap_remove(i);
+        }
+    }
+    Simulated {
+        elapsed: end,
+        hold,
+        wait,
+        contended,
+    }
+}
+
+/// The serial fraction `FAKE_EMU_SERIAL` gives variant `v`, if any.
+fn serial_for(v: &str) -> Option<f64> {
+    let spec = std::env::var("FAKE_EMU_SERIAL").ok()?;
+    let mut default = None;
+    for item in spec.split(',') {
+        match item.split_once('=') {
+            Some((k, f)) if k == v => return f.parse().ok(),
+            Some(_) => {}
+            None => default = item.parse().ok(),
+        }
+    }
+    default
 }
 
 fn failure_for(v: &str, n: u32) -> Option<String> {
@@ -105,23 +203,39 @@ fn main() {
         eprintln!("fake-ppc64emu: cannot open kernel {k}");
         std::process::exit(1);
     }
-    let kv: std::collections::HashMap<&str, &str> = append.split_whitespace().filter_map(|t| t.split_once('=')).collect();
+    let kv: std::collections::HashMap<&str, &str> = append
+        .split_whitespace()
+        .filter_map(|t| t.split_once('='))
+        .collect();
     let get = |k: &str, d: u64| kv.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
-    let (jobs, units, size, seed) = (get("jobs", smp as u64), get("units", 8), get("size", 10), get("seed", 1));
+    let (jobs, units, size, seed) = (
+        get("jobs", smp as u64),
+        get("units", 8),
+        get("size", 10),
+        get("seed", 1),
+    );
 
     if let Ok(log) = std::env::var("FAKE_EMU_LOG")
-        && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
     {
         let _ = writeln!(f, "{v} {smp}");
     }
     if let Ok(path) = std::env::var("FAKE_EMU_PIDS")
-        && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path)
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
     {
         let _ = writeln!(f, "{}", std::process::id());
     }
     let fail = failure_for(&v, smp);
     println!("mkbench: {smp} cpus, jobs={jobs} units={units} size={size} seed={seed}");
-    std::thread::sleep(Duration::from_millis(env_f64("FAKE_EMU_SLEEP_MS", 5.0) as u64));
+    std::thread::sleep(Duration::from_millis(
+        env_f64("FAKE_EMU_SLEEP_MS", 5.0) as u64
+    ));
 
     if fail.as_deref() == Some("hang") {
         match timeout {
@@ -141,13 +255,34 @@ fn main() {
     let slow: f64 = std::env::var("FAKE_EMU_SLOW")
         .ok()
         .and_then(|s| {
-            s.split(',').find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == v).and_then(|(_, f)| f.parse().ok()))
+            s.split(',').find_map(|kv| {
+                kv.split_once('=')
+                    .filter(|(k, _)| *k == v)
+                    .and_then(|(_, f)| f.parse().ok())
+            })
         })
         .unwrap_or(1.0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let r = (fnv(&format!("{}{nanos}", std::process::id())) % 10_000) as f64 / 10_000.0 * 2.0 - 1.0;
     let noise = env_f64("FAKE_EMU_NOISE", 0.01);
-    let elapsed = t1 * (0.1 + 0.9 / smp as f64) * slow * BUILD_SLOWDOWN * (1.0 + noise * r);
+    let serial = serial_for(&v);
+    let cycles = env_f64("FAKE_EMU_CYCLES", 4000.0).max(1.0) as u64;
+    let sim = serial.map(|f| {
+        simulate(
+            smp,
+            cycles,
+            t1 * slow * BUILD_SLOWDOWN,
+            f,
+            fnv(&format!("{}{nanos}", std::process::id())),
+        )
+    });
+    let elapsed = match &sim {
+        Some(s) => s.elapsed,
+        None => t1 * (0.1 + 0.9 / smp as f64) * slow * BUILD_SLOWDOWN * (1.0 + noise * r),
+    };
     let tb_hz: u64 = 512_000_000;
     let elapsed_tb = (elapsed * tb_hz as f64) as u64;
 
@@ -159,13 +294,42 @@ fn main() {
     if let Some(path) = report {
         let mode = std::env::var("FAKE_EMU_REPORT").unwrap_or_else(|_| "full".into());
         let n = smp as u64;
+        let profiled = args.iter().any(|a| a == "--sync-profile");
         let text = match mode.as_str() {
             "none" => None,
+            _ if sim.is_some() => {
+                let s = sim.as_ref().expect("simulated");
+                let site = |share: f64| {
+                    format!(
+                        "{{\"acquisitions\": {}, \"contended\": {}, \"wait_ns\": {}, \"max_wait_ns\": 0, \"hold_ns\": {}}}",
+                        (cycles as f64 * share) as u64,
+                        (s.contended as f64 * share) as u64,
+                        (s.wait * share * 1e9) as u64,
+                        if profiled {
+                            (s.hold * share * 1e9) as u64
+                        } else {
+                            0
+                        }
+                    )
+                };
+                Some(format!(
+                    "{{\"strategy\": \"{v}\", \"smp\": {smp}, \"sync_profile\": {profiled}, \"guest_elapsed_s\": {elapsed}, \"locks\": {{\
+                     \"bql.exec_loop\": {}, \"bql.hcall\": {}, \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000, \"hold_ns\": 0}}}}}}",
+                    site(0.7),
+                    site(0.3)
+                ))
+            }
             "garbage" => Some("{ not json".to_string()),
             "partial" => Some(format!("{{\"strategy\": \"{v}\", \"smp\": {smp}}}")),
             _ => {
-                let bql_wait = if v == "baseline" { 4_000_000 * n } else { 1_000_000 * n };
-                let vcpus: Vec<String> = (0..smp).map(|i| format!("{{\"index\": {i}, \"insns\": {}}}", 1_000_000 + i)).collect();
+                let bql_wait = if v == "baseline" {
+                    4_000_000 * n
+                } else {
+                    1_000_000 * n
+                };
+                let vcpus: Vec<String> = (0..smp)
+                    .map(|i| format!("{{\"index\": {i}, \"insns\": {}}}", 1_000_000 + i))
+                    .collect();
                 Some(format!(
                     "{{\"strategy\": \"{v}\", \"tlb_flush_mode\": \"async\", \"accel\": \"jit\", \"smp\": {smp}, \"sync_profile\": {profiled}, \
                      \"host_wall_s\": {elapsed}, \"guest_elapsed_s\": {elapsed}, \"vcpus\": [{}], \"locks\": {{\
@@ -174,7 +338,6 @@ fn main() {
                      \"bql.tlb_flush_item\": {{\"acquisitions\": 100, \"contended\": 5, \"wait_ns\": 100000, \"max_wait_ns\": 9000, \"hold_ns\": 200000}}, \
                      \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000}}}}}}",
                     vcpus.join(", "),
-                    profiled = args.iter().any(|a| a == "--sync-profile"),
                     a = 1000 * n,
                     c = 100 * n,
                     a2 = 3000 * n,
