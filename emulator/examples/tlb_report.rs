@@ -11,7 +11,7 @@ use ppc64emu::cpu::{SlbEntry, msr};
 use ppc64emu::engine::Cpu;
 use ppc64emu::interp::StepOutcome;
 use ppc64emu::isa::Op;
-use ppc64emu::mmu::hpt::H_SUCCESS;
+use ppc64emu::papr::H_SUCCESS;
 use ppc64emu::mmu::slb::{esid, hash_key, segment_page_sizes};
 use ppc64emu::mmu::{Hpt, SystemSpace, hpte_r, hpte_v};
 use ppc64emu::softmmu::{Access, AddressSpace, GuestRam};

@@ -6,6 +6,7 @@
 pub mod accel;
 pub mod cpu;
 pub mod engine;
+pub mod papr;
 pub mod interp;
 pub mod isa;
 pub mod jit;

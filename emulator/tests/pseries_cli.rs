@@ -59,6 +59,9 @@ fn refusals_exit_2_and_name_the_option() {
         (&["--jit-cache-limit", "0", "-kernel", "x"][..], "--jit-cache-limit 0"),
         (&["--jit-cache-limit", "1.5M", "-kernel", "x"][..], "--jit-cache-limit 1.5M"),
         (&["-nographic"][..], "-kernel"),
+        (&["-rtc", "base=noon", "-kernel", "x"][..], "-rtc base=noon"),
+        (&["-rtc", "clock=guest", "-kernel", "x"][..], "clock=guest"),
+        (&["-smp", "4,sockets=2,cores=3", "-kernel", "x"][..], "does not match"),
         (&["-initrd", "i.img", "--dump-dtb", "x.dtb"][..], "-initrd"),
     ] {
         let o = emu(args);

@@ -9,9 +9,11 @@ use ppc64emu::cpu::interrupt::{self, Interrupt, Pending, mce, srr1 as reason};
 use ppc64emu::cpu::{CpuState, SlbEntry, msr, spr};
 use ppc64emu::engine::{Cpu, TimeBase};
 use ppc64emu::interp::StepOutcome;
-use ppc64emu::mmu::hpt::{self, H_ENTER, H_FUNCTION, H_PRIVILEGE, H_PROTECT, H_REMOVE, H_SUCCESS};
+use ppc64emu::machine::pseries::hcall::{H_ENTER, H_PROTECT, H_REMOVE};
+use ppc64emu::mmu::hpt;
 use ppc64emu::mmu::slb::{esid, hash_key};
 use ppc64emu::mmu::{Hpt, SystemSpace, dsisr, hpte_r};
+use ppc64emu::papr::{H_FUNCTION, H_PRIVILEGE, H_SUCCESS};
 use ppc64emu::softmmu::GuestRam;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,7 +131,14 @@ struct Taken {
 
 impl Taken {
     fn of(st: &CpuState, vector: u64) -> Self {
-        Taken { vector, srr0: st.srr0, srr1: st.srr1, dar: st.dar, dsisr: st.dsisr, msr: st.msr }
+        Taken {
+            vector,
+            srr0: st.srr0,
+            srr1: st.srr1,
+            dar: st.dar,
+            dsisr: st.dsisr,
+            msr: st.msr,
+        }
     }
     /// SRR1's reason bits (33:36, 42:47).
     fn reason(&self) -> u64 {
@@ -140,7 +149,10 @@ impl Taken {
 const RAM: u64 = 32 << 20;
 const CODE: u64 = 0x1_0000;
 /// Every vector a pseries guest can take.
-const VECTORS: [u64; 15] = [0x100, 0x200, 0x300, 0x380, 0x400, 0x480, 0x500, 0x600, 0x700, 0x800, 0x900, 0xc00, 0xf20, 0xf40, 0xf60];
+const VECTORS: [u64; 15] = [
+    0x100, 0x200, 0x300, 0x380, 0x400, 0x480, 0x500, 0x600, 0x700, 0x800, 0x900, 0xc00, 0xf20,
+    0xf40, 0xf60,
+];
 /// Hypercall the test machine treats as "external interrupt acknowledged".
 const H_TEST_ACK_EXTERNAL: u64 = 0xef00;
 
@@ -163,7 +175,15 @@ impl Machine {
         let mut cpu = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
         cpu.timebase = tb.clone();
         cpu.st.msr = msr::SF | msr::ME;
-        let m = Machine { cpu, ram, hpt, tb, taken: Vec::new(), pending: Pending::default(), hypercalls: Vec::new() };
+        let m = Machine {
+            cpu,
+            ram,
+            hpt,
+            tb,
+            taken: Vec::new(),
+            pending: Pending::default(),
+            hypercalls: Vec::new(),
+        };
         for v in VECTORS {
             m.handler(v, &Self::skip_handler());
         }
@@ -172,7 +192,13 @@ impl Machine {
 
     /// SRR0 += 4; r25 += 1; rfid.
     fn skip_handler() -> Vec<u32> {
-        vec![mfspr(20, spr::SRR0), addi(20, 20, 4), mtspr(spr::SRR0, 20), addi(25, 25, 1), rfid()]
+        vec![
+            mfspr(20, spr::SRR0),
+            addi(20, 20, 4),
+            mtspr(spr::SRR0, 20),
+            addi(25, 25, 1),
+            rfid(),
+        ]
     }
 
     /// r25 += 1; rfid (SRR0 already points where execution resumes).
@@ -182,13 +208,23 @@ impl Machine {
 
     /// Returns to the caller of a faulting call: SRR0 = LR.
     fn return_to_lr_handler() -> Vec<u32> {
-        vec![mfspr(20, spr::LR), mtspr(spr::SRR0, 20), addi(25, 25, 1), rfid()]
+        vec![
+            mfspr(20, spr::LR),
+            mtspr(spr::SRR0, 20),
+            addi(25, 25, 1),
+            rfid(),
+        ]
     }
 
     fn put(&self, addr: u64, words: &[u32], le: bool) {
         for (k, &w) in words.iter().enumerate() {
             let a = addr + 4 * k as u64;
-            if le { self.ram.write_u32_le(a, w) } else { self.ram.write_u32_be(a, w) }.unwrap();
+            if le {
+                self.ram.write_u32_le(a, w)
+            } else {
+                self.ram.write_u32_be(a, w)
+            }
+            .unwrap();
         }
     }
 
@@ -219,12 +255,17 @@ impl Machine {
             }
             match self.cpu.system_step() {
                 StepOutcome::Retired => {}
-                StepOutcome::Interrupt { vector } => self.taken.push(Taken::of(&self.cpu.st, vector)),
+                StepOutcome::Interrupt { vector } => {
+                    self.taken.push(Taken::of(&self.cpu.st, vector))
+                }
                 StepOutcome::Hypercall => self.hypercall(),
                 StepOutcome::Checkstop => panic!("checkstop at {:#x}", self.cpu.st.pc),
             }
         }
-        panic!("did not reach {stop:#x}; pc {:#x}, taken {:x?}", self.cpu.st.pc, self.taken);
+        panic!(
+            "did not reach {stop:#x}; pc {:#x}, taken {:x?}",
+            self.cpu.st.pc, self.taken
+        );
     }
 
     fn hypercall(&mut self) {
@@ -255,14 +296,21 @@ impl Machine {
 
     /// SLB entry `index` for the 256 MB segment of `ea` (Ks = 0, Kp = 1, as Linux sets them).
     fn segment(&mut self, index: usize, ea: u64, vsid: u64) {
-        self.cpu.st.slb[index] = SlbEntry { esid: (ea & esid::ESID_256M) | esid::VALID, vsid: (vsid << 12) | 0x400 };
+        self.cpu.st.slb[index] = SlbEntry {
+            esid: (ea & esid::ESID_256M) | esid::VALID,
+            vsid: (vsid << 12) | 0x400,
+        };
     }
 
     /// HPTE arguments (ptex of the primary group, pteh, ptel) mapping the 4K page of `ea` in
     /// the segment of SLB entry `index` to `pa`.
     fn hpte_args(&self, index: usize, ea: u64, pa: u64, flags: u64) -> (u64, u64, u64) {
         let key = hash_key(&self.cpu.st.slb[index], 12, ea);
-        ((key.hash & self.hpt.pteg_mask()) * 8, key.ptem, (pa & !0xfff) | hpte_r::M | flags)
+        (
+            (key.hash & self.hpt.pteg_mask()) * 8,
+            key.ptem,
+            (pa & !0xfff) | hpte_r::M | flags,
+        )
     }
 
     fn map(&mut self, index: usize, ea: u64, pa: u64, flags: u64) -> u64 {
@@ -299,7 +347,10 @@ fn program_interrupts_illegal_trap_and_hypervisor_only_instructions() {
         addi(3, 3, 1),
     ]);
     m.run_to(end);
-    assert_eq!(m.cpu.st.gpr[3], 4, "every instruction after a faulting one ran once");
+    assert_eq!(
+        m.cpu.st.gpr[3], 4,
+        "every instruction after a faulting one ran once"
+    );
     assert_eq!(m.cpu.st.gpr[25], 4);
     let expect = [
         (CODE, reason::ILLEGAL),
@@ -311,7 +362,10 @@ fn program_interrupts_illegal_trap_and_hypervisor_only_instructions() {
     for (t, (srr0, bits)) in m.taken.iter().zip(expect) {
         assert_eq!((t.vector, t.srr0, t.reason()), (0x700, srr0, bits));
         assert_eq!(t.srr1, SUPERVISOR | bits);
-        assert_eq!(t.msr, SUPERVISOR, "handler: 64-bit, big-endian, MMU off, ME kept");
+        assert_eq!(
+            t.msr, SUPERVISOR,
+            "handler: 64-bit, big-endian, MMU off, ME kept"
+        );
     }
     assert_eq!(m.cpu.st.msr, SUPERVISOR);
 }
@@ -325,20 +379,30 @@ fn problem_state_privileged_instructions_and_system_calls() {
     m.cpu.st.msr = user;
     m.cpu.st.gpr[3] = 0x1234;
     let end = m.program(&[
-        mfmsr(5),                // privileged
-        mtspr(spr::SRR0, 6),     // privileged SPR
-        mtmsrd(6, 1),            // privileged
-        li(3, 0x58),             // hcall number ...
-        sc(1),                   // ... refused in problem state
-        mr_marker(),             // r7 = 1: after the refused hcall
-        sc(0),                   // system call
+        mfmsr(5),            // privileged
+        mtspr(spr::SRR0, 6), // privileged SPR
+        mtmsrd(6, 1),        // privileged
+        li(3, 0x58),         // hcall number ...
+        sc(1),               // ... refused in problem state
+        mr_marker(),         // r7 = 1: after the refused hcall
+        sc(0),               // system call
         addi(8, 8, 1),
     ]);
     m.run_to(end);
     assert_eq!(m.cpu.st.gpr[3], H_PRIVILEGE as u64);
-    assert!(m.hypercalls.is_empty(), "a problem-state hcall never reaches the machine");
-    assert_eq!((m.cpu.st.gpr[5], m.cpu.st.gpr[7], m.cpu.st.gpr[8]), (0, 1, 1));
-    let v: Vec<_> = m.taken.iter().map(|t| (t.vector, t.srr0, t.reason())).collect();
+    assert!(
+        m.hypercalls.is_empty(),
+        "a problem-state hcall never reaches the machine"
+    );
+    assert_eq!(
+        (m.cpu.st.gpr[5], m.cpu.st.gpr[7], m.cpu.st.gpr[8]),
+        (0, 1, 1)
+    );
+    let v: Vec<_> = m
+        .taken
+        .iter()
+        .map(|t| (t.vector, t.srr0, t.reason()))
+        .collect();
     assert_eq!(
         v,
         [
@@ -384,9 +448,15 @@ fn data_segment_and_storage_interrupts_with_demand_paging() {
     m.cpu.st.gpr[29] = (ea & esid::ESID_256M) | esid::VALID | 3;
     m.handler(0x380, &[slbmte(28, 29), addi(25, 25, 1), rfid()]);
     // Storage handler: H_ENTER(r4..r7); retry.
-    m.handler(0x300, &[li(3, H_ENTER as i32), sc(1), addi(24, 24, 1), rfid()]);
+    m.handler(
+        0x300,
+        &[li(3, H_ENTER as i32), sc(1), addi(24, 24, 1), rfid()],
+    );
     let mut probe = m.cpu.st.clone();
-    probe.slb[3] = SlbEntry { esid: m.cpu.st.gpr[29] & !0xfff, vsid: m.cpu.st.gpr[28] };
+    probe.slb[3] = SlbEntry {
+        esid: m.cpu.st.gpr[29] & !0xfff,
+        vsid: m.cpu.st.gpr[28],
+    };
     let key = hash_key(&probe.slb[3], 12, ea);
     m.cpu.st.gpr[4] = 0;
     m.cpu.st.gpr[5] = (key.hash & m.hpt.pteg_mask()) * 8;
@@ -401,8 +471,14 @@ fn data_segment_and_storage_interrupts_with_demand_paging() {
     assert_eq!((m.cpu.st.gpr[25], m.cpu.st.gpr[24]), (1, 1));
     assert_eq!(m.taken.len(), 2);
     let (seg, dsi) = (m.taken[0], m.taken[1]);
-    assert_eq!((seg.vector, seg.srr0, seg.dar, seg.reason()), (0x380, CODE, ea, 0));
-    assert_eq!((dsi.vector, dsi.srr0, dsi.dar, dsi.dsisr), (0x300, CODE, ea, dsisr::NOPTE as u64));
+    assert_eq!(
+        (seg.vector, seg.srr0, seg.dar, seg.reason()),
+        (0x380, CODE, ea, 0)
+    );
+    assert_eq!(
+        (dsi.vector, dsi.srr0, dsi.dar, dsi.dsisr),
+        (0x300, CODE, ea, dsisr::NOPTE as u64)
+    );
     assert_eq!(dsi.srr1, SUPERVISOR | msr::DR);
     assert_eq!(dsi.msr, SUPERVISOR, "handlers run with translation off");
     // The access set R, the store set C.
@@ -433,13 +509,19 @@ fn storage_interrupts_for_protection() {
     assert_eq!(m.ram.read_u32_be(0x30_1000).unwrap(), 11);
     assert_eq!(m.taken.len(), 1);
     let t = m.taken[0];
-    assert_eq!((t.vector, t.srr0, t.dar, t.dsisr), (0x300, CODE, ro, (dsisr::PROTFAULT | dsisr::STORE) as u64));
+    assert_eq!(
+        (t.vector, t.srr0, t.dar, t.dsisr),
+        (0x300, CODE, ro, (dsisr::PROTFAULT | dsisr::STORE) as u64)
+    );
     // Problem state: the kernel page gives a protection fault on a load.
     m.cpu.st.msr |= msr::PR | msr::EE;
     m.cpu.st.pc = CODE + 20;
     m.run_to(end);
     let t = m.taken[1];
-    assert_eq!((t.vector, t.srr0, t.dar, t.dsisr), (0x300, CODE + 20, kernel, dsisr::PROTFAULT as u64));
+    assert_eq!(
+        (t.vector, t.srr0, t.dar, t.dsisr),
+        (0x300, CODE + 20, kernel, dsisr::PROTFAULT as u64)
+    );
     assert_ne!(t.srr1 & msr::PR, 0);
 }
 
@@ -467,7 +549,11 @@ fn instruction_storage_and_segment_interrupts() {
     m.cpu.st.gpr[13] = other_segment;
     m.run_to(end);
     assert_eq!((m.cpu.st.gpr[3], m.cpu.st.gpr[25]), (1, 3));
-    let v: Vec<_> = m.taken.iter().map(|t| (t.vector, t.srr0, t.reason())).collect();
+    let v: Vec<_> = m
+        .taken
+        .iter()
+        .map(|t| (t.vector, t.srr0, t.reason()))
+        .collect();
     assert_eq!(
         v,
         [
@@ -477,7 +563,10 @@ fn instruction_storage_and_segment_interrupts() {
         ]
     );
     for t in &m.taken {
-        assert_eq!(t.srr1 & !interrupt::SRR1_REASON_MASK, SUPERVISOR | msr::IR | msr::DR);
+        assert_eq!(
+            t.srr1 & !interrupt::SRR1_REASON_MASK,
+            SUPERVISOR | msr::IR | msr::DR
+        );
         assert_eq!(t.msr, SUPERVISOR);
     }
     assert_eq!(m.cpu.st.msr, SUPERVISOR | msr::IR | msr::DR);
@@ -491,7 +580,10 @@ fn alignment_interrupt() {
     m.run_to(end);
     assert_eq!(m.cpu.st.gpr[3], 1);
     let t = m.taken[0];
-    assert_eq!((t.vector, t.srr0, t.dar, t.reason()), (0x600, CODE, 0x8002, 0));
+    assert_eq!(
+        (t.vector, t.srr0, t.dar, t.reason()),
+        (0x600, CODE, 0x8002, 0)
+    );
     assert_eq!(t.msr, SUPERVISOR);
 }
 
@@ -499,7 +591,16 @@ fn alignment_interrupt() {
 #[test]
 fn fp_unavailable_then_retry_with_fp_enabled() {
     let mut m = Machine::new();
-    m.handler(0x800, &[mfspr(21, spr::SRR1), ori(21, 21, msr::FP as u32), mtspr(spr::SRR1, 21), addi(25, 25, 1), rfid()]);
+    m.handler(
+        0x800,
+        &[
+            mfspr(21, spr::SRR1),
+            ori(21, 21, msr::FP as u32),
+            mtspr(spr::SRR1, 21),
+            addi(25, 25, 1),
+            rfid(),
+        ],
+    );
     m.ram.write_u64_be(0x9000, 2.5f64.to_bits()).unwrap();
     m.cpu.st.gpr[9] = 0x9000;
     let end = m.program(&[lfd(1, 0, 9), addi(3, 3, 1)]);
@@ -521,15 +622,30 @@ fn vector_and_vsx_unavailable() {
         (ppc64emu::cpu::Exception::VsxUnavailable, 0xf40, msr::VSX),
     ] {
         let mut m = Machine::new();
-        m.handler(vector, &[lis(21, (bit >> 16) as i32), mfspr(22, spr::SRR1), ori_or(22, 21), mtspr(spr::SRR1, 22), rfid()]);
+        m.handler(
+            vector,
+            &[
+                lis(21, (bit >> 16) as i32),
+                mfspr(22, spr::SRR1),
+                ori_or(22, 21),
+                mtspr(spr::SRR1, 22),
+                rfid(),
+            ],
+        );
         let end = m.program(&[addi(3, 3, 1), addi(3, 3, 1)]);
         m.cpu.st.pc = CODE + 4;
         let d = m.cpu.deliver_interrupt(Interrupt::from(exc));
         assert_eq!(d, interrupt::Delivery::Taken { vector });
-        assert_eq!((m.cpu.st.srr0, m.cpu.st.srr1, m.cpu.st.msr), (CODE + 4, SUPERVISOR, SUPERVISOR));
+        assert_eq!(
+            (m.cpu.st.srr0, m.cpu.st.srr1, m.cpu.st.msr),
+            (CODE + 4, SUPERVISOR, SUPERVISOR)
+        );
         m.run_to(end);
         assert_eq!(m.cpu.st.msr, SUPERVISOR | bit);
-        assert_eq!(m.cpu.st.gpr[3], 1, "the interrupted instruction ran once, after the handler");
+        assert_eq!(
+            m.cpu.st.gpr[3], 1,
+            "the interrupted instruction ran once, after the handler"
+        );
     }
 }
 
@@ -542,7 +658,15 @@ fn ori_or(rd: u32, rs: u32) -> u32 {
 fn decrementer_waits_for_ee_and_resumes_at_the_next_instruction() {
     let mut m = Machine::new();
     // Handler: DEC = 0x7fff0000 (positive: no longer pending), count, resume.
-    m.handler(0x900, &[lis(20, 0x7fff), mtspr(spr::DEC, 20), addi(25, 25, 1), rfid()]);
+    m.handler(
+        0x900,
+        &[
+            lis(20, 0x7fff),
+            mtspr(spr::DEC, 20),
+            addi(25, 25, 1),
+            rfid(),
+        ],
+    );
     m.cpu.st.gpr[9] = 100;
     m.cpu.st.gpr[8] = msr::EE;
     let end = m.program(&[
@@ -561,7 +685,10 @@ fn decrementer_waits_for_ee_and_resumes_at_the_next_instruction() {
     m.run_to(end);
     assert_eq!(m.taken.len(), 1, "taken once: writing DEC cleared it");
     let t = m.taken[0];
-    assert_eq!((t.vector, t.srr0, t.srr1), (0x900, CODE + 16, SUPERVISOR | msr::EE));
+    assert_eq!(
+        (t.vector, t.srr0, t.srr1),
+        (0x900, CODE + 16, SUPERVISOR | msr::EE)
+    );
     assert_eq!(t.msr, SUPERVISOR, "EE off in the handler");
     assert_eq!(m.cpu.st.gpr[3], 4);
     assert_eq!(m.cpu.st.msr, SUPERVISOR | msr::EE);
@@ -570,7 +697,16 @@ fn decrementer_waits_for_ee_and_resumes_at_the_next_instruction() {
 #[test]
 fn external_interrupt_is_acknowledged_by_the_handler() {
     let mut m = Machine::new();
-    m.handler(0x500, &[lis(3, 0), ori(3, 3, H_TEST_ACK_EXTERNAL as u32), sc(1), addi(25, 25, 1), rfid()]);
+    m.handler(
+        0x500,
+        &[
+            lis(3, 0),
+            ori(3, 3, H_TEST_ACK_EXTERNAL as u32),
+            sc(1),
+            addi(25, 25, 1),
+            rfid(),
+        ],
+    );
     m.cpu.st.gpr[8] = msr::EE;
     let end = m.program(&[addi(4, 4, 1), mtmsrd(8, 1), addi(4, 4, 1), addi(4, 4, 1)]);
     m.pending.external = true;
@@ -588,10 +724,13 @@ fn machine_check_on_a_real_address_outside_ram_and_checkstop() {
     let end = m.program(&[lwz(10, 8, 9), addi(3, 3, 1)]);
     m.run_to(end);
     let t = m.taken[0];
-    assert_eq!((t.vector, t.srr0, t.dar), (0x200, CODE, 0xc000_0000_0000_0008 | RAM));
+    assert_eq!(
+        (t.vector, t.srr0, t.dar),
+        (0x200, CODE, 0xc000_0000_0000_0008 | RAM)
+    );
     assert_eq!(t.reason(), mce::LOAD_SRR1);
-    assert_eq!(t.msr, msr::SF, "ME off in the machine check handler");
-    assert_eq!(m.cpu.st.msr, SUPERVISOR, "rfid restores ME");
+    assert_eq!(t.msr, SUPERVISOR, "a partition's machine check handler keeps ME");
+    assert_eq!(m.cpu.st.msr, SUPERVISOR);
 
     // With MSR[ME] = 0 the vCPU checkstops and its state is kept.
     let mut m = Machine::new();
@@ -599,7 +738,10 @@ fn machine_check_on_a_real_address_outside_ram_and_checkstop() {
     m.cpu.st.gpr[9] = RAM;
     m.program(&[lwz(10, 0, 9)]);
     assert_eq!(m.cpu.system_step(), StepOutcome::Checkstop);
-    assert_eq!((m.cpu.st.pc, m.cpu.st.msr, m.cpu.st.srr0), (CODE, msr::SF, 0));
+    assert_eq!(
+        (m.cpu.st.pc, m.cpu.st.msr, m.cpu.st.srr0),
+        (CODE, msr::SF, 0)
+    );
 }
 
 #[test]
@@ -640,7 +782,18 @@ fn tlbiel_flush_happens_at_the_next_context_synchronisation() {
     // The hypervisor side changes the entry without a flush (not what H_REMOVE does).
     let (pteh, ptel) = m.hpt.read_hpte(ptex).unwrap();
     assert_eq!(m.hpt.h_remove(0, ptex, 0).ret, H_SUCCESS);
-    assert_eq!(m.hpt.h_enter(&m.ram, hpt::H_EXACT, ptex, pteh, (ptel & !hpte_r::RPN) | 0x71_0000).ret, H_SUCCESS);
+    assert_eq!(
+        m.hpt
+            .h_enter(
+                &m.ram,
+                hpt::H_EXACT,
+                ptex,
+                pteh,
+                (ptel & !hpte_r::RPN) | 0x71_0000
+            )
+            .ret,
+        H_SUCCESS
+    );
     m.run_to(end);
     let g = &m.cpu.st.gpr;
     assert_eq!((g[10], g[11], g[12], g[13]), (1, 1, 1, 2));
@@ -665,7 +818,10 @@ fn h_protect_flush_makes_the_next_store_fault() {
     assert_eq!(m.hypercalls, [H_PROTECT]);
     assert_eq!(m.cpu.st.gpr[3], H_SUCCESS as u64);
     assert_eq!(m.taken.len(), 1);
-    assert_eq!((m.taken[0].vector, m.taken[0].srr0, m.taken[0].dsisr), (0x300, CODE + 8, (dsisr::PROTFAULT | dsisr::STORE) as u64));
+    assert_eq!(
+        (m.taken[0].vector, m.taken[0].srr0, m.taken[0].dsisr),
+        (0x300, CODE + 8, (dsisr::PROTFAULT | dsisr::STORE) as u64)
+    );
     assert_eq!(m.cpu.st.gpr[7], 1);
 }
 
@@ -673,10 +829,21 @@ fn h_protect_flush_makes_the_next_store_fault() {
 fn every_synchronous_exception_maps_to_its_vector() {
     use ppc64emu::cpu::{Exception, MachineCheckKind, ProgramKind};
     let cases = [
-        (Exception::Program(ProgramKind::FpEnabled), 0x700, reason::FP_ENABLED),
+        (
+            Exception::Program(ProgramKind::FpEnabled),
+            0x700,
+            reason::FP_ENABLED,
+        ),
         (Exception::Dsi { ea: 1, dsisr: 0 }, 0x300, 0),
         (Exception::DataSegment { ea: 1 }, 0x380, 0),
-        (Exception::Isi { ea: 1, srr1: dsisr::PROTFAULT as u64 }, 0x400, dsisr::PROTFAULT as u64),
+        (
+            Exception::Isi {
+                ea: 1,
+                srr1: dsisr::PROTFAULT as u64,
+            },
+            0x400,
+            dsisr::PROTFAULT as u64,
+        ),
         (Exception::InstructionSegment { ea: 1 }, 0x480, 0),
         (Exception::Alignment { ea: 1, dsisr: 0 }, 0x600, 0),
         (Exception::SystemCall { lev: 0 }, 0xc00, 0),
@@ -684,7 +851,14 @@ fn every_synchronous_exception_maps_to_its_vector() {
         (Exception::VecUnavailable, 0xf20, 0),
         (Exception::VsxUnavailable, 0xf40, 0),
         (Exception::FacilityUnavailable { cause: 2 }, 0xf60, 0),
-        (Exception::MachineCheck { ea: 1, kind: MachineCheckKind::Fetch }, 0x200, mce::FETCH_SRR1),
+        (
+            Exception::MachineCheck {
+                ea: 1,
+                kind: MachineCheckKind::Fetch,
+            },
+            0x200,
+            mce::FETCH_SRR1,
+        ),
     ];
     for (e, vector, bits) in cases {
         let mut m = Machine::new();

@@ -59,6 +59,9 @@ pub enum Interrupt {
     FpUnavailable,
     Decrementer,
     SystemCall,
+    /// Trace (MSR[SE] single step, MSR[BE] branch trace) after the instruction at `siar`
+    /// completed; SRR0 is the next instruction.
+    Trace { siar: u64 },
     VecUnavailable,
     VsxUnavailable,
     FacilityUnavailable { cause: u8 },
@@ -80,6 +83,7 @@ impl Interrupt {
             Interrupt::FpUnavailable => 0x800,
             Interrupt::Decrementer => 0x900,
             Interrupt::SystemCall => 0xc00,
+            Interrupt::Trace { .. } => 0xd00,
             Interrupt::VecUnavailable => 0xf20,
             Interrupt::VsxUnavailable => 0xf40,
             Interrupt::FacilityUnavailable { .. } => 0xf60,
@@ -120,7 +124,7 @@ pub enum Delivery {
 }
 
 /// Takes interrupt `irq` on `st`: SRR0/SRR1, DAR/DSISR/FSCR where the interrupt sets them,
-/// the new MSR (SF = 1; HV and ME kept, ME cleared for a machine check; LE = LPCR[ILE]; all
+/// the new MSR (SF = 1; HV and ME kept, ME cleared for a machine check with HV = 1; LE = LPCR[ILE]; all
 /// else 0, so IR = DR = EE = PR = FP = VEC = VSX = FE0 = FE1 = RI = 0) and `pc` = vector.
 /// The reservation of `l?arx` is lost.
 pub fn deliver(st: &mut CpuState, irq: Interrupt) -> Delivery {
@@ -131,7 +135,11 @@ pub fn deliver(st: &mut CpuState, irq: Interrupt) -> Delivery {
             if st.msr & msr::ME == 0 {
                 return Delivery::Checkstop;
             }
-            new_msr &= !msr::ME;
+            // ME = 0 in the handler only with HV = 1: a partition cannot change ME (rfid and
+            // mtmsrd keep it), so clearing it here would leave it off for good.
+            if st.msr & msr::HV != 0 {
+                new_msr &= !msr::ME;
+            }
             match kind {
                 MachineCheckKind::Load => {
                     st.dar = ea;
@@ -159,6 +167,9 @@ pub fn deliver(st: &mut CpuState, irq: Interrupt) -> Delivery {
                 ProgramKind::Trap => srr1::TRAP,
             }
         }
+        // POWER8 records the traced instruction's address in SIAR; the SRR1 reason bits stay
+        // 0 (as on QEMU).
+        Interrupt::Trace { siar } => st.pmu[super::state::PMU_SIAR] = siar,
         Interrupt::FacilityUnavailable { cause } => {
             st.fscr = (st.fscr & !(0xff << FSCR_IC_SHIFT)) | ((cause as u64) << FSCR_IC_SHIFT);
         }
@@ -316,7 +327,12 @@ mod tests {
         let mut st = state();
         let r = deliver(&mut st, Interrupt::MachineCheck { ea: 0x8000_0000, kind: MachineCheckKind::Load });
         assert_eq!(r, Delivery::Taken { vector: 0x200 });
-        assert_eq!(st.msr, msr::SF, "ME is cleared in the handler");
+        assert_eq!(st.msr, msr::SF | msr::ME, "a partition keeps ME");
+        // With HV = 1, ME is cleared in the handler.
+        let mut st = state();
+        st.msr |= msr::HV;
+        deliver(&mut st, Interrupt::MachineCheck { ea: 0x8000_0000, kind: MachineCheckKind::Load });
+        assert_eq!(st.msr, msr::SF | msr::HV, "ME is cleared in the handler");
         assert_eq!(st.dar, 0x8000_0000);
         assert_eq!(st.srr1 & SRR1_REASON_MASK, 1 << 21);
         // A second one while ME = 0: checkstop, nothing changes.

@@ -40,3 +40,24 @@ pub const EBBHR: u32 = 804;
 pub const EBBRR: u32 = 805;
 pub const BESCR: u32 = 806;
 pub const TAR_USER: u32 = 815;
+pub const PSPB: u32 = 159;
+pub const DPDES: u32 = 176;
+pub const IC: u32 = 350;
+pub const VTB: u32 = 351;
+pub const TIR: u32 = 446;
+/// BESCR set/reset aliases: S sets the bits written, R clears them; U acts on bits 0:31.
+pub const BESCRS: u32 = 800;
+pub const BESCRSU: u32 = 801;
+pub const BESCRR: u32 = 802;
+pub const BESCRRU: u32 = 803;
+/// Problem-state aliases of the PMU registers (SPR 768 + k aliases 784 + k).
+pub const PMU_USER_BASE: u32 = 768;
+pub const SIER: u32 = 784;
+pub const MMCR2: u32 = 785;
+pub const MMCRA: u32 = 786;
+pub const PMC1: u32 = 787;
+pub const PMC6: u32 = 792;
+pub const MMCR0: u32 = 795;
+pub const SIAR: u32 = 796;
+pub const SDAR: u32 = 797;
+pub const MMCR1: u32 = 798;

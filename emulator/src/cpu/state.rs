@@ -74,7 +74,6 @@ pub struct CpuState {
     pub ebbhr: u64,
     pub ebbrr: u64,
     pub bescr: u64,
-    pub sprg3: u64,
 
     // --- supervisor SPRs ---
     pub srr0: u64,
@@ -99,7 +98,16 @@ pub struct CpuState {
     pub dec_tb: u64,
     /// Segment lookaside buffer.
     pub slb: [SlbEntry; SLB_SIZE],
+    /// Data address breakpoint (DABR, DABRX) as H_SET_DABR / H_SET_XDABR set them; kept, not
+    /// matched (no breakpoint fires).
+    pub dabr: u64,
+    pub dabrx: u64,
+    /// Problem state priority boost register (32 bits).
+    pub pspb: u64,
 }
+
+/// Index of SIAR in `CpuState::pmu`.
+pub const PMU_SIAR: usize = 10;
 
 /// Number of SLB entries of POWER8 (`ibm,slb-size`).
 pub const SLB_SIZE: usize = 32;
@@ -145,7 +153,6 @@ impl CpuState {
             ebbhr: 0,
             ebbrr: 0,
             bescr: 0,
-            sprg3: 0,
             srr0: 0,
             srr1: 0,
             dar: 0,
@@ -164,6 +171,9 @@ impl CpuState {
             dec_value: 0,
             dec_tb: 0,
             slb: [SlbEntry::default(); SLB_SIZE],
+            dabr: 0,
+            dabrx: 0,
+            pspb: 0,
         }
     }
 

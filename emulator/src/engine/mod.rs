@@ -18,7 +18,7 @@ pub use cpu::{Cpu, ExecCounters, HostTimeBase, TimeBase};
 
 use crate::cpu::{Exception, msr};
 use crate::jit::{Jit, JitReport, JitShared};
-use crate::mmu::hpt::H_PRIVILEGE;
+use crate::papr::H_PRIVILEGE;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -149,6 +149,11 @@ impl Engine {
     /// them), until `stop()` says so (checked at every block) or until about `max`
     /// instructions retired.
     pub fn run(&mut self, max: u64, stop: &dyn Fn(&Cpu) -> bool) -> Result<(), Exception> {
+        // Trace interrupts (MSR[SE], MSR[BE]) are taken by the interpreter, one instruction
+        // at a time.
+        if self.cpu.st.msr & (msr::SE | msr::BE) != 0 {
+            return self.cpu.step_traced().map(|_| ());
+        }
         match &mut self.tier {
             Tier::Jit(j) => j.run(&mut self.cpu, max, stop),
             Tier::Interp => {

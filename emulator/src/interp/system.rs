@@ -57,7 +57,8 @@ impl Cpu {
             spr::SPRG3_USER => s.sprg[3],
             spr::EBBHR => s.ebbhr,
             spr::EBBRR => s.ebbrr,
-            spr::BESCR => s.bescr,
+            spr::BESCR | spr::BESCRS | spr::BESCRR => s.bescr,
+            spr::BESCRSU | spr::BESCRRU => s.bescr >> 32,
             13 => s.amr,
             spr::SRR0 => s.srr0,
             spr::SRR1 => s.srr1,
@@ -73,7 +74,18 @@ impl Cpu {
             spr::FSCR => s.fscr,
             spr::PVR => s.pvr,
             spr::PIR => s.pir,
-            _ if pmu_index(n).is_some() => s.pmu[pmu_index(n).unwrap()],
+            _ if pmu_index(n).is_some() => {
+                if n < PMU_PRIVILEGED_BASE && s.pr() && pmcc(s) == PMCC_NO_ACCESS {
+                    return Err(PRIVILEGED);
+                }
+                s.pmu[pmu_index(n).unwrap()]
+            }
+            spr::PSPB => s.pspb,
+            // No doorbells are ever pending; one thread per core, so thread 0.
+            spr::DPDES | spr::TIR => 0,
+            // IC is set by the hypervisor (never, here); VTB counts with the timebase.
+            spr::IC => 0,
+            spr::VTB => self.timebase.now(),
             // PURR/SPURR count at the timebase rate while the thread runs; a partition reads
             // them for processor-utilisation accounting (the hypervisor writes them).
             spr::SPURR | spr::PURR => self.timebase.now(),
@@ -102,6 +114,10 @@ impl Cpu {
             spr::EBBHR => s.ebbhr = v,
             spr::EBBRR => s.ebbrr = v,
             spr::BESCR => s.bescr = v,
+            spr::BESCRS => s.bescr |= v,
+            spr::BESCRSU => s.bescr |= v << 32,
+            spr::BESCRR => s.bescr &= !v,
+            spr::BESCRRU => s.bescr &= !(v << 32),
             13 | spr::AMR => s.amr = v,
             spr::SRR0 => s.srr0 = v,
             spr::SRR1 => s.srr1 = v,
@@ -118,11 +134,17 @@ impl Cpu {
             spr::UAMOR => s.uamor = v,
             spr::PIDR => s.pidr = v,
             spr::FSCR => s.fscr = v,
+            spr::PSPB => s.pspb = v & 0xffff_ffff,
             // Read-only or hypervisor resources.
-            spr::PVR | spr::PIR | spr::TBL_WRITE | spr::TBU_WRITE => return Err(PRIVILEGED),
-            // The problem-state aliases of the PMU registers are read-only.
-            _ if pmu_index(n).is_some() && n < PMU_PRIVILEGED_BASE => return Err(PRIVILEGED),
-            _ if pmu_index(n).is_some() => s.pmu[pmu_index(n).unwrap()] = v,
+            spr::PVR | spr::PIR | spr::TBL_WRITE | spr::TBU_WRITE | spr::DPDES | spr::TIR | spr::IC | spr::VTB => return Err(PRIVILEGED),
+            _ if pmu_index(n).is_some() => {
+                let k = pmu_index(n).unwrap();
+                if n < PMU_PRIVILEGED_BASE && !pmu_alias_writable(s, n) {
+                    return Err(PRIVILEGED);
+                }
+                // PMC1-6 are 32-bit registers.
+                s.pmu[k] = if (spr::PMC1..=spr::PMC6).contains(&(n | 16)) { v & 0xffff_ffff } else { v };
+            }
             _ if (304..320).contains(&n) => return Err(PRIVILEGED),
             _ => return Ok(false),
         }
@@ -144,7 +166,24 @@ impl Cpu {
 }
 
 /// First privileged PMU SPR (SIER); each has a problem-state alias 16 below it.
-const PMU_PRIVILEGED_BASE: u32 = 784;
+const PMU_PRIVILEGED_BASE: u32 = spr::SIER;
+
+/// MMCR0[PMCC] (bits 44:45): what problem state may do with the PMU aliases (ISA 2.07 Book
+/// III-S 9.4.4): 00 read the PMCs and MMCR0/2/A, 01 nothing (here: privileged-instruction
+/// interrupt), 10 and 11 also write them.
+fn pmcc(s: &crate::cpu::CpuState) -> u64 {
+    (s.pmu[9] >> 18) & 3
+}
+const PMCC_NO_ACCESS: u64 = 1;
+
+/// Whether `mtspr` to the alias `n` (768-782) is allowed: in supervisor state for the
+/// registers software may set through it (MMCR2, MMCRA, PMC1-6, MMCR0; SIER, SIAR, SDAR and
+/// MMCR1 are read-only there), in problem state also only with PMCC = 1x.
+fn pmu_alias_writable(s: &crate::cpu::CpuState, n: u32) -> bool {
+    let full = n + 16;
+    let writable = matches!(full, spr::MMCR2 | spr::MMCRA | spr::MMCR0) || (spr::PMC1..=spr::PMC6).contains(&full);
+    writable && (!s.pr() || pmcc(s) >= 2)
+}
 
 /// Index in `CpuState::pmu` of a performance-monitor SPR of POWER8: SIER (784), MMCR2,
 /// MMCRA, PMC1-6, MMCR0 (795), SIAR, SDAR, MMCR1 (798), and their aliases 768-782. The PMU
@@ -220,13 +259,13 @@ fn msr_update(old: u64, v: u64, keep: u64) -> u64 {
 }
 
 impl Cpu {
-    /// Writes the MSR as `rfid` does: HV can only be cleared; every other implemented bit,
-    /// LE and ME included, comes from `v`. (On hardware a partition's `rfid` keeps ME, but
-    /// there machine checks go to the hypervisor; here, as on QEMU, the guest's own handler
-    /// takes them with ME = 0 and must be able to return with ME = 1.)
+    /// Writes the MSR as `rfid` does: HV can only be cleared; with HV = 0 (a partition) ME
+    /// is not altered (Book III-S, rfid); every other implemented bit, LE included, comes
+    /// from `v`. QEMU 7.2 lets a partition's rfid clear ME; the ISA does not.
     pub fn set_msr(&mut self, v: u64) {
         let old = self.st.msr;
-        self.st.msr = msr_update(old, v & (!msr::HV | old), 0);
+        let keep = if old & msr::HV == 0 { msr::ME } else { 0 };
+        self.st.msr = msr_update(old, v & (!msr::HV | old), keep);
         self.events |= events::MSR_CHANGED;
     }
 
@@ -447,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn rfid_restores_le_and_me_but_cannot_set_hv() {
+    fn rfid_restores_le_but_cannot_set_hv_or_change_me() {
         let mut c = supervisor_cpu();
         c.st.msr = msr::SF | msr::ME;
         c.st.srr0 = 0x2003; // low bits ignored
@@ -457,8 +496,14 @@ mod tests {
         c.nia = 0x1004;
         c.execute(0x4c00_0024).unwrap(); // rfid
         assert_eq!(c.nia, 0x2000);
-        assert_eq!(c.st.msr, msr::PR | msr::LE | msr::FP | msr::EE | msr::IR | msr::DR);
+        assert_eq!(c.st.msr, msr::PR | msr::LE | msr::FP | msr::EE | msr::IR | msr::DR | msr::ME, "ME kept");
         assert!(!c.tlb_flush_pending, "rfid is context synchronising");
+        // Nor can it set ME in a partition.
+        let mut c = supervisor_cpu();
+        c.st.msr = msr::SF;
+        c.st.srr1 = msr::SF | msr::ME;
+        c.execute(0x4c00_0024).unwrap();
+        assert_eq!(c.st.msr, msr::SF);
         // 32-bit target: the return address is truncated.
         let mut c = supervisor_cpu();
         c.st.srr0 = 0xffff_ffff_0000_1000;

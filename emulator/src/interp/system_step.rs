@@ -4,7 +4,9 @@
 
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
+use crate::cpu::{Exception, msr};
 use crate::engine::SystemExit;
+use crate::isa::{InsnFlags, Op, decode};
 
 /// What one [`Cpu::system_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,11 +33,36 @@ impl Cpu {
         d
     }
 
-    /// Executes one instruction and delivers whatever it raises (`sc 1`: the engine's
-    /// [`crate::engine::hypercall_rule`]).
+    /// [`Cpu::step`], then the trace interrupt MSR[SE] or MSR[BE] asks for (Book III-S
+    /// 6.5.15): after an instruction that completed (not one that raised an interrupt, nor
+    /// `rfid`, which sets the MSR it returns to), with SE; after a branch, taken or not, with
+    /// BE. SRR0 is the next instruction, SIAR the traced one. Returns the trace vector when
+    /// one was taken. The engine runs only this while SE or BE is set.
+    pub fn step_traced(&mut self) -> Result<Option<u64>, Exception> {
+        let m = self.st.msr;
+        if m & (msr::SE | msr::BE) == 0 {
+            return self.step().map(|()| None);
+        }
+        let pc = self.st.pc;
+        let op = self.mmu.fetch(&self.st, pc).map(decode).unwrap_or(Op::Illegal);
+        self.step()?;
+        let single_step = m & msr::SE != 0 && !matches!(op, Op::Rfid | Op::Hrfid);
+        let branch = m & msr::BE != 0 && op.info().flags.contains(InsnFlags::BRANCH);
+        if !(single_step || branch) {
+            return Ok(None);
+        }
+        match self.deliver_interrupt(Interrupt::Trace { siar: pc }) {
+            Delivery::Taken { vector } => Ok(Some(vector)),
+            Delivery::Checkstop => Ok(None),
+        }
+    }
+
+    /// Executes one instruction and delivers whatever it raises, a trace interrupt included
+    /// (`sc 1`: the engine's [`crate::engine::hypercall_rule`]).
     pub fn system_step(&mut self) -> StepOutcome {
-        match self.step() {
-            Ok(()) => StepOutcome::Retired,
+        match self.step_traced() {
+            Ok(Some(vector)) => StepOutcome::Interrupt { vector },
+            Ok(None) => StepOutcome::Retired,
             Err(e) => match crate::engine::hypercall_rule(self, e) {
                 None => StepOutcome::Retired,
                 Some(SystemExit::Hypercall) => StepOutcome::Hypercall,

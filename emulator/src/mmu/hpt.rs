@@ -19,25 +19,7 @@ use crate::softmmu::GuestRam;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Hypercall return codes (PAPR; values as in Linux `asm/hvcall.h`).
-pub const H_SUCCESS: i64 = 0;
-pub const H_BUSY: i64 = 1;
-pub const H_CONSTRAINED: i64 = 4;
-pub const H_HARDWARE: i64 = -1;
-pub const H_FUNCTION: i64 = -2;
-pub const H_PRIVILEGE: i64 = -3;
-pub const H_PARAMETER: i64 = -4;
-pub const H_BAD_MODE: i64 = -5;
-pub const H_PTEG_FULL: i64 = -6;
-pub const H_NOT_FOUND: i64 = -7;
-pub const H_P2: i64 = -55;
-
-/// Hypercall opcodes of the page-table calls (r3).
-pub const H_REMOVE: u64 = 0x04;
-pub const H_ENTER: u64 = 0x08;
-pub const H_READ: u64 = 0x0c;
-pub const H_PROTECT: u64 = 0x18;
-pub const H_BULK_REMOVE: u64 = 0x124;
+use crate::papr::{H_NOT_FOUND, H_PARAMETER, H_PTEG_FULL, H_SUCCESS};
 
 /// Flags (r4) of the page-table calls.
 pub const H_EXACT: u64 = 1 << (63 - 24);

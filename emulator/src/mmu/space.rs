@@ -203,7 +203,8 @@ impl AddressSpace for SystemSpace {
 mod tests {
     use super::*;
     use crate::cpu::{SlbEntry, msr};
-    use crate::mmu::hpt::{H_EXACT, H_SUCCESS};
+    use crate::mmu::hpt::H_EXACT;
+    use crate::papr::H_SUCCESS;
     use crate::mmu::slb::esid;
 
     const RAM: u64 = 64 << 20;

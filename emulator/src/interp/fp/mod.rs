@@ -9,9 +9,11 @@
 
 pub(crate) mod fpscr;
 pub(crate) mod ieee;
+mod pair;
 mod scalar;
 mod vsx;
 
+pub(super) use pair::*;
 pub(super) use scalar::*;
 pub(super) use vsx::*;
 

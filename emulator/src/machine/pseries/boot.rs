@@ -3,7 +3,7 @@
 
 use super::config::{AccelMode, MachineConfig, PinMode, TlbFlushMode};
 use super::devices::Devices;
-use super::hcall::{HptHcalls, HptReturn};
+use super::hcall;
 use super::loader::BootPlan;
 use super::run_report::vcpu_report;
 use super::vcpu::{MachineAccel, PseriesVcpu, VcpuCounters, irq};
@@ -38,38 +38,6 @@ pub struct Shared {
     pub(super) exit_tx: std::sync::mpsc::Sender<()>,
 }
 
-/// The HPT hypercalls of the device models, served by the shared hash page table.
-struct HptService {
-    hpt: Arc<Hpt>,
-    ram: Arc<GuestRam>,
-}
-
-fn to_return(r: crate::mmu::hpt::HcallResult) -> HptReturn {
-    HptReturn {
-        ret: r.ret,
-        out: r.out,
-        nout: r.n_out,
-        flush: r.flush_all_tlbs,
-    }
-}
-
-impl HptHcalls for HptService {
-    fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HptReturn {
-        to_return(self.hpt.h_enter(&self.ram, flags, ptex, pteh, ptel))
-    }
-    fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
-        to_return(self.hpt.h_remove(flags, ptex, avpn))
-    }
-    fn read(&self, flags: u64, ptex: u64) -> HptReturn {
-        to_return(self.hpt.h_read(flags, ptex))
-    }
-    fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
-        to_return(self.hpt.h_protect(flags, ptex, avpn))
-    }
-    fn bulk_remove(&self, args: &[u64; 8]) -> HptReturn {
-        to_return(self.hpt.h_bulk_remove(*args))
-    }
-}
 
 /// Pins the calling thread to host CPU `core` (best effort: a failure leaves it unpinned).
 fn pin_to(core: usize) {
@@ -136,10 +104,13 @@ pub fn run_with<S: Strategy>(
         exit_tx,
     });
     let mut dev = PseriesDevices::new(n);
-    dev.hpt = Some(Arc::new(HptService {
+    dev.hpt = Some(Arc::new(hcall::MachineHpt {
         hpt: hpt.clone(),
         ram: ram.clone(),
     }));
+    dev.rtc = config
+        .rtc
+        .clock(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
     let accel: Arc<MachineAccel<S>> = Arc::new(Accel::new(n, Devices::new(dev, console)));
     for v in &accel.vcpus[1..] {
         v.stopped.store(true, Ordering::SeqCst);

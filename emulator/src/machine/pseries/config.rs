@@ -93,8 +93,49 @@ pub struct MachineConfig {
     pub serial_stdio: bool,
     pub nodefaults: bool,
     pub display_none: bool,
+    /// `-rtc base=`: what RTAS get-time-of-day starts from.
+    pub rtc: RtcBase,
     /// Options that were accepted but have no effect, for the user to see.
     pub warnings: Vec<String>,
+}
+
+/// Where the partition's time-of-day clock starts (`-rtc base=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtcBase {
+    /// Host time in UTC (the default).
+    Utc,
+    /// Host time in the host's local time zone (what a guest that keeps local time expects).
+    LocalTime,
+    /// This date, given as seconds since the epoch (UTC), at the start of the run.
+    At(u64),
+}
+
+impl RtcBase {
+    /// The clock of a run that starts at host time `host_now` (since the epoch, UTC).
+    pub fn clock(self, host_now: Duration) -> crate::machine::pseries::rtas::Rtc {
+        use crate::machine::pseries::rtas::Rtc;
+        match self {
+            RtcBase::Utc => Rtc::default(),
+            RtcBase::LocalTime => Rtc {
+                offset_ns: local_utc_offset(host_now.as_secs() as i64) as i128 * 1_000_000_000,
+            },
+            RtcBase::At(secs) => Rtc::starting_at(host_now, Duration::from_secs(secs)),
+        }
+    }
+}
+
+/// Seconds the host's local time is ahead of UTC at `unix` (0 if unknown).
+fn local_utc_offset(unix: i64) -> i64 {
+    let t = unix as libc::time_t;
+    // SAFETY: localtime_r writes only the tm we pass; a zeroed tm is valid.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            0
+        } else {
+            tm.tm_gmtoff as i64
+        }
+    }
 }
 
 /// QEMU's default RAM size for pseries.
@@ -128,6 +169,7 @@ impl Default for MachineConfig {
             serial_stdio: false,
             nodefaults: false,
             display_none: false,
+            rtc: RtcBase::Utc,
             warnings: Vec::new(),
         }
     }
@@ -158,11 +200,38 @@ fn err<T>(msg: impl Into<String>) -> Result<T, UsageError> {
 }
 
 /// Options that take no value.
-const FLAGS: &[&str] = &["nodefaults", "no-reboot", "nographic", "tlb-flush-coalesce", "sync-profile", "help", "h", "version"];
+const FLAGS: &[&str] = &[
+    "nodefaults",
+    "no-reboot",
+    "nographic",
+    "tlb-flush-coalesce",
+    "sync-profile",
+    "help",
+    "h",
+    "version",
+];
 /// Options that take a value.
 const VALUED: &[&str] = &[
-    "smp", "m", "M", "machine", "cpu", "accel", "display", "serial", "bios", "kernel", "initrd", "append", "report",
-    "tlb-flush-mode", "timeout", "dump-dtb", "pin", "jit-threshold", "jit-cache-limit",
+    "smp",
+    "m",
+    "M",
+    "machine",
+    "cpu",
+    "accel",
+    "display",
+    "serial",
+    "bios",
+    "kernel",
+    "initrd",
+    "append",
+    "report",
+    "tlb-flush-mode",
+    "timeout",
+    "dump-dtb",
+    "pin",
+    "jit-threshold",
+    "jit-cache-limit",
+    "rtc",
 ];
 
 /// Parses the arguments after the program name.
@@ -174,7 +243,11 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         i += 1;
         let body = match raw.strip_prefix("--").or_else(|| raw.strip_prefix('-')) {
             Some(b) if !b.is_empty() && !b.starts_with('-') => b,
-            _ => return err(format!("unexpected argument '{raw}': options start with '-' (see --help)")),
+            _ => {
+                return err(format!(
+                    "unexpected argument '{raw}': options start with '-' (see --help)"
+                ));
+            }
         };
         // `--name=value` for our long options; QEMU's single-dash options never use '='.
         let (name, inline) = match body.split_once('=') {
@@ -213,17 +286,22 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         let v = value.as_str();
         match name {
             "smp" => cfg.smp = parse_smp(v, &mut cfg.warnings)?,
+            "rtc" => cfg.rtc = parse_rtc(v, &mut cfg.warnings)?,
             "m" => cfg.ram_bytes = parse_memory(v, &mut cfg.warnings)?,
             "M" | "machine" => parse_machine(v, &mut cfg)?,
             "cpu" => {
                 if !matches!(v.to_ascii_lowercase().as_str(), "power8" | "power8_v2.0") {
-                    return err(format!("-cpu {v}: only POWER8 (PVR 0x004d0200) is emulated"));
+                    return err(format!(
+                        "-cpu {v}: only POWER8 (PVR 0x004d0200) is emulated"
+                    ));
                 }
             }
             "accel" => parse_accel(v, &mut cfg)?,
             "display" => {
                 if v != "none" {
-                    return err(format!("-display {v}: there is no display; only '-display none' is accepted"));
+                    return err(format!(
+                        "-display {v}: there is no display; only '-display none' is accepted"
+                    ));
                 }
                 cfg.display_none = true;
             }
@@ -231,9 +309,15 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                 "stdio" => cfg.serial_stdio = true,
                 "mon:stdio" => {
                     cfg.serial_stdio = true;
-                    cfg.warnings.push("-serial mon:stdio: there is no monitor; the console is on stdio".into());
+                    cfg.warnings.push(
+                        "-serial mon:stdio: there is no monitor; the console is on stdio".into(),
+                    );
                 }
-                _ => return err(format!("-serial {v}: the console (hvterm) can only be on stdio")),
+                _ => {
+                    return err(format!(
+                        "-serial {v}: the console (hvterm) can only be on stdio"
+                    ));
+                }
             },
             "bios" => cfg.bios = Some(path(raw, v)?),
             "kernel" => cfg.kernel = Some(path(raw, v)?),
@@ -241,22 +325,37 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             "append" => cfg.append = value,
             "report" => cfg.report = Some(path(raw, v)?),
             "jit-threshold" => {
-                cfg.jit_threshold = v.parse().map_err(|_| UsageError(format!("--jit-threshold {v}: expected a count (0 = translate at once)")))?
+                cfg.jit_threshold = v.parse().map_err(|_| {
+                    UsageError(format!(
+                        "--jit-threshold {v}: expected a count (0 = translate at once)"
+                    ))
+                })?
             }
-            "jit-cache-limit" => cfg.jit_cache_limit = crate::jit::parse_cache_limit(v).map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?,
+            "jit-cache-limit" => {
+                cfg.jit_cache_limit = crate::jit::parse_cache_limit(v)
+                    .map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?
+            }
             "dump-dtb" => cfg.dump_dtb = Some(path(raw, v)?),
             "tlb-flush-mode" => {
                 cfg.tlb_flush_mode = match v {
                     "async" => TlbFlushMode::Async,
                     "synced" => TlbFlushMode::Synced,
                     "synced-exit" => TlbFlushMode::SyncedExit,
-                    _ => return err(format!("--tlb-flush-mode {v}: expected async, synced or synced-exit")),
+                    _ => {
+                        return err(format!(
+                            "--tlb-flush-mode {v}: expected async, synced or synced-exit"
+                        ));
+                    }
                 }
             }
             "timeout" => {
-                let secs: f64 = v.parse().map_err(|_| UsageError(format!("--timeout {v}: expected a number of seconds")))?;
+                let secs: f64 = v.parse().map_err(|_| {
+                    UsageError(format!("--timeout {v}: expected a number of seconds"))
+                })?;
                 if !(secs > 0.0 && secs < 1e9) {
-                    return err(format!("--timeout {v}: must be a positive number of seconds"));
+                    return err(format!(
+                        "--timeout {v}: must be a positive number of seconds"
+                    ));
                 }
                 cfg.timeout = Some(Duration::from_secs_f64(secs));
             }
@@ -304,8 +403,11 @@ pub fn validate_common(cfg: &MachineConfig) -> Result<(), UsageError> {
 /// `-smp [cpus=]N[,maxcpus=M][,sockets=S][,dies=D][,clusters=C][,cores=K][,threads=1]`.
 fn parse_smp(v: &str, warnings: &mut Vec<String>) -> Result<usize, UsageError> {
     let bad = |what: &str| UsageError(format!("-smp {v}: {what}"));
-    let num = |s: &str| s.parse::<u64>().map_err(|_| bad(&format!("'{s}' is not a number")));
-    let (mut cpus, mut maxcpus, mut topo) = (None, None, 1u64);
+    let num = |s: &str| {
+        s.parse::<u64>()
+            .map_err(|_| bad(&format!("'{s}' is not a number")))
+    };
+    let (mut cpus, mut maxcpus, mut topo, mut has_topo) = (None, None, 1u64, false);
     for (k, item) in v.split(',').enumerate() {
         match item.split_once('=') {
             None if k == 0 => cpus = Some(num(item)?),
@@ -316,7 +418,10 @@ fn parse_smp(v: &str, warnings: &mut Vec<String>) -> Result<usize, UsageError> {
                     return Err(bad("only one thread per core is emulated (threads=1)"));
                 }
             }
-            Some(("sockets" | "dies" | "clusters" | "cores", n)) => topo = topo.saturating_mul(num(n)?),
+            Some(("sockets" | "dies" | "clusters" | "cores", n)) => {
+                topo = topo.saturating_mul(num(n)?);
+                has_topo = true;
+            }
             _ => return Err(bad(&format!("unknown part '{item}'"))),
         }
     }
@@ -324,15 +429,73 @@ fn parse_smp(v: &str, warnings: &mut Vec<String>) -> Result<usize, UsageError> {
     if n == 0 || n > MAX_CPUS as u64 {
         return Err(bad(&format!("the number of CPUs must be 1 to {MAX_CPUS}")));
     }
+    // As on QEMU: the topology holds every possible CPU (maxcpus, else cpus).
+    if has_topo && topo != maxcpus.unwrap_or(n) {
+        return Err(bad(&format!(
+            "sockets*dies*clusters*cores*threads = {topo} does not match {} CPUs",
+            maxcpus.unwrap_or(n)
+        )));
+    }
     if let Some(m) = maxcpus {
         if m < n {
             return Err(bad("maxcpus is smaller than the number of CPUs"));
         }
         if m > n {
-            warnings.push(format!("-smp {v}: CPU hotplug is not emulated, maxcpus ignored"));
+            warnings.push(format!(
+                "-smp {v}: CPU hotplug is not emulated, maxcpus ignored"
+            ));
         }
     }
     Ok(n as usize)
+}
+
+/// `-rtc [base=utc|localtime|DATE][,clock=host|rt|vm][,driftfix=none|slew]`; DATE is
+/// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM:SS` (UTC), as QEMU takes it.
+fn parse_rtc(v: &str, warnings: &mut Vec<String>) -> Result<RtcBase, UsageError> {
+    let mut base = RtcBase::Utc;
+    for item in v.split(',') {
+        match item.split_once('=') {
+            Some(("base", "utc")) => base = RtcBase::Utc,
+            Some(("base", "localtime")) => base = RtcBase::LocalTime,
+            Some(("base", date)) => {
+                base = RtcBase::At(parse_date(date).ok_or_else(|| {
+                    UsageError(format!("-rtc {v}: base '{date}' is not utc, localtime, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"))
+                })?)
+            }
+            // The guest clock runs with the host's whatever the source: the machine never
+            // pauses, so host, rt and vm read alike.
+            Some(("clock", "host" | "rt" | "vm")) => {}
+            Some(("driftfix", "none")) => {}
+            Some(("driftfix", "slew")) => warnings.push(format!("-rtc {v}: driftfix=slew ignored (it applies to an x86 RTC)")),
+            _ => return err(format!("-rtc {v}: unsupported part '{item}'")),
+        }
+    }
+    Ok(base)
+}
+
+/// Seconds since the epoch of `YYYY-MM-DD[THH:MM:SS]` (UTC).
+fn parse_date(s: &str) -> Option<u64> {
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
+    let d: Vec<u32> = date
+        .split('-')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let t: Vec<u32> = time
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let ([year, month, day], [hour, minute, second]) =
+        (d[..].try_into().ok()?, t[..].try_into().ok()?);
+    let c = crate::machine::pseries::rtas::CivilTime {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        nanos: 0,
+    };
+    c.to_unix().map(|d| d.as_secs())
 }
 
 /// `-m [size=]SIZE[,slots=N][,maxmem=SIZE]`; SIZE in MiB unless suffixed (K, M, G, T; a
@@ -341,15 +504,25 @@ fn parse_memory(v: &str, warnings: &mut Vec<String>) -> Result<u64, UsageError> 
     let mut size = None;
     for (k, item) in v.split(',').enumerate() {
         match item.split_once('=') {
-            None if k == 0 => size = Some(parse_size(item).map_err(|e| UsageError(format!("-m {v}: {e}")))?),
-            Some(("size", s)) => size = Some(parse_size(s).map_err(|e| UsageError(format!("-m {v}: {e}")))?),
-            Some(("slots" | "maxmem", _)) => warnings.push(format!("-m {v}: memory hotplug is not emulated, '{item}' ignored")),
+            None if k == 0 => {
+                size = Some(parse_size(item).map_err(|e| UsageError(format!("-m {v}: {e}")))?)
+            }
+            Some(("size", s)) => {
+                size = Some(parse_size(s).map_err(|e| UsageError(format!("-m {v}: {e}")))?)
+            }
+            Some(("slots" | "maxmem", _)) => warnings.push(format!(
+                "-m {v}: memory hotplug is not emulated, '{item}' ignored"
+            )),
             _ => return err(format!("-m {v}: unknown part '{item}'")),
         }
     }
-    let Some(bytes) = size else { return err(format!("-m {v}: no size given")) };
+    let Some(bytes) = size else {
+        return err(format!("-m {v}: no size given"));
+    };
     if bytes < RAM_GRANULE || !bytes.is_multiple_of(RAM_GRANULE) {
-        return err(format!("-m {v}: RAM must be a non-zero multiple of 256 MiB (as on QEMU's pseries)"));
+        return err(format!(
+            "-m {v}: RAM must be a non-zero multiple of 256 MiB (as on QEMU's pseries)"
+        ));
     }
     if bytes > MAX_RAM {
         return err(format!("-m {v}: at most 1 TiB of RAM"));
@@ -359,7 +532,9 @@ fn parse_memory(v: &str, warnings: &mut Vec<String>) -> Result<u64, UsageError> 
 
 /// A size with an optional binary suffix; no suffix means MiB.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let digits_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let digits_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, suffix) = s.split_at(digits_end);
     let shift = match suffix.to_ascii_lowercase().as_str() {
         "" | "m" | "mb" | "mib" => 20,
@@ -375,7 +550,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
     let unit = 1u128 << shift;
     let int: u128 = int.parse().map_err(|_| format!("'{s}' is not a size"))?;
-    let mut bytes = int.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))?;
+    let mut bytes = int
+        .checked_mul(unit)
+        .ok_or_else(|| format!("'{s}' is too large"))?;
     if !frac.is_empty() {
         if frac.len() > 9 {
             return Err(format!("'{s}': too many decimals"));
@@ -401,7 +578,9 @@ fn parse_machine(v: &str, cfg: &mut MachineConfig) -> Result<(), UsageError> {
         match key {
             "type" => {
                 if item.is_empty() || !(val == "pseries" || val.starts_with("pseries-")) {
-                    return err(format!("-machine {v}: only the pseries machine is emulated"));
+                    return err(format!(
+                        "-machine {v}: only the pseries machine is emulated"
+                    ));
                 }
             }
             "dumpdtb" => cfg.dump_dtb = Some(path("-machine dumpdtb", val)?),
@@ -410,7 +589,9 @@ fn parse_machine(v: &str, cfg: &mut MachineConfig) -> Result<(), UsageError> {
             "x-vof" if val == "off" => {}
             "usb" | "graphics" if val == "off" => {}
             _ if key.starts_with("cap-") => {
-                cfg.warnings.push(format!("-machine {item}: ignored; capabilities are fixed (POWER8, hash MMU, XICS)"));
+                cfg.warnings.push(format!(
+                    "-machine {item}: ignored; capabilities are fixed (POWER8, hash MMU, XICS)"
+                ));
             }
             _ => return err(format!("-machine {v}: unsupported property '{item}'")),
         }
@@ -426,13 +607,21 @@ fn parse_accel(v: &str, cfg: &mut MachineConfig) -> Result<(), UsageError> {
         _ => {
             let mut items = v.split(',');
             if items.next() != Some("tcg") {
-                return err(format!("-accel {v}: expected 'tcg[,thread=multi]' (QEMU) or 'jit'/'interp' (--accel)"));
+                return err(format!(
+                    "-accel {v}: expected 'tcg[,thread=multi]' (QEMU) or 'jit'/'interp' (--accel)"
+                ));
             }
             for item in items {
                 match item.split_once('=') {
                     Some(("thread", "multi")) => {}
-                    Some(("thread", _)) => return err(format!("-accel {v}: every vCPU runs on its own thread; only thread=multi")),
-                    Some(("tb-size", _)) => cfg.warnings.push(format!("-accel {v}: tb-size ignored")),
+                    Some(("thread", _)) => {
+                        return err(format!(
+                            "-accel {v}: every vCPU runs on its own thread; only thread=multi"
+                        ));
+                    }
+                    Some(("tb-size", _)) => {
+                        cfg.warnings.push(format!("-accel {v}: tb-size ignored"))
+                    }
                     _ => return err(format!("-accel {v}: unsupported property '{item}'")),
                 }
             }
@@ -457,7 +646,10 @@ Guest:
   -bios FILE            raw image loaded at 0; the boot CPU starts at 0x100 (as on QEMU)
 
 Machine:
-  -smp N[,cpus=N][,maxcpus=N][,threads=1]   number of vCPUs (1-256, default 1)
+  -smp N[,cpus=N][,maxcpus=N][,sockets=S][,dies=D][,clusters=C][,cores=K][,threads=1]
+                        number of vCPUs (1-256, default 1); one thread per core
+  -rtc [base=utc|localtime|YYYY-MM-DD[THH:MM:SS]][,clock=host|rt|vm][,driftfix=none]
+                        where RTAS get-time-of-day starts (default utc)
   -m SIZE               RAM, e.g. 2G, 512M or 1024 (MiB); a multiple of 256 MiB (default 512M)
   -M, -machine pseries[,dumpdtb=FILE][,cap-*=...]   cap-* properties are ignored
   -cpu POWER8           the only CPU model
@@ -509,14 +701,19 @@ mod tests {
 
     fn fails(s: &str, needle: &str) {
         match parse(&args(s)) {
-            Err(UsageError(m)) => assert!(m.contains(needle), "{s}: message '{m}' does not name '{needle}'"),
+            Err(UsageError(m)) => assert!(
+                m.contains(needle),
+                "{s}: message '{m}' does not name '{needle}'"
+            ),
             other => panic!("{s}: accepted: {other:?}"),
         }
     }
 
     #[test]
     fn harness_command_line() {
-        let c = run("-smp 4 -m 1G -nographic -kernel k.elf -append jobs=4 --report r.json --pin compact --timeout 60");
+        let c = run(
+            "-smp 4 -m 1G -nographic -kernel k.elf -append jobs=4 --report r.json --pin compact --timeout 60",
+        );
         assert_eq!(c.smp, 4);
         assert_eq!(c.ram_bytes, 1 << 30);
         assert!(c.nographic);
@@ -532,26 +729,38 @@ mod tests {
 
     #[test]
     fn qemu_peer_command_line() {
-        let c = run("-M pseries,cap-htm=off,cap-ccf-assist=off -cpu power8 -accel tcg,thread=multi -smp 2 -m 2048 \
-                     -nographic -no-reboot -nodefaults -display none -serial stdio -bios rom.bin -kernel k -append x");
+        let c = run(
+            "-M pseries,cap-htm=off,cap-ccf-assist=off -cpu power8 -accel tcg,thread=multi -smp 2 -m 2048 \
+                     -nographic -no-reboot -nodefaults -display none -serial stdio -bios rom.bin -kernel k -append x",
+        );
         assert_eq!((c.smp, c.ram_bytes), (2, 2 << 30));
         assert!(c.no_reboot && c.nodefaults && c.display_none && c.serial_stdio);
         assert_eq!(c.bios.as_deref(), Some(std::path::Path::new("rom.bin")));
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
         assert!(c.warnings[0].contains("cap-htm"));
-        assert_eq!(run("-machine pseries-7.2,dumpdtb=t.dtb").dump_dtb.as_deref(), Some(std::path::Path::new("t.dtb")));
+        assert_eq!(
+            run("-machine pseries-7.2,dumpdtb=t.dtb")
+                .dump_dtb
+                .as_deref(),
+            Some(std::path::Path::new("t.dtb"))
+        );
         assert_eq!(run("-cpu POWER8").smp, 1);
     }
 
     #[test]
     fn our_long_options() {
-        let c = run("--tlb-flush-mode synced-exit --tlb-flush-coalesce --accel interp --sync-profile --timeout=2.5 --dump-dtb=x.dtb --pin none");
+        let c = run(
+            "--tlb-flush-mode synced-exit --tlb-flush-coalesce --accel interp --sync-profile --timeout=2.5 --dump-dtb=x.dtb --pin none",
+        );
         assert_eq!(c.tlb_flush_mode, TlbFlushMode::SyncedExit);
         assert!(c.tlb_flush_coalesce && c.sync_profile);
         assert_eq!(c.accel, AccelMode::Interp);
         assert_eq!(c.timeout, Some(Duration::from_millis(2500)));
         assert_eq!(c.dump_dtb.as_deref(), Some(std::path::Path::new("x.dtb")));
-        assert_eq!(run("--tlb-flush-mode synced").tlb_flush_mode, TlbFlushMode::Synced);
+        assert_eq!(
+            run("--tlb-flush-mode synced").tlb_flush_mode,
+            TlbFlushMode::Synced
+        );
         assert_eq!(run("--jit-threshold 7").jit_threshold, 7);
         assert_eq!(run("--jit-threshold=0").jit_threshold, 0);
         assert_eq!(run("").jit_cache_limit, crate::jit::CODE_CACHE_LIMIT);
@@ -566,7 +775,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c = run("");
-        assert_eq!((c.smp, c.ram_bytes, c.pin, c.accel), (1, DEFAULT_RAM, PinMode::None, AccelMode::Jit));
+        assert_eq!(
+            (c.smp, c.ram_bytes, c.pin, c.accel),
+            (1, DEFAULT_RAM, PinMode::None, AccelMode::Jit)
+        );
         assert!(validate_for_run(&c).unwrap_err().0.contains("-kernel"));
     }
 
@@ -644,5 +856,43 @@ mod tests {
         let c = run("-append hello");
         assert!(validate_common(&c).unwrap_err().0.contains("-append"));
         assert!(validate_for_run(&run("-bios rom.bin")).is_ok());
+    }
+
+    #[test]
+    fn rtc_base_forms() {
+        assert_eq!(run("-rtc base=utc").rtc, RtcBase::Utc);
+        assert_eq!(
+            run("-rtc base=localtime,clock=host").rtc,
+            RtcBase::LocalTime
+        );
+        assert_eq!(
+            run("-rtc base=2006-06-17T16:01:21,clock=vm,driftfix=none").rtc,
+            RtcBase::At(1_150_560_081)
+        );
+        assert_eq!(run("-rtc base=2006-06-17").rtc, RtcBase::At(1_150_502_400));
+        assert!(
+            run("-rtc driftfix=slew")
+                .warnings
+                .iter()
+                .any(|w| w.contains("slew"))
+        );
+        fails("-rtc base=2006-13-01", "-rtc base=2006-13-01");
+        fails("-rtc base=yesterday", "yesterday");
+        fails("-rtc clock=guest", "clock=guest");
+        let host = Duration::from_secs(2_000_000_000);
+        let clock = RtcBase::At(1_150_560_081).clock(host);
+        assert_eq!(
+            clock.now(host + Duration::from_secs(5)),
+            Duration::from_secs(1_150_560_086)
+        );
+        assert_eq!(RtcBase::Utc.clock(host).now(host), host);
+    }
+
+    #[test]
+    fn smp_topology_must_hold_every_cpu() {
+        assert_eq!(run("-smp 8,sockets=2,cores=4,threads=1").smp, 8);
+        assert_eq!(run("-smp 2,maxcpus=4,sockets=1,cores=4").smp, 2);
+        fails("-smp 8,sockets=2,cores=2", "does not match 8");
+        fails("-smp 4,cores=4,threads=4", "threads");
     }
 }

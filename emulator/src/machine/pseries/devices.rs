@@ -6,6 +6,7 @@ use super::console::{ConsoleLines, MKBENCH_RESULT, ResultLine};
 use super::effects::{MachineEffects, NotStopped};
 use super::vcpu::{MachineAccel, PseriesVcpu, irq};
 use super::{MachineExit, PseriesDevices};
+use crate::cpu::interrupt::Pending;
 use crate::cpu::msr;
 use crate::sync::{StatGuard, Strategy};
 use std::sync::atomic::Ordering;
@@ -51,6 +52,7 @@ pub(super) enum Deferred {
     Prod(usize),
     Start(usize, u64, u64),
     StopSelf(usize),
+    SystemReset(usize),
     Exit(MachineExit),
     FlushAll,
     InterruptLe(bool),
@@ -78,6 +80,9 @@ impl<S: Strategy> MachineEffects for Fx<'_, S> {
         self.starting.push(cpu);
         self.out.push(Deferred::Start(cpu, entry, r3));
         Ok(())
+    }
+    fn system_reset(&mut self, cpu: usize) {
+        self.out.push(Deferred::SystemReset(cpu));
     }
     fn stop_self(&mut self, cpu: usize) {
         self.out.push(Deferred::StopSelf(cpu));
@@ -146,6 +151,16 @@ impl PseriesVcpu {
                     accel.set_stopped(cpu, false, b);
                 }
                 Deferred::StopSelf(cpu) => accel.set_stopped(cpu, true, b),
+                Deferred::SystemReset(cpu) => {
+                    accel.async_run_on_cpu(cpu, |v: &mut PseriesVcpu| {
+                        let sreset = Pending { system_reset: true, ..Pending::default() };
+                        if let Some(vector) = v.engine.cpu.take_async(sreset) {
+                            v.note_interrupt(vector);
+                        }
+                    });
+                    // Wakes it if it is ceded.
+                    accel.set_irq(cpu, irq::PROD, b);
+                }
                 Deferred::Exit(e) => {
                     if b.exit.is_none() {
                         b.exit = Some(e);

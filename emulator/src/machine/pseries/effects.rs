@@ -25,6 +25,10 @@ pub trait MachineEffects {
     /// Errors if `cpu` is not stopped.
     fn start_cpu(&mut self, cpu: usize, entry: u64, r3: u64) -> Result<(), NotStopped>;
 
+    /// H_SIGNAL_SYS_RESET: a system reset interrupt (0x100) on `cpu` at its next instruction
+    /// boundary (not maskable by MSR[EE]; a ceded vCPU wakes for it).
+    fn system_reset(&mut self, cpu: usize);
+
     /// RTAS stop-self: `cpu` (the caller) stops; only start-cpu restarts it.
     fn stop_self(&mut self, cpu: usize);
 
@@ -87,7 +91,10 @@ impl GuestMemory for crate::softmmu::GuestRam {
     }
 
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
-        crate::softmmu::GuestRam::write(self, pa, data).map_err(|_| OutOfRange { pa, len: data.len() })
+        crate::softmmu::GuestRam::write(self, pa, data).map_err(|_| OutOfRange {
+            pa,
+            len: data.len(),
+        })
     }
 }
 
@@ -124,7 +131,9 @@ pub struct VecMemory {
 
 impl VecMemory {
     pub fn new(size: usize) -> Self {
-        Self { bytes: std::cell::RefCell::new(vec![0; size]) }
+        Self {
+            bytes: std::cell::RefCell::new(vec![0; size]),
+        }
     }
 
     pub fn into_inner(self) -> Vec<u8> {
@@ -161,6 +170,7 @@ pub enum Effect {
     Prod(usize),
     StartCpu { cpu: usize, entry: u64, r3: u64 },
     StopSelf(usize),
+    SystemReset(usize),
     PowerOff,
     Reboot,
     OsTerm(String),
@@ -216,6 +226,10 @@ impl MachineEffects for Recorder {
         Ok(())
     }
 
+    fn system_reset(&mut self, cpu: usize) {
+        self.effects.push(Effect::SystemReset(cpu));
+    }
+
     fn stop_self(&mut self, cpu: usize) {
         self.stopped[cpu] = true;
         self.effects.push(Effect::StopSelf(cpu));
@@ -264,7 +278,10 @@ mod tests {
         let ram = VecMemory::new(0x10000);
         let jit = crate::jit::JitShared::new();
         jit.mark_code_page(0x3000);
-        let mem = CodeWatch { mem: &ram, jit: &jit };
+        let mem = CodeWatch {
+            mem: &ram,
+            jit: &jit,
+        };
         let writes = || jit.stats.code_writes.load(Ordering::Relaxed);
         mem.write(0x5000, &[1; 16]).unwrap();
         assert_eq!(writes(), 0, "a page without code");
@@ -274,7 +291,10 @@ mod tests {
         let mut back = [0; 0x20];
         mem.read(0x2ff0, &mut back).unwrap();
         assert_eq!(back, [7; 0x20]);
-        assert!(mem.write(0xfff0, &[0; 0x20]).is_err(), "out of range is refused, not watched");
+        assert!(
+            mem.write(0xfff0, &[0; 0x20]).is_err(),
+            "out of range is refused, not watched"
+        );
         assert_eq!(writes(), 1);
     }
 }

@@ -39,14 +39,15 @@ pub const PA_FEATURES: [u8; 26] = [
     0x80, 0x00, 0x80, 0x00, 0x00, 0x00,
 ];
 
-/// The hypercall sets we implement (`ibm,hypertas-functions`). "hcall-bulk" is offered only
-/// when H_BULK_REMOVE is.
+/// The hypercall sets we implement (`ibm,hypertas-functions`), in QEMU's order. "hcall-bulk"
+/// is offered only when H_BULK_REMOVE is. (QEMU's hcall-tce, -vio, -multi-tce belong to
+/// devices we do not have; hcall-hpt-resize and hcall-watchdog: see the hypercall README.)
 pub fn hypertas_functions(bulk_remove: bool) -> Vec<&'static str> {
-    let mut v = vec!["hcall-pft", "hcall-term", "hcall-interrupt", "hcall-splpar"];
+    let mut v = vec!["hcall-pft", "hcall-term", "hcall-dabr", "hcall-interrupt", "hcall-splpar", "hcall-join"];
     if bulk_remove {
         v.push("hcall-bulk");
     }
-    v.push("hcall-set-mode");
+    v.extend(["hcall-set-mode", "hcall-sprg0", "hcall-copy", "hcall-debug", "hcall-vphn"]);
     v
 }
 

@@ -1,49 +1,131 @@
 //! Hypercalls (`sc 1`): the sPAPR hypervisor interface of the machine.
 //!
 //! Convention (PAPR): r3 = opcode, r4.. = arguments; on return r3 = status, r4.. = outputs.
-//! Every hcall runs under the BQL (LOCKING.md); the dispatcher only touches the devices, the
-//! calling vCPU's registers, guest memory and the machine through [`MachineEffects`].
+//! [`hypercalls!`] below is the one table of them: opcode, report name, handler and the lock
+//! each needs. The opcode constants, [`HcallKind`] (with `ALL`, `from_opcode`, `name`), the
+//! per-kind counters and the dispatch are derived from it. The dispatcher only touches the
+//! devices, the calling vCPU's registers, guest memory and the machine through
+//! [`MachineEffects`]. Return codes are in [`crate::papr`]. Every hypercall QEMU 7.2 offers a
+//! POWER8 pseries guest, with what we do for it, is listed in `README.md` beside this file.
 
 use super::console::{self, MAX_CHARS, VTY_REG};
 use super::effects::{GuestMemory, MachineEffects};
 use super::rtas::{self, RtasContext, RtasOutcome};
 use super::{PseriesDevices, VpaState};
 use crate::cpu::{CpuState, msr};
+use crate::mmu::hpt::{H_ZERO_PAGE, HcallResult, Hpt};
+pub use crate::papr::*;
+use crate::softmmu::GuestRam;
+use std::sync::Arc;
 
-// --- opcodes (PAPR) ---
-pub const H_REMOVE: u64 = 0x04;
-pub const H_ENTER: u64 = 0x08;
-pub const H_READ: u64 = 0x0c;
-pub const H_PROTECT: u64 = 0x18;
-pub const H_GET_TERM_CHAR: u64 = 0x54;
-pub const H_PUT_TERM_CHAR: u64 = 0x58;
-pub const H_EOI: u64 = 0x64;
-pub const H_CPPR: u64 = 0x68;
-pub const H_IPI: u64 = 0x6c;
-pub const H_XIRR: u64 = 0x74;
-pub const H_REGISTER_VPA: u64 = 0xdc;
-pub const H_CEDE: u64 = 0xe0;
-pub const H_CONFER: u64 = 0xe4;
-pub const H_PROD: u64 = 0xe8;
-pub const H_BULK_REMOVE: u64 = 0x124;
-pub const H_GET_CPU_CHARACTERISTICS: u64 = 0x1c8;
-pub const H_SET_MODE: u64 = 0x31c;
-/// RTAS through a hypercall (the number KVM and QEMU use; not PAPR).
-pub const H_RTAS: u64 = 0xf000;
+/// The lock a hypercall runs under (LOCKING.md). All of them take the BQL today: they touch
+/// device state, or (the HPT calls) serialise with each other there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HcallLock {
+    Bql,
+}
 
-// --- return codes (PAPR) ---
-pub const H_SUCCESS: i64 = 0;
-pub const H_HARDWARE: i64 = -1;
-pub const H_FUNCTION: i64 = -2;
-pub const H_PRIVILEGE: i64 = -3;
-pub const H_PARAMETER: i64 = -4;
-pub const H_PTEG_FULL: i64 = -6;
-pub const H_NOT_FOUND: i64 = -7;
-pub const H_RESOURCE: i64 = -16;
-pub const H_P2: i64 = -55;
-pub const H_P3: i64 = -56;
-pub const H_P4: i64 = -57;
-pub const H_UNSUPPORTED_FLAG: i64 = -256;
+/// One row of the table.
+pub struct HcallDef {
+    pub opcode: u64,
+    /// Report key: the PAPR name in lower case (`h_enter`, `h_bulk_remove`, …).
+    pub name: &'static str,
+    pub lock: HcallLock,
+    handler: fn(&mut Call<'_>) -> i64,
+}
+
+/// Declares the hypercall table: `Kind CONST = opcode, "name", handler, lock;`.
+macro_rules! hypercalls {
+    ($($(#[$doc:meta])* $kind:ident $konst:ident = $op:expr, $name:literal, $handler:path, $lock:ident;)*) => {
+        $($(#[$doc])* pub const $konst: u64 = $op;)*
+
+        /// Hypercalls counted per kind (the run report shows them), in table order.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum HcallKind {
+            $($kind,)*
+            /// Anything else (answered H_FUNCTION).
+            Other,
+        }
+
+        /// The table, indexed by `HcallKind as usize`.
+        static TABLE: &[HcallDef] = &[$(HcallDef { opcode: $op, name: $name, lock: HcallLock::$lock, handler: $handler },)*];
+
+        impl HcallKind {
+            pub const ALL: &'static [HcallKind] = &[$(HcallKind::$kind,)* HcallKind::Other];
+
+            pub fn from_opcode(op: u64) -> HcallKind {
+                match op {
+                    $($konst => HcallKind::$kind,)*
+                    _ => HcallKind::Other,
+                }
+            }
+        }
+    };
+}
+
+hypercalls! {
+    // The first eighteen in the order the run report has always listed them.
+    Enter H_ENTER = 0x08, "h_enter", hpt_enter, Bql;
+    Remove H_REMOVE = 0x04, "h_remove", hpt_remove, Bql;
+    Read H_READ = 0x0c, "h_read", hpt_read, Bql;
+    Protect H_PROTECT = 0x18, "h_protect", hpt_protect, Bql;
+    BulkRemove H_BULK_REMOVE = 0x124, "h_bulk_remove", hpt_bulk_remove, Bql;
+    GetTermChar H_GET_TERM_CHAR = 0x54, "h_get_term_char", get_term_char, Bql;
+    PutTermChar H_PUT_TERM_CHAR = 0x58, "h_put_term_char", put_term_char, Bql;
+    Cede H_CEDE = 0xe0, "h_cede", cede, Bql;
+    Confer H_CONFER = 0xe4, "h_confer", confer, Bql;
+    Prod H_PROD = 0xe8, "h_prod", prod, Bql;
+    SetMode H_SET_MODE = 0x31c, "h_set_mode", set_mode, Bql;
+    RegisterVpa H_REGISTER_VPA = 0xdc, "h_register_vpa", register_vpa, Bql;
+    GetCpuCharacteristics H_GET_CPU_CHARACTERISTICS = 0x1c8, "h_get_cpu_characteristics", cpu_characteristics, Bql;
+    Xirr H_XIRR = 0x74, "h_xirr", xirr, Bql;
+    Eoi H_EOI = 0x64, "h_eoi", eoi, Bql;
+    Cppr H_CPPR = 0x68, "h_cppr", cppr, Bql;
+    Ipi H_IPI = 0x6c, "h_ipi", ipi, Bql;
+    /// RTAS through a hypercall (the number KVM and QEMU use; not PAPR).
+    Rtas H_RTAS = 0xf000, "h_rtas", rtas_call, Bql;
+    SetSprg0 H_SET_SPRG0 = 0x24, "h_set_sprg0", set_sprg0, Bql;
+    SetDabr H_SET_DABR = 0x28, "h_set_dabr", set_dabr, Bql;
+    SetXdabr H_SET_XDABR = 0x134, "h_set_xdabr", set_xdabr, Bql;
+    PageInit H_PAGE_INIT = 0x2c, "h_page_init", page_init, Bql;
+    LogicalCiLoad H_LOGICAL_CI_LOAD = 0x3c, "h_logical_ci_load", logical_load, Bql;
+    LogicalCiStore H_LOGICAL_CI_STORE = 0x40, "h_logical_ci_store", logical_store, Bql;
+    LogicalCacheLoad H_LOGICAL_CACHE_LOAD = 0x44, "h_logical_cache_load", logical_load, Bql;
+    LogicalCacheStore H_LOGICAL_CACHE_STORE = 0x48, "h_logical_cache_store", logical_store, Bql;
+    LogicalIcbi H_LOGICAL_ICBI = 0x4c, "h_logical_icbi", no_op, Bql;
+    LogicalDcbf H_LOGICAL_DCBF = 0x50, "h_logical_dcbf", no_op, Bql;
+    /// Copy or invert a range of guest memory (QEMU's, for SLOF; not PAPR).
+    LogicalMemop H_LOGICAL_MEMOP = 0xf001, "h_logical_memop", logical_memop, Bql;
+    Ipoll H_IPOLL = 0x70, "h_ipoll", ipoll, Bql;
+    Join H_JOIN = 0x298, "h_join", join, Bql;
+    SignalSysReset H_SIGNAL_SYS_RESET = 0x380, "h_signal_sys_reset", signal_sys_reset, Bql;
+    HomeNodeAssociativity H_HOME_NODE_ASSOCIATIVITY = 0x2ec, "h_home_node_associativity", home_node_associativity, Bql;
+}
+
+impl HcallKind {
+    fn def(self) -> Option<&'static HcallDef> {
+        TABLE.get(self as usize)
+    }
+
+    /// Report key: the PAPR name in lower case; `other` for the rest.
+    pub fn name(self) -> &'static str {
+        self.def().map_or("other", |d| d.name)
+    }
+
+    /// The opcode (`None` for `Other`).
+    pub fn opcode(self) -> Option<u64> {
+        self.def().map(|d| d.opcode)
+    }
+
+    /// The lock the hypercall runs under (`Other` is answered under the BQL as well).
+    pub fn lock(self) -> HcallLock {
+        self.def().map_or(HcallLock::Bql, |d| d.lock)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
 
 // --- H_SET_MODE ---
 pub const H_SET_MODE_RESOURCE_ADDR_TRANS_MODE: u64 = 3;
@@ -62,14 +144,35 @@ pub const VPA_MIN_SIZE: u16 = 640;
 pub const DTL_MIN_SIZE: u32 = 48;
 /// VPAs are cache-line aligned (`d-cache-block-size`).
 const VPA_ALIGN: u64 = 128;
+/// VPA byte 9 ("status"): bit 0x02 says the partition runs on shared processors. QEMU sets
+/// it at registration (every vCPU is a thread the host schedules), and so do we.
+pub const VPA_STATUS_OFFSET: u64 = 0x9;
+pub const VPA_SHARED_PROC: u8 = 0x02;
+/// VPA dispatch (yield) counter, big-endian u32: even while the vCPU is dispatched, odd
+/// while it is not (ceded, conferred, joined). PAPR; Linux's `lppaca.yield_count`.
+pub const VPA_DISPATCH_COUNTER: u64 = 0x100;
+
+// --- H_PAGE_INIT flags (r4) ---
+pub const H_ICACHE_INVALIDATE: u64 = 1 << (63 - 40);
+pub const H_ICACHE_SYNCHRONIZE: u64 = 1 << (63 - 41);
+pub const H_COPY_PAGE: u64 = 1 << (63 - 49);
+const PAGE_INIT_FLAGS: u64 = H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE | H_ZERO_PAGE | H_COPY_PAGE;
+const PAGE_SIZE: u64 = 4096;
+
+// --- H_SET_XDABR: DABRX ---
+pub const DABRX_USER: u64 = 1;
+pub const DABRX_KERNEL: u64 = 2;
+pub const DABRX_HYPERVISOR: u64 = 4;
 
 /// What the calling vCPU does after a hypercall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HcallOutcome {
     /// Go on at the instruction after `sc 1`.
     Continue,
-    /// H_CEDE: `MSR[EE]` is set; halt until an external or decrementer interrupt is pending or
-    /// the vCPU is prodded ([`PseriesDevices::take_prod`]), then go on after `sc 1`.
+    /// Halt until an interrupt the MSR lets in is pending or the vCPU is prodded
+    /// ([`PseriesDevices::take_prod`]), then go on after `sc 1`: H_CEDE (which sets `MSR[EE]`),
+    /// H_CONFER to itself and H_JOIN (with EE = 0: only a prod wakes it). The VPA dispatch
+    /// counter is already odd; [`vpa_dispatched`] makes it even again on wake-up.
     Cede,
     /// RTAS stop-self: the vCPU is stopped until another one starts it with start-cpu.
     Stopped,
@@ -77,137 +180,56 @@ pub enum HcallOutcome {
     Shutdown,
 }
 
-/// Outputs of an HPT hypercall, computed by the hash page table.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HptReturn {
-    /// PAPR return code (r3).
-    pub ret: i64,
-    /// Values for r4, r5, … (the first `nout`).
-    pub out: [u64; 8],
-    pub nout: usize,
-    /// A valid translation was invalidated: every vCPU's TLB must be flushed.
-    pub flush: bool,
-}
-
 /// The hash page table's side of the HPT hypercalls. The HPT is shared with the TLB-miss
 /// walkers of every vCPU; these calls are made under the BQL.
 pub trait HptHcalls: Send + Sync {
-    fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HptReturn;
-    fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn;
-    fn read(&self, flags: u64, ptex: u64) -> HptReturn;
-    fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn;
+    fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HcallResult;
+    fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult;
+    fn read(&self, flags: u64, ptex: u64) -> HcallResult;
+    fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult;
     /// Up to four (tsh, tsl) request pairs in r4..r11; the responses replace them.
-    fn bulk_remove(&self, args: &[u64; 8]) -> HptReturn;
+    fn bulk_remove(&self, args: &[u64; 8]) -> HcallResult;
 }
 
-/// Hypercalls counted per kind (the run report shows them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HcallKind {
-    Enter,
-    Remove,
-    Read,
-    Protect,
-    BulkRemove,
-    GetTermChar,
-    PutTermChar,
-    Cede,
-    Confer,
-    Prod,
-    SetMode,
-    RegisterVpa,
-    GetCpuCharacteristics,
-    Xirr,
-    Eoi,
-    Cppr,
-    Ipi,
-    Rtas,
-    /// Anything else (answered H_FUNCTION).
-    Other,
+/// The machine's hash page table over its RAM, as the HPT hypercalls reach it.
+pub struct MachineHpt {
+    pub hpt: Arc<Hpt>,
+    pub ram: Arc<GuestRam>,
 }
 
-impl HcallKind {
-    pub const ALL: [HcallKind; 19] = [
-        HcallKind::Enter,
-        HcallKind::Remove,
-        HcallKind::Read,
-        HcallKind::Protect,
-        HcallKind::BulkRemove,
-        HcallKind::GetTermChar,
-        HcallKind::PutTermChar,
-        HcallKind::Cede,
-        HcallKind::Confer,
-        HcallKind::Prod,
-        HcallKind::SetMode,
-        HcallKind::RegisterVpa,
-        HcallKind::GetCpuCharacteristics,
-        HcallKind::Xirr,
-        HcallKind::Eoi,
-        HcallKind::Cppr,
-        HcallKind::Ipi,
-        HcallKind::Rtas,
-        HcallKind::Other,
-    ];
-
-    pub fn from_opcode(op: u64) -> HcallKind {
-        match op {
-            H_ENTER => HcallKind::Enter,
-            H_REMOVE => HcallKind::Remove,
-            H_READ => HcallKind::Read,
-            H_PROTECT => HcallKind::Protect,
-            H_BULK_REMOVE => HcallKind::BulkRemove,
-            H_GET_TERM_CHAR => HcallKind::GetTermChar,
-            H_PUT_TERM_CHAR => HcallKind::PutTermChar,
-            H_CEDE => HcallKind::Cede,
-            H_CONFER => HcallKind::Confer,
-            H_PROD => HcallKind::Prod,
-            H_SET_MODE => HcallKind::SetMode,
-            H_REGISTER_VPA => HcallKind::RegisterVpa,
-            H_GET_CPU_CHARACTERISTICS => HcallKind::GetCpuCharacteristics,
-            H_XIRR => HcallKind::Xirr,
-            H_EOI => HcallKind::Eoi,
-            H_CPPR => HcallKind::Cppr,
-            H_IPI => HcallKind::Ipi,
-            H_RTAS => HcallKind::Rtas,
-            _ => HcallKind::Other,
-        }
+impl HptHcalls for MachineHpt {
+    fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HcallResult {
+        self.hpt.h_enter(&self.ram, flags, ptex, pteh, ptel)
     }
-
-    /// Report key: the PAPR name in lower case (`h_enter`, `h_bulk_remove`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            HcallKind::Enter => "h_enter",
-            HcallKind::Remove => "h_remove",
-            HcallKind::Read => "h_read",
-            HcallKind::Protect => "h_protect",
-            HcallKind::BulkRemove => "h_bulk_remove",
-            HcallKind::GetTermChar => "h_get_term_char",
-            HcallKind::PutTermChar => "h_put_term_char",
-            HcallKind::Cede => "h_cede",
-            HcallKind::Confer => "h_confer",
-            HcallKind::Prod => "h_prod",
-            HcallKind::SetMode => "h_set_mode",
-            HcallKind::RegisterVpa => "h_register_vpa",
-            HcallKind::GetCpuCharacteristics => "h_get_cpu_characteristics",
-            HcallKind::Xirr => "h_xirr",
-            HcallKind::Eoi => "h_eoi",
-            HcallKind::Cppr => "h_cppr",
-            HcallKind::Ipi => "h_ipi",
-            HcallKind::Rtas => "h_rtas",
-            HcallKind::Other => "other",
-        }
+    fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult {
+        self.hpt.h_remove(flags, ptex, avpn)
     }
-
-    fn index(self) -> usize {
-        HcallKind::ALL.iter().position(|k| *k == self).unwrap()
+    fn read(&self, flags: u64, ptex: u64) -> HcallResult {
+        self.hpt.h_read(flags, ptex)
+    }
+    fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult {
+        self.hpt.h_protect(flags, ptex, avpn)
+    }
+    fn bulk_remove(&self, args: &[u64; 8]) -> HcallResult {
+        self.hpt.h_bulk_remove(*args)
     }
 }
 
 /// Hypercall counts.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HcallStats {
     counts: [u64; HcallKind::ALL.len()],
     /// TLB flushes of every vCPU requested by HPT hcalls.
     pub global_flushes: u64,
+}
+
+impl Default for HcallStats {
+    fn default() -> Self {
+        Self {
+            counts: [0; HcallKind::ALL.len()],
+            global_flushes: 0,
+        }
+    }
 }
 
 impl HcallStats {
@@ -221,139 +243,217 @@ impl HcallStats {
 
     /// `(name, count)` of every kind, in a fixed order.
     pub fn all(&self) -> Vec<(&'static str, u64)> {
-        HcallKind::ALL.iter().map(|k| (k.name(), self.count(*k))).collect()
+        HcallKind::ALL
+            .iter()
+            .map(|k| (k.name(), self.count(*k)))
+            .collect()
+    }
+}
+
+/// One hypercall in progress: what its handler reads and writes.
+pub struct Call<'a> {
+    dev: &'a mut PseriesDevices,
+    cpu: usize,
+    st: &'a mut CpuState,
+    mem: &'a dyn GuestMemory,
+    fx: &'a mut dyn MachineEffects,
+    args: [u64; 9],
+    out: [u64; 8],
+    nout: usize,
+    outcome: HcallOutcome,
+}
+
+impl Call<'_> {
+    fn a(&self, i: usize) -> u64 {
+        self.args[i]
+    }
+
+    /// Sets the outputs r4, r5, …
+    fn output(&mut self, vals: &[u64]) {
+        self.out[..vals.len()].copy_from_slice(vals);
+        self.nout = vals.len();
+    }
+
+    /// An HPT hypercall's result: outputs, and the global flush it asks for.
+    fn hpt_result(&mut self, r: HcallResult) -> i64 {
+        if r.flush_all_tlbs {
+            self.dev.hcall_stats.global_flushes += 1;
+            self.fx.flush_all_tlbs();
+        }
+        self.output(r.outputs());
+        r.ret
+    }
+
+    /// Halts the caller until it is prodded (or an interrupt the MSR lets in arrives).
+    fn halt(&mut self) {
+        self.outcome = HcallOutcome::Cede;
+        vpa_preempted(self.mem, self.dev.vpa[self.cpu].vpa);
     }
 }
 
 /// Handles the hypercall the vCPU `cpu` (whose registers are `st`) just made with `sc 1`.
-pub fn hcall(dev: &mut PseriesDevices, cpu: usize, st: &mut CpuState, mem: &dyn GuestMemory, fx: &mut dyn MachineEffects) -> HcallOutcome {
-    let op = st.gpr[3];
-    let kind = HcallKind::from_opcode(op);
+pub fn hcall(
+    dev: &mut PseriesDevices,
+    cpu: usize,
+    st: &mut CpuState,
+    mem: &dyn GuestMemory,
+    fx: &mut dyn MachineEffects,
+) -> HcallOutcome {
+    let kind = HcallKind::from_opcode(st.gpr[3]);
     dev.hcall_stats.counts[kind.index()] += 1;
     if st.msr & msr::PR != 0 {
         st.gpr[3] = H_PRIVILEGE as u64;
         return HcallOutcome::Continue;
     }
     let args: [u64; 9] = st.gpr[4..13].try_into().unwrap();
-    let a = |i: usize| args[i];
-    let mut outcome = HcallOutcome::Continue;
-    let mut out: &[u64] = &[];
-    let out_buf: [u64; 8];
-    let ret = match kind {
-        HcallKind::Enter | HcallKind::Remove | HcallKind::Read | HcallKind::Protect | HcallKind::BulkRemove => {
-            match dev.hpt.as_deref() {
-                None => H_FUNCTION,
-                Some(hpt) => {
-                    let r = match kind {
-                        HcallKind::Enter => hpt.enter(a(0), a(1), a(2), a(3)),
-                        HcallKind::Remove => hpt.remove(a(0), a(1), a(2)),
-                        HcallKind::Read => hpt.read(a(0), a(1)),
-                        HcallKind::Protect => hpt.protect(a(0), a(1), a(2)),
-                        _ => hpt.bulk_remove(&[a(0), a(1), a(2), a(3), a(4), a(5), a(6), a(7)]),
-                    };
-                    if r.flush {
-                        dev.hcall_stats.global_flushes += 1;
-                        fx.flush_all_tlbs();
-                    }
-                    out_buf = r.out;
-                    out = &out_buf[..r.nout.min(8)];
-                    r.ret
-                }
-            }
-        }
-        HcallKind::PutTermChar => {
-            let (termno, len) = (a(0), a(1));
-            if termno != VTY_REG as u64 || len > MAX_CHARS as u64 {
-                H_PARAMETER
-            } else {
-                fx.console_write(&console::unpack_chars(a(2), a(3), len as usize));
-                H_SUCCESS
-            }
-        }
-        HcallKind::GetTermChar => {
-            if a(0) != VTY_REG as u64 {
-                H_PARAMETER
-            } else {
-                let bytes = dev.hvterm.take_input();
-                let (hi, lo) = console::pack_chars(&bytes);
-                out_buf = [bytes.len() as u64, hi, lo, 0, 0, 0, 0, 0];
-                out = &out_buf[..3];
-                H_SUCCESS
-            }
-        }
-        HcallKind::Cede => {
-            st.msr |= msr::EE;
-            if !dev.take_prod(cpu) {
-                outcome = HcallOutcome::Cede;
-            }
-            H_SUCCESS
-        }
-        HcallKind::Confer => {
-            // Dedicated processors: nothing to yield to. -1 means "all".
-            if a(0) == u64::MAX || dev.cpu_of_server(a(0)).is_some() { H_SUCCESS } else { H_PARAMETER }
-        }
-        HcallKind::Prod => match dev.cpu_of_server(a(0)) {
-            Some(t) => {
-                dev.prod[t] = true;
-                fx.prod(t);
-                H_SUCCESS
-            }
-            None => H_PARAMETER,
-        },
-        HcallKind::SetMode => set_mode(dev, a(0), a(1), a(2), a(3), fx),
-        HcallKind::RegisterVpa => register_vpa(dev, a(0), a(1), a(2), mem),
-        HcallKind::GetCpuCharacteristics => {
-            // No speculation-mitigation needs: else Linux flushes the L1 in software on every
-            // kernel entry and exit, which under emulation dominates everything.
-            out_buf = [0; 8];
-            out = &out_buf[..2];
-            H_SUCCESS
-        }
-        HcallKind::Xirr => {
-            out_buf = [dev.xics.accept(cpu, fx) as u64, 0, 0, 0, 0, 0, 0, 0];
-            out = &out_buf[..1];
-            H_SUCCESS
-        }
-        HcallKind::Eoi => {
-            dev.xics.eoi(cpu, a(0) as u32, fx);
-            H_SUCCESS
-        }
-        HcallKind::Cppr => {
-            dev.xics.set_cppr(cpu, a(0) as u8, fx);
-            H_SUCCESS
-        }
-        HcallKind::Ipi => match dev.cpu_of_server(a(0)) {
-            Some(t) => {
-                dev.xics.set_mfrr(t, a(1) as u8, fx);
-                H_SUCCESS
-            }
-            None => H_PARAMETER,
-        },
-        HcallKind::Rtas => {
-            let ctx = RtasContext { xics: &mut dev.xics, stats: &mut dev.rtas_stats, mem, fx };
-            let (ret, o) = rtas::call(ctx, cpu, a(0));
-            outcome = match o {
-                RtasOutcome::Continue => HcallOutcome::Continue,
-                RtasOutcome::Stopped => HcallOutcome::Stopped,
-                RtasOutcome::Shutdown => HcallOutcome::Shutdown,
-            };
-            ret
-        }
-        HcallKind::Other => H_FUNCTION,
+    let mut c = Call {
+        dev,
+        cpu,
+        st,
+        mem,
+        fx,
+        args,
+        out: [0; 8],
+        nout: 0,
+        outcome: HcallOutcome::Continue,
     };
+    let ret = kind.def().map_or(H_FUNCTION, |d| (d.handler)(&mut c));
+    let (out, nout, outcome) = (c.out, c.nout, c.outcome);
     st.gpr[3] = ret as u64;
-    st.gpr[4..4 + out.len()].copy_from_slice(out);
+    st.gpr[4..4 + nout].copy_from_slice(&out[..nout]);
     outcome
 }
 
-fn set_mode(dev: &mut PseriesDevices, mflags: u64, resource: u64, value1: u64, value2: u64, fx: &mut dyn MachineEffects) -> i64 {
+// --- the handlers ---
+
+fn with_hpt(c: &mut Call<'_>, f: impl FnOnce(&dyn HptHcalls, &[u64; 9]) -> HcallResult) -> i64 {
+    match c.dev.hpt.clone() {
+        None => H_FUNCTION,
+        Some(hpt) => {
+            let r = f(&*hpt, &c.args);
+            c.hpt_result(r)
+        }
+    }
+}
+
+fn hpt_enter(c: &mut Call<'_>) -> i64 {
+    with_hpt(c, |h, a| h.enter(a[0], a[1], a[2], a[3]))
+}
+
+fn hpt_remove(c: &mut Call<'_>) -> i64 {
+    with_hpt(c, |h, a| h.remove(a[0], a[1], a[2]))
+}
+
+fn hpt_read(c: &mut Call<'_>) -> i64 {
+    with_hpt(c, |h, a| h.read(a[0], a[1]))
+}
+
+fn hpt_protect(c: &mut Call<'_>) -> i64 {
+    with_hpt(c, |h, a| h.protect(a[0], a[1], a[2]))
+}
+
+fn hpt_bulk_remove(c: &mut Call<'_>) -> i64 {
+    with_hpt(c, |h, a| h.bulk_remove(a[..8].try_into().unwrap()))
+}
+
+/// The hvterm's terminal number: its `reg`, or 0, which QEMU (and guests written for it)
+/// take to mean the default vty.
+fn is_vty(termno: u64) -> bool {
+    termno == VTY_REG as u64 || termno == 0
+}
+
+fn put_term_char(c: &mut Call<'_>) -> i64 {
+    let (termno, len) = (c.a(0), c.a(1));
+    if !is_vty(termno) || len > MAX_CHARS as u64 {
+        return H_PARAMETER;
+    }
+    c.fx.console_write(&console::unpack_chars(c.a(2), c.a(3), len as usize));
+    H_SUCCESS
+}
+
+fn get_term_char(c: &mut Call<'_>) -> i64 {
+    if !is_vty(c.a(0)) {
+        return H_PARAMETER;
+    }
+    let bytes = c.dev.hvterm.take_input();
+    let (hi, lo) = console::pack_chars(&bytes);
+    c.output(&[bytes.len() as u64, hi, lo]);
+    H_SUCCESS
+}
+
+fn cede(c: &mut Call<'_>) -> i64 {
+    c.st.msr |= msr::EE;
+    if !c.dev.take_prod(c.cpu) {
+        c.halt();
+    }
+    H_SUCCESS
+}
+
+/// Waits for a prod (H_CONFER to itself, H_JOIN): at once if one is pending.
+fn wait_for_prod(c: &mut Call<'_>) -> i64 {
+    if !c.dev.take_prod(c.cpu) {
+        c.halt();
+    }
+    H_SUCCESS
+}
+
+/// H_CONFER(target, dispatch): give the rest of this dispatch to `target` (-1: to any). Every
+/// vCPU has its own host thread, so there is nothing to hand over, except to itself: that
+/// waits for a prod, as PAPR says.
+fn confer(c: &mut Call<'_>) -> i64 {
+    let target = c.a(0);
+    if target == u64::MAX {
+        return H_SUCCESS;
+    }
+    match c.dev.cpu_of_server(target) {
+        None => H_PARAMETER,
+        Some(t) if t == c.cpu => wait_for_prod(c),
+        Some(_) => H_SUCCESS,
+    }
+}
+
+fn prod(c: &mut Call<'_>) -> i64 {
+    match c.dev.cpu_of_server(c.a(0)) {
+        Some(t) => {
+            c.dev.prod[t] = true;
+            c.dev.joined[t] = false;
+            c.fx.prod(t);
+            H_SUCCESS
+        }
+        None => H_PARAMETER,
+    }
+}
+
+/// H_JOIN: with EE = 0, wait for a prod; the last vCPU of the partition to join (every other
+/// one joined or stopped) gets H_CONTINUE instead.
+fn join(c: &mut Call<'_>) -> i64 {
+    if c.st.msr & msr::EE != 0 {
+        return H_BAD_MODE;
+    }
+    if c.dev.take_prod(c.cpu) {
+        return H_SUCCESS;
+    }
+    let me = c.cpu;
+    if (0..c.dev.ncpus)
+        .filter(|&j| j != me)
+        .all(|j| c.dev.joined[j] || c.fx.is_stopped(j))
+    {
+        return H_CONTINUE;
+    }
+    c.dev.joined[me] = true;
+    c.halt();
+    H_SUCCESS
+}
+
+fn set_mode(c: &mut Call<'_>) -> i64 {
+    let (mflags, resource, value1, value2) = (c.a(0), c.a(1), c.a(2), c.a(3));
     match resource {
         H_SET_MODE_RESOURCE_LE | H_SET_MODE_RESOURCE_ADDR_TRANS_MODE if value1 != 0 => H_P3,
         H_SET_MODE_RESOURCE_LE | H_SET_MODE_RESOURCE_ADDR_TRANS_MODE if value2 != 0 => H_P4,
         H_SET_MODE_RESOURCE_LE => match mflags {
             0 | 1 => {
-                dev.interrupt_le = mflags == 1;
-                fx.set_interrupt_little_endian(mflags == 1);
+                c.dev.interrupt_le = mflags == 1;
+                c.fx.set_interrupt_little_endian(mflags == 1);
                 H_SUCCESS
             }
             _ => H_UNSUPPORTED_FLAG,
@@ -371,10 +471,271 @@ fn set_mode(dev: &mut PseriesDevices, mflags: u64, resource: u64, value1: u64, v
     }
 }
 
-fn register_vpa(dev: &mut PseriesDevices, flags: u64, procno: u64, addr: u64, mem: &dyn GuestMemory) -> i64 {
-    let Some(t) = dev.cpu_of_server(procno) else { return H_PARAMETER };
-    let v: &mut VpaState = &mut dev.vpa[t];
-    let crosses_page = |size: u64| addr / 4096 != (addr + size - 1) / 4096;
+fn cpu_characteristics(c: &mut Call<'_>) -> i64 {
+    // No speculation-mitigation needs: else Linux flushes the L1 in software on every
+    // kernel entry and exit, which under emulation dominates everything.
+    c.output(&[0, 0]);
+    H_SUCCESS
+}
+
+fn xirr(c: &mut Call<'_>) -> i64 {
+    let x = c.dev.xics.accept(c.cpu, c.fx);
+    c.output(&[x as u64]);
+    H_SUCCESS
+}
+
+fn eoi(c: &mut Call<'_>) -> i64 {
+    c.dev.xics.eoi(c.cpu, c.a(0) as u32, c.fx);
+    H_SUCCESS
+}
+
+fn cppr(c: &mut Call<'_>) -> i64 {
+    c.dev.xics.set_cppr(c.cpu, c.a(0) as u8, c.fx);
+    H_SUCCESS
+}
+
+fn ipi(c: &mut Call<'_>) -> i64 {
+    match c.dev.cpu_of_server(c.a(0)) {
+        Some(t) => {
+            c.dev.xics.set_mfrr(t, c.a(1) as u8, c.fx);
+            H_SUCCESS
+        }
+        None => H_PARAMETER,
+    }
+}
+
+/// H_IPOLL(server): that ICP's XIRR (without accepting) and MFRR.
+fn ipoll(c: &mut Call<'_>) -> i64 {
+    match c.dev.cpu_of_server(c.a(0)) {
+        Some(t) => {
+            let icp = c.dev.xics.icp(t);
+            let (x, m) = (icp.xirr() as u64, icp.mfrr() as u64);
+            c.output(&[x, m]);
+            H_SUCCESS
+        }
+        None => H_PARAMETER,
+    }
+}
+
+fn rtas_call(c: &mut Call<'_>) -> i64 {
+    let ctx = RtasContext {
+        xics: &mut c.dev.xics,
+        stats: &mut c.dev.rtas_stats,
+        clock: &mut c.dev.rtc,
+        mem: c.mem,
+        fx: c.fx,
+    };
+    let (ret, o) = rtas::call(ctx, c.cpu, c.args[0]);
+    c.outcome = match o {
+        RtasOutcome::Continue => HcallOutcome::Continue,
+        RtasOutcome::Stopped => HcallOutcome::Stopped,
+        RtasOutcome::Shutdown => HcallOutcome::Shutdown,
+    };
+    ret
+}
+
+fn set_sprg0(c: &mut Call<'_>) -> i64 {
+    c.st.sprg[0] = c.a(0);
+    H_SUCCESS
+}
+
+/// H_SET_DABR(dabr): POWER8 has DABRX, which the hypervisor sets to "problem and privileged
+/// state" (QEMU's choice too). The values are kept; data address breakpoints do not fire.
+fn set_dabr(c: &mut Call<'_>) -> i64 {
+    c.st.dabr = c.a(0);
+    c.st.dabrx = DABRX_USER | DABRX_KERNEL;
+    H_SUCCESS
+}
+
+/// H_SET_XDABR(dabr, dabrx): DABRX must name problem and/or privileged state, never the
+/// hypervisor, and have no other bits.
+fn set_xdabr(c: &mut Call<'_>) -> i64 {
+    let dabrx = c.a(1);
+    if dabrx & !0xf != 0
+        || dabrx & DABRX_HYPERVISOR != 0
+        || dabrx & (DABRX_USER | DABRX_KERNEL) == 0
+    {
+        return H_PARAMETER;
+    }
+    c.st.dabr = c.a(0);
+    c.st.dabrx = dabrx;
+    H_SUCCESS
+}
+
+/// Whether `pa..pa+4K` is a 4K-aligned page of guest RAM.
+fn ram_page(mem: &dyn GuestMemory, pa: u64) -> bool {
+    let mut b = [0u8; 1];
+    pa.is_multiple_of(PAGE_SIZE)
+        && mem.read(pa, &mut b).is_ok()
+        && mem.read(pa + PAGE_SIZE - 1, &mut b).is_ok()
+}
+
+/// H_PAGE_INIT(flags, dst, src): copy the page at `src` to `dst` (H_COPY_PAGE), else zero
+/// it (H_ZERO_PAGE); the i-cache flags make the page's old instructions go (the JIT drops
+/// its translations of a page written here; a flush without a write drops them too).
+fn page_init(c: &mut Call<'_>) -> i64 {
+    let (flags, dst, src) = (c.a(0), c.a(1), c.a(2));
+    if flags & !PAGE_INIT_FLAGS != 0 || !ram_page(c.mem, dst) {
+        return H_PARAMETER;
+    }
+    let mut page = vec![0u8; PAGE_SIZE as usize];
+    if flags & H_COPY_PAGE != 0 {
+        if !ram_page(c.mem, src) {
+            return H_PARAMETER;
+        }
+        if c.mem.read(src, &mut page).is_err() {
+            return H_PARAMETER;
+        }
+    } else if flags & H_ZERO_PAGE == 0 {
+        if flags & (H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE) == 0
+            || c.mem.read(dst, &mut page).is_err()
+        {
+            return H_SUCCESS;
+        }
+        // Rewriting the page unchanged is what drops translated code of it.
+    }
+    if c.mem.write(dst, &page).is_err() {
+        H_PARAMETER
+    } else {
+        H_SUCCESS
+    }
+}
+
+/// H_LOGICAL_{CI,CACHE}_LOAD(size, addr): r4 = the big-endian value of 1, 2, 4 or 8 bytes.
+fn logical_load(c: &mut Call<'_>) -> i64 {
+    let (size, addr) = (c.a(0), c.a(1));
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return H_PARAMETER;
+    }
+    let mut b = [0u8; 8];
+    if c.mem.read(addr, &mut b[8 - size as usize..]).is_err() {
+        return H_PARAMETER;
+    }
+    c.output(&[u64::from_be_bytes(b)]);
+    H_SUCCESS
+}
+
+/// H_LOGICAL_{CI,CACHE}_STORE(size, addr, value).
+fn logical_store(c: &mut Call<'_>) -> i64 {
+    let (size, addr, val) = (c.a(0), c.a(1), c.a(2));
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return H_PARAMETER;
+    }
+    let b = val.to_be_bytes();
+    if c.mem.write(addr, &b[8 - size as usize..]).is_err() {
+        H_PARAMETER
+    } else {
+        H_SUCCESS
+    }
+}
+
+/// H_LOGICAL_ICBI, H_LOGICAL_DCBF: nothing to do on an emulated cache.
+fn no_op(_: &mut Call<'_>) -> i64 {
+    H_SUCCESS
+}
+
+/// H_LOGICAL_MEMOP(dst, src, esize, count, op): `count` elements of `1 << esize` bytes from
+/// `src` to `dst` (op 0), or their complement (op 1); overlapping ranges as `memmove`.
+fn logical_memop(c: &mut Call<'_>) -> i64 {
+    let (dst, src, esize, count, op) = (c.a(0), c.a(1), c.a(2), c.a(3), c.a(4));
+    if count > 0x8000_0000 || esize > 3 || op > 1 {
+        return H_PARAMETER;
+    }
+    let mask = (1u64 << esize) - 1;
+    if dst & mask != 0 || src & mask != 0 {
+        return H_PARAMETER;
+    }
+    let Some(len) = count.checked_shl(esize as u32).filter(|l| *l <= 1 << 32) else {
+        return H_PARAMETER;
+    };
+    let mut buf = vec![0u8; len as usize];
+    if c.mem.read(src, &mut buf).is_err() {
+        return H_PARAMETER;
+    }
+    if op == 1 {
+        buf.iter_mut().for_each(|b| *b = !*b);
+    }
+    if c.mem.write(dst, &buf).is_err() {
+        H_PARAMETER
+    } else {
+        H_SUCCESS
+    }
+}
+
+/// H_SIGNAL_SYS_RESET(target): a system reset interrupt on `target`, on every vCPU (-1) or on
+/// every other one (-2).
+fn signal_sys_reset(c: &mut Call<'_>) -> i64 {
+    let target = c.a(0) as i64;
+    let me = c.cpu;
+    let targets: Vec<usize> = match target {
+        -1 => (0..c.dev.ncpus).collect(),
+        -2 => (0..c.dev.ncpus).filter(|&j| j != me).collect(),
+        t if t < 0 => return H_PARAMETER,
+        t => match c.dev.cpu_of_server(t as u64) {
+            Some(j) => vec![j],
+            None => return H_PARAMETER,
+        },
+    };
+    for j in targets {
+        c.fx.system_reset(j);
+    }
+    H_SUCCESS
+}
+
+/// H_HOME_NODE_ASSOCIATIVITY(flags = 1: a processor, procno): the associativity of its home
+/// node, as in `ibm,associativity` (one node, 0), packed two 32-bit values per register.
+fn home_node_associativity(c: &mut Call<'_>) -> i64 {
+    if c.a(0) != 1 {
+        return H_FUNCTION;
+    }
+    let procno = c.a(1);
+    if c.dev.cpu_of_server(procno).is_none() {
+        return H_P2;
+    }
+    let pair = |a: u64, b: u64| (a << 32) | (b & 0xffff_ffff);
+    c.output(&[
+        pair(0, 0),
+        pair(0, 0),
+        pair(procno, u64::MAX),
+        u64::MAX,
+        u64::MAX,
+        u64::MAX,
+    ]);
+    H_SUCCESS
+}
+
+/// Reads the VPA dispatch counter at `vpa` (0: none registered) and makes it odd (`odd`) or
+/// even by adding one if needed.
+fn vpa_bump(mem: &dyn GuestMemory, vpa: u64, odd: bool) {
+    if vpa == 0 {
+        return;
+    }
+    let at = vpa + VPA_DISPATCH_COUNTER;
+    if let Ok(n) = mem.read_u32_be(at)
+        && (n & 1 == 1) != odd
+    {
+        let _ = mem.write_u32_be(at, n.wrapping_add(1));
+    }
+}
+
+/// The vCPU whose VPA is at `vpa` stops being dispatched (cede, confer, join).
+pub fn vpa_preempted(mem: &dyn GuestMemory, vpa: u64) {
+    vpa_bump(mem, vpa, true);
+}
+
+/// The vCPU whose VPA is at `vpa` runs again.
+pub fn vpa_dispatched(mem: &dyn GuestMemory, vpa: u64) {
+    vpa_bump(mem, vpa, false);
+}
+
+fn register_vpa(c: &mut Call<'_>) -> i64 {
+    let (flags, procno, addr) = (c.a(0), c.a(1), c.a(2));
+    let mem = c.mem;
+    let Some(t) = c.dev.cpu_of_server(procno) else {
+        return H_PARAMETER;
+    };
+    let v: &mut VpaState = &mut c.dev.vpa[t];
+    let crosses_page = |size: u64| addr / PAGE_SIZE != (addr + size - 1) / PAGE_SIZE;
     match flags {
         VPA_REGISTER_VPA => {
             if addr == 0 {
@@ -392,14 +753,24 @@ fn register_vpa(dev: &mut PseriesDevices, flags: u64, procno: u64, addr: u64, me
                 return H_PARAMETER;
             }
             v.vpa = addr;
+            let mut status = [0u8; 1];
+            if mem.read(addr + VPA_STATUS_OFFSET, &mut status).is_ok() {
+                let _ = mem.write(addr + VPA_STATUS_OFFSET, &[status[0] | VPA_SHARED_PROC]);
+            }
             H_SUCCESS
         }
         VPA_REGISTER_DTL | VPA_REGISTER_SLB_SHADOW => {
             if addr == 0 {
                 return H_HARDWARE;
             }
-            let Ok(size) = mem.read_u32_be(addr + 4) else { return H_PARAMETER };
-            let (min, page_bound) = if flags == VPA_REGISTER_DTL { (DTL_MIN_SIZE, false) } else { (8, true) };
+            let Ok(size) = mem.read_u32_be(addr + 4) else {
+                return H_PARAMETER;
+            };
+            let (min, page_bound) = if flags == VPA_REGISTER_DTL {
+                (DTL_MIN_SIZE, false)
+            } else {
+                (8, true)
+            };
             if size < min || (page_bound && crosses_page(size as u64)) {
                 return H_PARAMETER;
             }
@@ -452,7 +823,12 @@ mod tests {
             for (i, s) in st.iter_mut().enumerate() {
                 s.pir = i as u64;
             }
-            Self { dev: PseriesDevices::new(n), st, fx: Recorder::new(n), mem: VecMemory::new(0x20000) }
+            Self {
+                dev: PseriesDevices::new(n),
+                st,
+                fx: Recorder::new(n),
+                mem: VecMemory::new(0x20000),
+            }
         }
 
         /// Makes hcall `op` with `args` on `cpu`; returns (r3 as i64, r4.., outcome).
@@ -477,7 +853,14 @@ mod tests {
     fn problem_state_is_refused() {
         let mut m = M::new(1);
         m.st[0].msr |= msr::PR;
-        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 1, 0x4100_0000_0000_0000, 0]), H_PRIVILEGE);
+        assert_eq!(
+            m.rc(
+                0,
+                H_PUT_TERM_CHAR,
+                &[VTY_REG as u64, 1, 0x4100_0000_0000_0000, 0]
+            ),
+            H_PRIVILEGE
+        );
         assert!(m.fx.console.is_empty());
         assert_eq!(m.dev.hcall_stats.count(HcallKind::PutTermChar), 1);
     }
@@ -497,11 +880,23 @@ mod tests {
     fn console_hcalls() {
         let mut m = M::new(1);
         let (hi, lo) = console::pack_chars(b"Hello, world!\r\n");
-        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 15, hi, lo]), H_SUCCESS);
+        assert_eq!(
+            m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 15, hi, lo]),
+            H_SUCCESS
+        );
         assert_eq!(m.fx.console, b"Hello, world!\r\n");
-        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 17, hi, lo]), H_PARAMETER);
-        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[0x3000_0000, 1, hi, lo]), H_PARAMETER);
-        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 0, hi, lo]), H_SUCCESS);
+        assert_eq!(
+            m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 17, hi, lo]),
+            H_PARAMETER
+        );
+        assert_eq!(
+            m.rc(0, H_PUT_TERM_CHAR, &[0x3000_0000, 1, hi, lo]),
+            H_PARAMETER
+        );
+        assert_eq!(
+            m.rc(0, H_PUT_TERM_CHAR, &[VTY_REG as u64, 0, hi, lo]),
+            H_SUCCESS
+        );
         assert_eq!(m.fx.console.len(), 15);
 
         let (rc, out, _) = m.call(0, H_GET_TERM_CHAR, &[VTY_REG as u64]);
@@ -509,8 +904,11 @@ mod tests {
         m.dev.hvterm.push_input(b"ls -l\n");
         let (rc, out, _) = m.call(0, H_GET_TERM_CHAR, &[VTY_REG as u64]);
         assert_eq!(rc, H_SUCCESS);
-        assert_eq!(console::unpack_chars(out[1], out[2], out[0] as usize), b"ls -l\n");
-        assert_eq!(m.rc(0, H_GET_TERM_CHAR, &[0]), H_PARAMETER);
+        assert_eq!(
+            console::unpack_chars(out[1], out[2], out[0] as usize),
+            b"ls -l\n"
+        );
+        assert_eq!(m.rc(0, H_GET_TERM_CHAR, &[1]), H_PARAMETER);
     }
 
     #[test]
@@ -519,7 +917,11 @@ mod tests {
         m.st[0].msr &= !msr::EE;
         let (rc, _, o) = m.call(0, H_CEDE, &[]);
         assert_eq!((rc, o), (H_SUCCESS, HcallOutcome::Cede));
-        assert_ne!(m.st[0].msr & msr::EE, 0, "H_CEDE enables external interrupts");
+        assert_ne!(
+            m.st[0].msr & msr::EE,
+            0,
+            "H_CEDE enables external interrupts"
+        );
 
         assert_eq!(m.rc(1, H_PROD, &[0]), H_SUCCESS);
         assert_eq!(m.fx.take(), vec![Effect::Prod(0)]);
@@ -547,20 +949,60 @@ mod tests {
     #[test]
     fn set_mode() {
         let mut m = M::new(2);
-        assert_eq!(m.rc(0, H_SET_MODE, &[1, H_SET_MODE_RESOURCE_LE, 0, 0]), H_SUCCESS);
+        assert_eq!(
+            m.rc(0, H_SET_MODE, &[1, H_SET_MODE_RESOURCE_LE, 0, 0]),
+            H_SUCCESS
+        );
         assert_eq!(m.fx.take(), vec![Effect::InterruptLittleEndian(true)]);
         assert!(m.dev.interrupt_le);
-        assert_eq!(m.rc(1, H_SET_MODE, &[0, H_SET_MODE_RESOURCE_LE, 0, 0]), H_SUCCESS);
+        assert_eq!(
+            m.rc(1, H_SET_MODE, &[0, H_SET_MODE_RESOURCE_LE, 0, 0]),
+            H_SUCCESS
+        );
         assert_eq!(m.fx.take(), vec![Effect::InterruptLittleEndian(false)]);
-        assert_eq!(m.rc(0, H_SET_MODE, &[2, H_SET_MODE_RESOURCE_LE, 0, 0]), H_UNSUPPORTED_FLAG);
-        assert_eq!(m.rc(0, H_SET_MODE, &[1, H_SET_MODE_RESOURCE_LE, 1, 0]), H_P3);
-        assert_eq!(m.rc(0, H_SET_MODE, &[1, H_SET_MODE_RESOURCE_LE, 0, 1]), H_P4);
+        assert_eq!(
+            m.rc(0, H_SET_MODE, &[2, H_SET_MODE_RESOURCE_LE, 0, 0]),
+            H_UNSUPPORTED_FLAG
+        );
+        assert_eq!(
+            m.rc(0, H_SET_MODE, &[1, H_SET_MODE_RESOURCE_LE, 1, 0]),
+            H_P3
+        );
+        assert_eq!(
+            m.rc(0, H_SET_MODE, &[1, H_SET_MODE_RESOURCE_LE, 0, 1]),
+            H_P4
+        );
         assert!(m.fx.take().is_empty());
-        assert_eq!(m.rc(0, H_SET_MODE, &[3, H_SET_MODE_RESOURCE_ADDR_TRANS_MODE, 0, 0]), H_UNSUPPORTED_FLAG);
-        assert_eq!(m.rc(0, H_SET_MODE, &[0, H_SET_MODE_RESOURCE_ADDR_TRANS_MODE, 0, 0]), H_SUCCESS);
-        assert_eq!(m.rc(0, H_SET_MODE, &[0, H_SET_MODE_RESOURCE_ADDR_TRANS_MODE, 5, 0]), H_P3);
+        assert_eq!(
+            m.rc(
+                0,
+                H_SET_MODE,
+                &[3, H_SET_MODE_RESOURCE_ADDR_TRANS_MODE, 0, 0]
+            ),
+            H_UNSUPPORTED_FLAG
+        );
+        assert_eq!(
+            m.rc(
+                0,
+                H_SET_MODE,
+                &[0, H_SET_MODE_RESOURCE_ADDR_TRANS_MODE, 0, 0]
+            ),
+            H_SUCCESS
+        );
+        assert_eq!(
+            m.rc(
+                0,
+                H_SET_MODE,
+                &[0, H_SET_MODE_RESOURCE_ADDR_TRANS_MODE, 5, 0]
+            ),
+            H_P3
+        );
         for resource in [0, 1, 2, 5, 99] {
-            assert_eq!(m.rc(0, H_SET_MODE, &[0, resource, 0, 0]), H_P2, "resource {resource}");
+            assert_eq!(
+                m.rc(0, H_SET_MODE, &[0, resource, 0, 0]),
+                H_P2,
+                "resource {resource}"
+            );
         }
         assert!(m.fx.take().is_empty());
     }
@@ -583,32 +1025,98 @@ mod tests {
         m.mem.write_u32_be(slb + 4, 0x208).unwrap();
 
         // DTL and SLB shadow need a VPA first.
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_DTL, 1, dtl]), H_RESOURCE);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 1, vpa]), H_SUCCESS);
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_DTL, 1, dtl]),
+            H_RESOURCE
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 1, vpa]),
+            H_SUCCESS
+        );
         assert_eq!(m.dev.vpa[1].vpa, vpa);
         assert_eq!(m.dev.vpa[0].vpa, 0);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_DTL, 1, dtl]), H_SUCCESS);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_SLB_SHADOW, 1, slb]), H_SUCCESS);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_VPA, 1, 0]), H_RESOURCE, "DTL still registered");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_DTL, 1, 0]), H_SUCCESS);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_SLB_SHADOW, 1, 0]), H_SUCCESS);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_VPA, 1, 0]), H_SUCCESS);
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_DTL, 1, dtl]),
+            H_SUCCESS
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_SLB_SHADOW, 1, slb]),
+            H_SUCCESS
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_VPA, 1, 0]),
+            H_RESOURCE,
+            "DTL still registered"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_DTL, 1, 0]),
+            H_SUCCESS
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_SLB_SHADOW, 1, 0]),
+            H_SUCCESS
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_DEREGISTER_VPA, 1, 0]),
+            H_SUCCESS
+        );
         assert_eq!(m.dev.vpa[1], VpaState::default());
 
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 2, vpa]), H_PARAMETER, "no such CPU");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0]), H_HARDWARE);
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, vpa + 8]), H_PARAMETER, "misaligned");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0x100_0000]), H_PARAMETER, "outside RAM");
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 2, vpa]),
+            H_PARAMETER,
+            "no such CPU"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0]),
+            H_HARDWARE
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, vpa + 8]),
+            H_PARAMETER,
+            "misaligned"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0x100_0000]),
+            H_PARAMETER,
+            "outside RAM"
+        );
         m.mem.write(0x1e00 + 4, &640u16.to_be_bytes()).unwrap();
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0x1e00]), H_PARAMETER, "crosses a page");
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0x1e00]),
+            H_PARAMETER,
+            "crosses a page"
+        );
         m.mem.write(0x2000 + 4, &100u16.to_be_bytes()).unwrap();
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0x2000]), H_PARAMETER, "too small");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA | 1, 0, vpa]), H_PARAMETER, "stray flag bits");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[4 << 45, 0, vpa]), H_PARAMETER, "subfunction 4");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, vpa]), H_SUCCESS);
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, 0x2000]),
+            H_PARAMETER,
+            "too small"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA | 1, 0, vpa]),
+            H_PARAMETER,
+            "stray flag bits"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[4 << 45, 0, vpa]),
+            H_PARAMETER,
+            "subfunction 4"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, vpa]),
+            H_SUCCESS
+        );
         m.mem.write_u32_be(dtl + 4, 47).unwrap();
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_DTL, 0, dtl]), H_PARAMETER, "DTL smaller than an entry");
-        assert_eq!(m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_SLB_SHADOW, 0, 0]), H_HARDWARE);
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_DTL, 0, dtl]),
+            H_PARAMETER,
+            "DTL smaller than an entry"
+        );
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_SLB_SHADOW, 0, 0]),
+            H_HARDWARE
+        );
     }
 
     #[test]
@@ -616,10 +1124,22 @@ mod tests {
         let mut m = M::new(2);
         assert_eq!(m.rc(1, H_CPPR, &[0xff]), H_SUCCESS);
         assert_eq!(m.rc(0, H_IPI, &[1, 5]), H_SUCCESS);
-        assert_eq!(m.fx.take(), vec![Effect::ExternalIrq { cpu: 1, asserted: true }]);
+        assert_eq!(
+            m.fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 1,
+                asserted: true
+            }]
+        );
         let (rc, out, _) = m.call(1, H_XIRR, &[0xff]);
         assert_eq!((rc, out[0]), (H_SUCCESS, 0xff00_0002));
-        assert_eq!(m.fx.take(), vec![Effect::ExternalIrq { cpu: 1, asserted: false }]);
+        assert_eq!(
+            m.fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 1,
+                asserted: false
+            }]
+        );
         assert_eq!(m.rc(1, H_IPI, &[1, 0xff]), H_SUCCESS);
         assert_eq!(m.rc(1, H_EOI, &[0xff00_0002]), H_SUCCESS);
         assert_eq!(m.dev.xics.icp(1).cppr(), 0xff);
@@ -635,13 +1155,23 @@ mod tests {
     fn rtas_through_the_hypercall() {
         let mut m = M::new(2);
         let buf = 0x800u64;
-        for (i, w) in [Service::StartCpu.token(), 3, 1, 1, 0x400100, 7, 0x5555].iter().enumerate() {
+        for (i, w) in [Service::StartCpu.token(), 3, 1, 1, 0x400100, 7, 0x5555]
+            .iter()
+            .enumerate()
+        {
             m.mem.write_u32_be(buf + 4 * i as u64, *w).unwrap();
         }
         let (rc, _, o) = m.call(0, H_RTAS, &[buf]);
         assert_eq!((rc, o), (H_SUCCESS, HcallOutcome::Continue));
         assert_eq!(m.mem.read_u32_be(buf + 24).unwrap(), 0);
-        assert_eq!(m.fx.take(), vec![Effect::StartCpu { cpu: 1, entry: 0x400100, r3: 7 }]);
+        assert_eq!(
+            m.fx.take(),
+            vec![Effect::StartCpu {
+                cpu: 1,
+                entry: 0x400100,
+                r3: 7
+            }]
+        );
         assert_eq!(m.dev.rtas_stats.count(Service::StartCpu), 1);
 
         m.mem.write_u32_be(buf, Service::StopSelf.token()).unwrap();
@@ -658,30 +1188,30 @@ mod tests {
     /// An HPT stand-in that records calls and answers what it is told.
     struct FakeHpt {
         calls: Mutex<Vec<(&'static str, Vec<u64>)>>,
-        answer: HptReturn,
+        answer: HcallResult,
     }
 
     impl FakeHpt {
-        fn log(&self, name: &'static str, args: &[u64]) -> HptReturn {
+        fn log(&self, name: &'static str, args: &[u64]) -> HcallResult {
             self.calls.lock().unwrap().push((name, args.to_vec()));
             self.answer
         }
     }
 
     impl HptHcalls for FakeHpt {
-        fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HptReturn {
+        fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HcallResult {
             self.log("enter", &[flags, ptex, pteh, ptel])
         }
-        fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
+        fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult {
             self.log("remove", &[flags, ptex, avpn])
         }
-        fn read(&self, flags: u64, ptex: u64) -> HptReturn {
+        fn read(&self, flags: u64, ptex: u64) -> HcallResult {
             self.log("read", &[flags, ptex])
         }
-        fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
+        fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult {
             self.log("protect", &[flags, ptex, avpn])
         }
-        fn bulk_remove(&self, args: &[u64; 8]) -> HptReturn {
+        fn bulk_remove(&self, args: &[u64; 8]) -> HcallResult {
             self.log("bulk_remove", args)
         }
     }
@@ -691,11 +1221,20 @@ mod tests {
         let mut m = M::new(2);
         let hpt = Arc::new(FakeHpt {
             calls: Mutex::new(Vec::new()),
-            answer: HptReturn { ret: H_SUCCESS, out: [11, 22, 33, 44, 55, 66, 77, 88], nout: 2, flush: true },
+            answer: HcallResult {
+                ret: H_SUCCESS,
+                out: [11, 22, 33, 44, 55, 66, 77, 88],
+                n_out: 2,
+                flush_all_tlbs: true,
+            },
         });
         m.dev.hpt = Some(hpt.clone());
         let (rc, out, _) = m.call(1, H_REMOVE, &[1, 2, 3]);
-        assert_eq!((rc, out[0], out[1], out[2], out[3]), (H_SUCCESS, 11, 22, 3, 0xbad0_0003), "r4, r5 set; r6 up kept");
+        assert_eq!(
+            (rc, out[0], out[1], out[2], out[3]),
+            (H_SUCCESS, 11, 22, 3, 0xbad0_0003),
+            "r4, r5 set; r6 up kept"
+        );
         assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
         m.call(0, H_BULK_REMOVE, &[1, 2, 3, 4, 5, 6, 7, 8]);
         m.call(0, H_ENTER, &[1, 2, 3, 4]);
@@ -714,40 +1253,24 @@ mod tests {
         );
         assert_eq!(m.dev.hcall_stats.global_flushes, 5);
 
-        let quiet = Arc::new(FakeHpt { calls: Mutex::new(Vec::new()), answer: HptReturn { ret: H_PTEG_FULL, ..Default::default() } });
+        let quiet = Arc::new(FakeHpt {
+            calls: Mutex::new(Vec::new()),
+            answer: HcallResult {
+                ret: H_PTEG_FULL,
+                out: [0; 8],
+                n_out: 0,
+                flush_all_tlbs: false,
+            },
+        });
         m.dev.hpt = Some(quiet);
         m.fx.take();
         let (rc, out, _) = m.call(0, H_ENTER, &[0, 8, 0, 0]);
-        assert_eq!((rc, &out[..5]), (H_PTEG_FULL, &[0, 8, 0, 0, 0xbad0_0004][..]), "registers untouched on failure");
+        assert_eq!(
+            (rc, &out[..5]),
+            (H_PTEG_FULL, &[0, 8, 0, 0, 0xbad0_0004][..]),
+            "registers untouched on failure"
+        );
         assert!(m.fx.take().is_empty(), "no flush without an invalidation");
-    }
-
-    /// The machine's hash page table behind the dispatcher, as `boot` serves it.
-    struct RamHpt {
-        hpt: Arc<crate::mmu::Hpt>,
-        ram: Arc<crate::softmmu::GuestRam>,
-    }
-
-    fn ret(r: crate::mmu::HcallResult) -> HptReturn {
-        HptReturn { ret: r.ret, out: r.out, nout: r.n_out, flush: r.flush_all_tlbs }
-    }
-
-    impl HptHcalls for RamHpt {
-        fn enter(&self, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HptReturn {
-            ret(self.hpt.h_enter(&self.ram, flags, ptex, pteh, ptel))
-        }
-        fn remove(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
-            ret(self.hpt.h_remove(flags, ptex, avpn))
-        }
-        fn read(&self, flags: u64, ptex: u64) -> HptReturn {
-            ret(self.hpt.h_read(flags, ptex))
-        }
-        fn protect(&self, flags: u64, ptex: u64, avpn: u64) -> HptReturn {
-            ret(self.hpt.h_protect(flags, ptex, avpn))
-        }
-        fn bulk_remove(&self, args: &[u64; 8]) -> HptReturn {
-            ret(self.hpt.h_bulk_remove(*args))
-        }
     }
 
     #[test]
@@ -757,7 +1280,7 @@ mod tests {
         let mut m = M::new(2);
         let ram = Arc::new(GuestRam::new(256 << 20).unwrap());
         let hpt = Arc::new(Hpt::new(18).unwrap());
-        m.dev.hpt = Some(Arc::new(RamHpt { hpt, ram }));
+        m.dev.hpt = Some(Arc::new(MachineHpt { hpt, ram }));
         let pteh = |avpn: u64| (avpn << 7) | hpte_v::VALID;
         let ptel = |page: u64| (page << 12) | hpte_r::M | 0x2;
         // Eight entries fill a PTEG; the ninth finds it full.
@@ -766,7 +1289,11 @@ mod tests {
             assert_eq!((rc, out[0]), (H_SUCCESS, 0x40 + i));
         }
         assert_eq!(m.rc(0, H_ENTER, &[0, 0x40, pteh(99), ptel(9)]), H_PTEG_FULL);
-        assert_eq!(m.rc(0, H_ENTER, &[0, 0x40, pteh(99), ptel(9) | 0x20]), H_PARAMETER, "RAM must be WIMG=M");
+        assert_eq!(
+            m.rc(0, H_ENTER, &[0, 0x40, pteh(99), ptel(9) | 0x20]),
+            H_PARAMETER,
+            "RAM must be WIMG=M"
+        );
         assert!(m.fx.take().is_empty(), "H_ENTER flushes nothing");
         let (rc, out, _) = m.call(1, H_READ, &[0, 0x43]);
         assert_eq!((rc, out[0], out[1]), (H_SUCCESS, pteh(4), ptel(3)));
@@ -779,11 +1306,19 @@ mod tests {
         assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
         let end = 0xc000_0000_0000_0000u64;
         let req = |ptex: u64| 0x4000_0000_0000_0000 | ptex;
-        let (rc, out, _) = m.call(0, H_BULK_REMOVE, &[req(0x40), 0, req(0x41), 0, end, 0, 0, 0]);
+        let (rc, out, _) = m.call(
+            0,
+            H_BULK_REMOVE,
+            &[req(0x40), 0, req(0x41), 0, end, 0, 0, 0],
+        );
         assert_eq!(rc, H_SUCCESS);
         assert_eq!(out[0] >> 62, 2, "a response word");
         assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
-        assert_eq!(m.rc(0, H_ENTER, &[0, 0x40, pteh(50), ptel(50)]), H_SUCCESS, "a slot is free again");
+        assert_eq!(
+            m.rc(0, H_ENTER, &[0, 0x40, pteh(50), ptel(50)]),
+            H_SUCCESS,
+            "a slot is free again"
+        );
         assert_eq!(m.rc(0, H_REMOVE, &[0, 1 << 40, 0]), H_PARAMETER);
         assert_eq!(m.dev.hcall_stats.global_flushes, 3);
     }
@@ -800,5 +1335,238 @@ mod tests {
         let mut names: Vec<_> = all.iter().map(|(n, _)| *n).collect();
         names.dedup();
         assert_eq!(names.len(), HcallKind::ALL.len());
+    }
+
+    #[test]
+    fn the_table_derives_opcodes_names_and_kinds() {
+        let defs: Vec<_> = HcallKind::ALL
+            .iter()
+            .filter_map(|k| k.opcode().map(|op| (*k, op)))
+            .collect();
+        assert_eq!(
+            defs.len(),
+            HcallKind::ALL.len() - 1,
+            "every kind but Other has a row"
+        );
+        for &(k, op) in &defs {
+            assert_eq!(HcallKind::from_opcode(op), k);
+            assert_eq!(k.lock(), HcallLock::Bql);
+            assert!(k.name().starts_with("h_"), "{}", k.name());
+        }
+        let mut ops: Vec<u64> = defs.iter().map(|d| d.1).collect();
+        ops.sort();
+        ops.dedup();
+        assert_eq!(ops.len(), defs.len(), "opcodes are unique");
+        assert_eq!(
+            (H_ENTER, H_SET_SPRG0, H_PAGE_INIT, H_JOIN, H_RTAS),
+            (0x08, 0x24, 0x2c, 0x298, 0xf000)
+        );
+        assert_eq!(HcallKind::Other.name(), "other");
+    }
+
+    #[test]
+    fn termno_zero_is_the_default_vty() {
+        let mut m = M::new(1);
+        let (hi, lo) = console::pack_chars(b"ok\n");
+        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[0, 3, hi, lo]), H_SUCCESS);
+        assert_eq!(m.fx.console, b"ok\n");
+        m.dev.hvterm.push_input(b"y");
+        let (rc, out, _) = m.call(0, H_GET_TERM_CHAR, &[0]);
+        assert_eq!((rc, out[0], out[1] >> 56), (H_SUCCESS, 1, b'y' as u64));
+        assert_eq!(m.rc(0, H_PUT_TERM_CHAR, &[1, 3, hi, lo]), H_PARAMETER);
+    }
+
+    #[test]
+    fn set_sprg0_and_dabr() {
+        let mut m = M::new(1);
+        assert_eq!(m.rc(0, H_SET_SPRG0, &[0x1234_5678_9abc]), H_SUCCESS);
+        assert_eq!(m.st[0].sprg[0], 0x1234_5678_9abc);
+        assert_eq!(m.rc(0, H_SET_DABR, &[0x1000 | 7]), H_SUCCESS);
+        assert_eq!((m.st[0].dabr, m.st[0].dabrx), (0x1007, 3));
+        assert_eq!(m.rc(0, H_SET_XDABR, &[0x2000, DABRX_KERNEL]), H_SUCCESS);
+        assert_eq!((m.st[0].dabr, m.st[0].dabrx), (0x2000, 2));
+        for bad in [0, DABRX_HYPERVISOR | DABRX_USER, 0x10 | DABRX_USER] {
+            assert_eq!(
+                m.rc(0, H_SET_XDABR, &[0x3000, bad]),
+                H_PARAMETER,
+                "dabrx {bad:#x}"
+            );
+        }
+        assert_eq!(m.st[0].dabr, 0x2000);
+    }
+
+    #[test]
+    fn page_init_zeroes_copies_and_checks() {
+        let mut m = M::new(1);
+        m.mem.write(0x3000, &[0xaa; 4096]).unwrap();
+        m.mem.write(0x5000, &[0x55; 4096]).unwrap();
+        assert_eq!(m.rc(0, H_PAGE_INIT, &[H_ZERO_PAGE, 0x3000, 0]), H_SUCCESS);
+        let mut page = [1u8; 4096];
+        m.mem.read(0x3000, &mut page).unwrap();
+        assert!(page.iter().all(|b| *b == 0));
+        assert_eq!(
+            m.rc(
+                0,
+                H_PAGE_INIT,
+                &[H_COPY_PAGE | H_ICACHE_SYNCHRONIZE, 0x3000, 0x5000]
+            ),
+            H_SUCCESS
+        );
+        m.mem.read(0x3000, &mut page).unwrap();
+        assert!(page.iter().all(|b| *b == 0x55));
+        assert_eq!(
+            m.rc(0, H_PAGE_INIT, &[H_ICACHE_INVALIDATE, 0x3000, 0]),
+            H_SUCCESS
+        );
+        assert_eq!(
+            m.rc(0, H_PAGE_INIT, &[H_ZERO_PAGE, 0x3008, 0]),
+            H_PARAMETER,
+            "unaligned destination"
+        );
+        assert_eq!(
+            m.rc(0, H_PAGE_INIT, &[H_ZERO_PAGE, 0x10_0000, 0]),
+            H_PARAMETER,
+            "outside RAM"
+        );
+        assert_eq!(
+            m.rc(0, H_PAGE_INIT, &[H_COPY_PAGE, 0x3000, 0x5800]),
+            H_PARAMETER,
+            "unaligned source"
+        );
+        assert_eq!(
+            m.rc(0, H_PAGE_INIT, &[H_ZERO_PAGE | 1, 0x3000, 0]),
+            H_PARAMETER,
+            "unknown flag"
+        );
+        m.mem.read(0x3000, &mut page).unwrap();
+        assert!(
+            page.iter().all(|b| *b == 0x55),
+            "failed calls change nothing"
+        );
+    }
+
+    #[test]
+    fn logical_loads_stores_and_memop() {
+        let mut m = M::new(1);
+        assert_eq!(
+            m.rc(0, H_LOGICAL_CI_STORE, &[4, 0x100, 0x1122_3344_5566_7788]),
+            H_SUCCESS
+        );
+        assert_eq!(m.mem.read_u32_be(0x100).unwrap(), 0x5566_7788);
+        for (size, want) in [(1, 0x55), (2, 0x5566), (4, 0x5566_7788)] {
+            let (rc, out, _) = m.call(0, H_LOGICAL_CACHE_LOAD, &[size, 0x100]);
+            assert_eq!((rc, out[0]), (H_SUCCESS, want));
+        }
+        assert_eq!(m.rc(0, H_LOGICAL_CI_LOAD, &[3, 0x100]), H_PARAMETER);
+        assert_eq!(m.rc(0, H_LOGICAL_CI_LOAD, &[8, 0x10_0000]), H_PARAMETER);
+        assert_eq!(m.rc(0, H_LOGICAL_ICBI, &[0x100]), H_SUCCESS);
+        assert_eq!(m.rc(0, H_LOGICAL_DCBF, &[0x100]), H_SUCCESS);
+        m.mem.write(0x200, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        // Overlapping copy forward by two bytes, as memmove.
+        assert_eq!(
+            m.rc(0, H_LOGICAL_MEMOP, &[0x202, 0x200, 1, 3, 0]),
+            H_SUCCESS
+        );
+        let mut b = [0u8; 8];
+        m.mem.read(0x200, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            m.rc(0, H_LOGICAL_MEMOP, &[0x300, 0x200, 0, 2, 1]),
+            H_SUCCESS
+        );
+        m.mem.read(0x300, &mut b[..2]).unwrap();
+        assert_eq!(&b[..2], &[0xfe, 0xfd]);
+        assert_eq!(
+            m.rc(0, H_LOGICAL_MEMOP, &[0x301, 0x200, 1, 1, 0]),
+            H_PARAMETER,
+            "misaligned"
+        );
+        assert_eq!(
+            m.rc(0, H_LOGICAL_MEMOP, &[0x300, 0x200, 0, 1, 2]),
+            H_PARAMETER,
+            "op"
+        );
+    }
+
+    #[test]
+    fn confer_to_self_and_join_wait_for_a_prod() {
+        let mut m = M::new(2);
+        m.st[0].msr &= !msr::EE;
+        assert_eq!(m.call(0, H_CONFER, &[0, 0]).2, HcallOutcome::Cede);
+        assert_eq!(m.st[0].msr & msr::EE, 0, "H_CONFER leaves EE alone");
+        m.st[0].msr |= msr::EE;
+        assert_eq!(m.rc(0, H_JOIN, &[]), H_BAD_MODE);
+        m.st[0].msr &= !msr::EE;
+        // vCPU 1 is stopped (the boot state): vCPU 0 is the last one to join.
+        assert_eq!(m.rc(0, H_JOIN, &[]), H_CONTINUE);
+        m.fx.stopped[1] = false;
+        assert_eq!(
+            m.call(0, H_JOIN, &[]),
+            (
+                H_SUCCESS,
+                m.st[0].gpr[4..12].try_into().unwrap(),
+                HcallOutcome::Cede
+            )
+        );
+        assert!(m.dev.joined[0]);
+        m.st[1].msr &= !msr::EE;
+        assert_eq!(m.rc(1, H_JOIN, &[]), H_CONTINUE, "vCPU 0 has joined");
+        assert_eq!(m.rc(1, H_PROD, &[0]), H_SUCCESS);
+        assert!(!m.dev.joined[0]);
+        assert_eq!(
+            m.call(0, H_JOIN, &[]).2,
+            HcallOutcome::Continue,
+            "a pending prod returns at once"
+        );
+    }
+
+    #[test]
+    fn cede_makes_the_dispatch_counter_odd_and_registration_marks_shared_processors() {
+        let mut m = M::new(1);
+        let vpa = 0x1000u64;
+        m.mem.write(vpa + 4, &640u16.to_be_bytes()).unwrap();
+        m.mem.write_u32_be(vpa + VPA_DISPATCH_COUNTER, 6).unwrap();
+        assert_eq!(
+            m.rc(0, H_REGISTER_VPA, &[VPA_REGISTER_VPA, 0, vpa]),
+            H_SUCCESS
+        );
+        let mut status = [0u8];
+        m.mem.read(vpa + VPA_STATUS_OFFSET, &mut status).unwrap();
+        assert_eq!(status[0] & VPA_SHARED_PROC, VPA_SHARED_PROC);
+        assert_eq!(m.call(0, H_CEDE, &[]).2, HcallOutcome::Cede);
+        assert_eq!(m.mem.read_u32_be(vpa + VPA_DISPATCH_COUNTER).unwrap(), 7);
+        vpa_dispatched(&m.mem, vpa);
+        assert_eq!(m.mem.read_u32_be(vpa + VPA_DISPATCH_COUNTER).unwrap(), 8);
+        vpa_dispatched(&m.mem, vpa);
+        assert_eq!(
+            m.mem.read_u32_be(vpa + VPA_DISPATCH_COUNTER).unwrap(),
+            8,
+            "already even"
+        );
+        m.dev.prod[0] = true;
+        assert_eq!(m.call(0, H_CEDE, &[]).2, HcallOutcome::Continue);
+        assert_eq!(
+            m.mem.read_u32_be(vpa + VPA_DISPATCH_COUNTER).unwrap(),
+            8,
+            "not preempted"
+        );
+    }
+
+    #[test]
+    fn home_node_and_system_reset() {
+        let mut m = M::new(3);
+        let (rc, out, _) = m.call(0, H_HOME_NODE_ASSOCIATIVITY, &[1, 2]);
+        assert_eq!(
+            (rc, out[0], out[1], out[2], out[5]),
+            (H_SUCCESS, 0, 0, 0x2_ffff_ffff, u64::MAX)
+        );
+        assert_eq!(m.rc(0, H_HOME_NODE_ASSOCIATIVITY, &[1, 3]), H_P2);
+        assert_eq!(m.rc(0, H_HOME_NODE_ASSOCIATIVITY, &[2, 0]), H_FUNCTION);
+        assert_eq!(m.rc(0, H_SIGNAL_SYS_RESET, &[2]), H_SUCCESS);
+        assert_eq!(m.rc(1, H_SIGNAL_SYS_RESET, &[(-2i64) as u64]), H_SUCCESS);
+        assert_eq!(m.rc(0, H_SIGNAL_SYS_RESET, &[(-3i64) as u64]), H_PARAMETER);
+        assert_eq!(m.rc(0, H_SIGNAL_SYS_RESET, &[3]), H_PARAMETER);
+        use Effect::SystemReset as R;
+        assert_eq!(m.fx.take(), vec![R(2), R(0), R(2)]);
     }
 }

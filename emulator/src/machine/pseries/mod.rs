@@ -55,12 +55,16 @@ pub struct PseriesDevices {
     pub vpa: Vec<VpaState>,
     /// H_PROD received and not yet consumed by an H_CEDE, per vCPU.
     pub prod: Vec<bool>,
+    /// Waiting in H_JOIN (until a prod), per vCPU.
+    pub joined: Vec<bool>,
     /// `LPCR[ILE]` of the partition as last set by H_SET_MODE (start-cpu copies it).
     pub interrupt_le: bool,
     /// The hash page table, for the HPT hcalls (H_FUNCTION without one).
     pub hpt: Option<Arc<dyn HptHcalls>>,
     pub hcall_stats: HcallStats,
     pub rtas_stats: rtas::RtasStats,
+    /// The time of day RTAS reports (`-rtc base=`, set-time-of-day).
+    pub rtc: rtas::Rtc,
 }
 
 impl PseriesDevices {
@@ -71,19 +75,22 @@ impl PseriesDevices {
             hvterm: console::HvTerm::new(),
             vpa: vec![VpaState::default(); ncpus],
             prod: vec![false; ncpus],
+            joined: vec![false; ncpus],
             interrupt_le: false,
             hpt: None,
             hcall_stats: HcallStats::default(),
             rtas_stats: rtas::RtasStats::default(),
+            rtc: rtas::Rtc::default(),
         }
     }
 
     /// Machine reset (system-reboot): devices back to their boot state; console input,
-    /// statistics and the HPT object are kept (the machine clears the HPT itself).
+    /// statistics, the clock and the HPT object are kept (the machine clears the HPT itself).
     pub fn reset(&mut self, fx: &mut dyn MachineEffects) {
         self.xics.reset(fx);
         self.vpa.iter_mut().for_each(|v| *v = VpaState::default());
         self.prod.iter_mut().for_each(|p| *p = false);
+        self.joined.iter_mut().for_each(|j| *j = false);
         self.interrupt_le = false;
     }
 

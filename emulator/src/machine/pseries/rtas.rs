@@ -9,14 +9,27 @@
 //! Tokens are QEMU's numbers for the same services, so a guest sees the same `/rtas` on both.
 
 use super::effects::{GuestMemory, MachineEffects};
-use super::hcall::{H_PARAMETER, H_RTAS, H_SUCCESS};
+use super::hcall::H_RTAS;
 use super::xics::{PRIO_MASKED, Xics};
+use crate::papr::{H_PARAMETER, H_SUCCESS};
 use std::time::Duration;
 
 /// Status codes of RTAS calls (result 0).
 pub const RTAS_OUT_SUCCESS: i32 = 0;
 pub const RTAS_OUT_HW_ERROR: i32 = -1;
 pub const RTAS_OUT_PARAM_ERROR: i32 = -3;
+/// check-exception, event-scan: there is no event to report.
+pub const RTAS_OUT_NO_ERRORS_FOUND: i32 = 1;
+/// ibm,set-system-parameter of a parameter the partition may not change.
+pub const RTAS_OUT_NOT_AUTHORIZED: i32 = -9002;
+
+/// ibm,set-system-parameter parameters QEMU knows (all read-only to the partition).
+pub const SYSPARM_SPLPAR_CHARACTERISTICS: u32 = 20;
+pub const SYSPARM_DIAGNOSTICS_RUN_MODE: u32 = 42;
+pub const SYSPARM_UUID: u32 = 48;
+
+/// The power level set-/get-power-level report: full power (there is no power management).
+pub const POWER_LEVEL_FULL: u32 = 100;
 
 /// query-cpu-stopped-state results.
 pub const CPU_STATE_STOPPED: u32 = 0;
@@ -27,6 +40,7 @@ pub const CPU_STATE_RUNNING: u32 = 2;
 pub enum Service {
     DisplayCharacter,
     GetTimeOfDay,
+    SetTimeOfDay,
     PowerOff,
     SystemReboot,
     QueryCpuStoppedState,
@@ -37,12 +51,18 @@ pub enum Service {
     IntOff,
     IntOn,
     OsTerm,
+    SetSystemParameter,
+    CheckException,
+    EventScan,
+    SetPowerLevel,
+    GetPowerLevel,
 }
 
 impl Service {
-    pub const ALL: [Service; 12] = [
+    pub const ALL: [Service; 18] = [
         Service::DisplayCharacter,
         Service::GetTimeOfDay,
+        Service::SetTimeOfDay,
         Service::PowerOff,
         Service::SystemReboot,
         Service::QueryCpuStoppedState,
@@ -53,6 +73,11 @@ impl Service {
         Service::IntOff,
         Service::IntOn,
         Service::OsTerm,
+        Service::SetSystemParameter,
+        Service::CheckException,
+        Service::EventScan,
+        Service::SetPowerLevel,
+        Service::GetPowerLevel,
     ];
 
     /// Property name in `/rtas` (the name Linux looks the token up by).
@@ -60,6 +85,7 @@ impl Service {
         match self {
             Service::DisplayCharacter => "display-character",
             Service::GetTimeOfDay => "get-time-of-day",
+            Service::SetTimeOfDay => "set-time-of-day",
             Service::PowerOff => "power-off",
             Service::SystemReboot => "system-reboot",
             Service::QueryCpuStoppedState => "query-cpu-stopped-state",
@@ -70,6 +96,11 @@ impl Service {
             Service::IntOff => "ibm,int-off",
             Service::IntOn => "ibm,int-on",
             Service::OsTerm => "ibm,os-term",
+            Service::SetSystemParameter => "ibm,set-system-parameter",
+            Service::CheckException => "check-exception",
+            Service::EventScan => "event-scan",
+            Service::SetPowerLevel => "set-power-level",
+            Service::GetPowerLevel => "get-power-level",
         }
     }
 
@@ -78,6 +109,7 @@ impl Service {
             + match self {
                 Service::DisplayCharacter => 0x00,
                 Service::GetTimeOfDay => 0x01,
+                Service::SetTimeOfDay => 0x02,
                 Service::PowerOff => 0x03,
                 Service::SystemReboot => 0x04,
                 Service::QueryCpuStoppedState => 0x05,
@@ -88,6 +120,11 @@ impl Service {
                 Service::IntOff => 0x0c,
                 Service::IntOn => 0x0d,
                 Service::OsTerm => 0x1f,
+                Service::SetSystemParameter => 0x09,
+                Service::CheckException => 0x0e,
+                Service::EventScan => 0x0f,
+                Service::SetPowerLevel => 0x1b,
+                Service::GetPowerLevel => 0x1c,
             }
     }
 
@@ -157,7 +194,11 @@ impl RtasStats {
 
     /// `(service name, calls)` for every service called at least once.
     pub fn nonzero(&self) -> Vec<(&'static str, u64)> {
-        Service::ALL.iter().filter(|s| self.count(**s) > 0).map(|s| (s.name(), self.count(*s))).collect()
+        Service::ALL
+            .iter()
+            .filter(|s| self.count(**s) > 0)
+            .map(|s| (s.name(), self.count(*s)))
+            .collect()
     }
 }
 
@@ -180,7 +221,9 @@ struct Fault;
 
 impl Args<'_> {
     fn arg(&self, i: u32) -> Result<u32, Fault> {
-        self.mem.read_u32_be(self.base + 12 + 4 * i as u64).map_err(|_| Fault)
+        self.mem
+            .read_u32_be(self.base + 12 + 4 * i as u64)
+            .map_err(|_| Fault)
     }
 
     fn ret(&self, i: u32, v: u32) -> Result<(), Fault> {
@@ -188,7 +231,9 @@ impl Args<'_> {
             return Ok(());
         }
         let rets = self.base + 12 + 4 * self.nargs as u64;
-        self.mem.write_u32_be(rets + 4 * i as u64, v).map_err(|_| Fault)
+        self.mem
+            .write_u32_be(rets + 4 * i as u64, v)
+            .map_err(|_| Fault)
     }
 
     fn status(&self, v: i32) -> Result<(), Fault> {
@@ -204,6 +249,7 @@ impl Args<'_> {
 pub struct RtasContext<'a> {
     pub xics: &'a mut Xics,
     pub stats: &'a mut RtasStats,
+    pub clock: &'a mut Rtc,
     pub mem: &'a dyn GuestMemory,
     pub fx: &'a mut dyn MachineEffects,
 }
@@ -213,24 +259,40 @@ pub struct RtasContext<'a> {
 /// service errors go into the status result) and what the caller does next.
 pub fn call(ctx: RtasContext<'_>, cpu: usize, buf: u64) -> (i64, RtasOutcome) {
     let base = real_addr(buf);
-    let header = (ctx.mem.read_u32_be(base), ctx.mem.read_u32_be(base + 4), ctx.mem.read_u32_be(base + 8));
+    let header = (
+        ctx.mem.read_u32_be(base),
+        ctx.mem.read_u32_be(base + 4),
+        ctx.mem.read_u32_be(base + 8),
+    );
     let (Ok(token), Ok(nargs), Ok(nret)) = header else {
         return (H_PARAMETER, RtasOutcome::Continue);
     };
-    let a = Args { mem: ctx.mem, base, nargs, nret };
+    let a = Args {
+        mem: ctx.mem,
+        base,
+        nargs,
+        nret,
+    };
     let Some(service) = Service::from_token(token) else {
         ctx.stats.unknown += 1;
         let _ = a.status(RTAS_OUT_PARAM_ERROR);
         return (H_PARAMETER, RtasOutcome::Continue);
     };
     ctx.stats.calls[service.index()] += 1;
-    match dispatch(service, &a, ctx.xics, ctx.fx, cpu) {
+    match dispatch(service, &a, ctx.xics, ctx.clock, ctx.fx, cpu) {
         Ok(outcome) => (H_SUCCESS, outcome),
         Err(Fault) => (H_PARAMETER, RtasOutcome::Continue),
     }
 }
 
-fn dispatch(service: Service, a: &Args<'_>, xics: &mut Xics, fx: &mut dyn MachineEffects, cpu: usize) -> Result<RtasOutcome, Fault> {
+fn dispatch(
+    service: Service,
+    a: &Args<'_>,
+    xics: &mut Xics,
+    clock: &mut Rtc,
+    fx: &mut dyn MachineEffects,
+    cpu: usize,
+) -> Result<RtasOutcome, Fault> {
     use RtasOutcome::*;
     let ncpus = xics.ncpus();
     // Server numbers are vCPU indexes (one thread per core, as QEMU numbers them).
@@ -248,11 +310,78 @@ fn dispatch(service: Service, a: &Args<'_>, xics: &mut Xics, fx: &mut dyn Machin
             if !a.shape(0, 8) {
                 a.status(RTAS_OUT_PARAM_ERROR)?;
             } else {
-                let t = CivilTime::from_unix(fx.wall_time());
+                let t = CivilTime::from_unix(clock.now(fx.wall_time()));
                 a.status(RTAS_OUT_SUCCESS)?;
-                for (i, v) in [t.year, t.month, t.day, t.hour, t.minute, t.second, t.nanos].into_iter().enumerate() {
+                for (i, v) in [t.year, t.month, t.day, t.hour, t.minute, t.second, t.nanos]
+                    .into_iter()
+                    .enumerate()
+                {
                     a.ret(1 + i as u32, v)?;
                 }
+            }
+        }
+        Service::SetTimeOfDay => {
+            let mut f = [0u32; 7];
+            if a.shape(7, 1) {
+                for (i, v) in f.iter_mut().enumerate() {
+                    *v = a.arg(i as u32)?;
+                }
+            }
+            let t = CivilTime {
+                year: f[0],
+                month: f[1],
+                day: f[2],
+                hour: f[3],
+                minute: f[4],
+                second: f[5],
+                nanos: f[6],
+            };
+            match t.to_unix().filter(|_| a.shape(7, 1)) {
+                Some(to) => {
+                    clock.set(fx.wall_time(), to);
+                    a.status(RTAS_OUT_SUCCESS)?;
+                }
+                None => a.status(RTAS_OUT_PARAM_ERROR)?,
+            }
+        }
+        Service::SetSystemParameter => {
+            if !a.shape(2, 1) {
+                a.status(RTAS_OUT_PARAM_ERROR)?;
+            } else {
+                match a.arg(0)? {
+                    SYSPARM_SPLPAR_CHARACTERISTICS
+                    | SYSPARM_DIAGNOSTICS_RUN_MODE
+                    | SYSPARM_UUID => a.status(RTAS_OUT_NOT_AUTHORIZED)?,
+                    _ => a.status(RTAS_OUT_PARAM_ERROR)?,
+                }
+            }
+        }
+        // No platform events are ever raised (no hotplug, no EPOW).
+        Service::CheckException => {
+            if !(a.nargs == 6 || a.nargs == 7) || a.nret != 1 {
+                a.status(RTAS_OUT_PARAM_ERROR)?;
+            } else {
+                a.status(RTAS_OUT_NO_ERRORS_FOUND)?;
+            }
+        }
+        Service::EventScan => {
+            if !a.shape(4, 1) {
+                a.status(RTAS_OUT_PARAM_ERROR)?;
+            } else {
+                a.status(RTAS_OUT_NO_ERRORS_FOUND)?;
+            }
+        }
+        Service::SetPowerLevel | Service::GetPowerLevel => {
+            let nargs = if service == Service::SetPowerLevel {
+                2
+            } else {
+                1
+            };
+            if !a.shape(nargs, 2) {
+                a.status(RTAS_OUT_PARAM_ERROR)?;
+            } else {
+                a.status(RTAS_OUT_SUCCESS)?;
+                a.ret(1, POWER_LEVEL_FULL)?;
             }
         }
         Service::PowerOff => {
@@ -277,7 +406,11 @@ fn dispatch(service: Service, a: &Args<'_>, xics: &mut Xics, fx: &mut dyn Machin
             let id = if a.shape(1, 2) { Some(a.arg(0)?) } else { None };
             match id {
                 Some(id) if target(id) => {
-                    let state = if fx.is_stopped(id as usize) { CPU_STATE_STOPPED } else { CPU_STATE_RUNNING };
+                    let state = if fx.is_stopped(id as usize) {
+                        CPU_STATE_STOPPED
+                    } else {
+                        CPU_STATE_RUNNING
+                    };
                     a.status(RTAS_OUT_SUCCESS)?;
                     a.ret(1, state)?;
                 }
@@ -359,10 +492,43 @@ fn dispatch(service: Service, a: &Args<'_>, xics: &mut Xics, fx: &mut dyn Machin
 fn read_cstring(mem: &dyn GuestMemory, pa: u64, max: usize) -> String {
     let mut bytes = Vec::new();
     let mut b = [0u8];
-    while bytes.len() < max && mem.read(pa.wrapping_add(bytes.len() as u64), &mut b).is_ok() && b[0] != 0 {
+    while bytes.len() < max
+        && mem
+            .read(pa.wrapping_add(bytes.len() as u64), &mut b)
+            .is_ok()
+        && b[0] != 0
+    {
         bytes.push(b[0]);
     }
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The partition's time-of-day clock: host UTC plus an offset, which `-rtc base=` chooses
+/// and set-time-of-day changes (QEMU keeps the same offset). It runs at the host's rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rtc {
+    /// Guest time minus host time, in nanoseconds.
+    pub offset_ns: i128,
+}
+
+impl Rtc {
+    /// A clock that reads `base` at host time `host` (both since the Unix epoch).
+    pub fn starting_at(host: Duration, base: Duration) -> Self {
+        let mut r = Rtc::default();
+        r.set(host, base);
+        r
+    }
+
+    /// Guest time at host time `host` (never before the epoch).
+    pub fn now(&self, host: Duration) -> Duration {
+        let ns = (host.as_nanos() as i128 + self.offset_ns).max(0);
+        Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32)
+    }
+
+    /// From host time `host` on, the clock reads `to` (then runs on).
+    pub fn set(&mut self, host: Duration, to: Duration) {
+        self.offset_ns = to.as_nanos() as i128 - host.as_nanos() as i128;
+    }
 }
 
 /// UTC calendar time as get-time-of-day returns it (month 1-12, day 1-31).
@@ -403,6 +569,49 @@ impl CivilTime {
             nanos: t.subsec_nanos(),
         }
     }
+
+    /// Time since the epoch, or `None` for a field out of its range (a day the month does
+    /// not have, hour 24, second 60, a year before 1970, nanoseconds of a second or more).
+    pub fn to_unix(&self) -> Option<Duration> {
+        let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let (y, m) = (self.year as i64, self.month as i64);
+        let mdays = [
+            31,
+            if leap(y) { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        if y < 1970
+            || !(1..=12).contains(&m)
+            || self.day == 0
+            || self.day as i64 > mdays[(m - 1) as usize]
+        {
+            return None;
+        }
+        if self.hour > 23 || self.minute > 59 || self.second > 59 || self.nanos >= 1_000_000_000 {
+            return None;
+        }
+        // The inverse of `from_unix`: days since 1970-01-01 of a March-based year.
+        let (yy, mm) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+        let era = yy.div_euclid(400);
+        let yoe = yy - era * 400;
+        let doy = (153 * mm + 2) / 5 + self.day as i64 - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        let secs = days as u64 * 86_400
+            + self.hour as u64 * 3600
+            + self.minute as u64 * 60
+            + self.second as u64;
+        Some(Duration::new(secs, self.nanos))
+    }
 }
 
 #[cfg(test)]
@@ -413,22 +622,51 @@ mod tests {
     const BUF: u64 = 0x1000;
 
     /// Writes an argument buffer and returns (H_RTAS code, outcome, rets).
-    fn run(xics: &mut Xics, fx: &mut Recorder, mem: &VecMemory, cpu: usize, token: u32, args: &[u32], nret: u32) -> (i64, RtasOutcome, Vec<i64>) {
+    fn run(
+        xics: &mut Xics,
+        fx: &mut Recorder,
+        mem: &VecMemory,
+        cpu: usize,
+        token: u32,
+        args: &[u32],
+        nret: u32,
+    ) -> (i64, RtasOutcome, Vec<i64>) {
         let mut stats = RtasStats::default();
         run_stats(xics, fx, mem, &mut stats, cpu, token, args, nret)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn run_stats(xics: &mut Xics, fx: &mut Recorder, mem: &VecMemory, stats: &mut RtasStats, cpu: usize, token: u32, args: &[u32], nret: u32) -> (i64, RtasOutcome, Vec<i64>) {
+    fn run_stats(
+        xics: &mut Xics,
+        fx: &mut Recorder,
+        mem: &VecMemory,
+        stats: &mut RtasStats,
+        cpu: usize,
+        token: u32,
+        args: &[u32],
+        nret: u32,
+    ) -> (i64, RtasOutcome, Vec<i64>) {
         let mut words = vec![token, args.len() as u32, nret];
         words.extend_from_slice(args);
         words.extend(std::iter::repeat_n(0xdead_beef, nret as usize));
         for (i, w) in words.iter().enumerate() {
             mem.write_u32_be(BUF + 4 * i as u64, *w).unwrap();
         }
-        let (rc, out) = call(RtasContext { xics, stats, mem, fx }, cpu, BUF | 0xc000_0000_0000_0000);
+        let (rc, out) = call(
+            RtasContext {
+                xics,
+                stats,
+                clock: &mut Rtc::default(),
+                mem,
+                fx,
+            },
+            cpu,
+            BUF | 0xc000_0000_0000_0000,
+        );
         let rets_at = BUF + 12 + 4 * args.len() as u64;
-        let rets = (0..nret).map(|i| mem.read_u32_be(rets_at + 4 * i as u64).unwrap() as i32 as i64).collect();
+        let rets = (0..nret)
+            .map(|i| mem.read_u32_be(rets_at + 4 * i as u64).unwrap() as i32 as i64)
+            .collect();
         (rc, out, rets)
     }
 
@@ -441,8 +679,17 @@ mod tests {
         use crate::isa::disassemble;
         let text: Vec<String> = BLOB_WORDS.iter().map(|w| disassemble(*w, 0)).collect();
         assert_eq!(text[0], "or r4, r3, r3");
-        assert!(text[1].starts_with("addis r3, r0, 0") || text[1].starts_with("addis r3, 0, 0"), "{}", text[1]);
-        assert!(text[2].starts_with("ori r3, r3, ") && text[2].contains("61440") || text[2].contains("0xf000"), "{}", text[2]);
+        assert!(
+            text[1].starts_with("addis r3, r0, 0") || text[1].starts_with("addis r3, 0, 0"),
+            "{}",
+            text[1]
+        );
+        assert!(
+            text[2].starts_with("ori r3, r3, ") && text[2].contains("61440")
+                || text[2].contains("0xf000"),
+            "{}",
+            text[2]
+        );
         assert!(text[3].starts_with("sc"), "{}", text[3]);
         assert!(text[4].starts_with("bclr 20"), "{}", text[4]);
         assert_eq!(blob().len(), BLOB_SIZE as usize);
@@ -453,29 +700,76 @@ mod tests {
     fn tokens_are_unique_and_resolve() {
         for s in Service::ALL {
             assert_eq!(Service::from_token(s.token()), Some(s));
-            assert_eq!(Service::ALL.iter().filter(|t| t.token() == s.token() || t.name() == s.name()).count(), 1);
+            assert_eq!(
+                Service::ALL
+                    .iter()
+                    .filter(|t| t.token() == s.token() || t.name() == s.name())
+                    .count(),
+                1
+            );
         }
         assert_eq!(Service::from_token(0xa), Some(Service::DisplayCharacter));
-        assert_eq!(Service::from_token(0x2002), None, "set-time-of-day is not offered");
+        assert_eq!(Service::from_token(0x2002), Some(Service::SetTimeOfDay));
+        assert_eq!(
+            Service::from_token(0x2012),
+            None,
+            "nvram-fetch is not offered"
+        );
     }
 
     #[test]
     fn start_cpu_and_query_stopped_state() {
         let (mut x, mut fx, mem) = machine(2);
         let q = Service::QueryCpuStoppedState.token();
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, q, &[1], 2).2, vec![0, CPU_STATE_STOPPED as i64]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, q, &[0], 2).2, vec![0, CPU_STATE_RUNNING as i64]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, q, &[2], 2).2[0], -3, "no such CPU");
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, q, &[1], 1).2[0], -3, "wrong nret");
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, q, &[1], 2).2,
+            vec![0, CPU_STATE_STOPPED as i64]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, q, &[0], 2).2,
+            vec![0, CPU_STATE_RUNNING as i64]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, q, &[2], 2).2[0],
+            -3,
+            "no such CPU"
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, q, &[1], 1).2[0],
+            -3,
+            "wrong nret"
+        );
 
         let s = Service::StartCpu.token();
         let (rc, out, rets) = run(&mut x, &mut fx, &mem, 0, s, &[1, 0x400060, 0x1234], 1);
         assert_eq!((rc, out, rets), (H_SUCCESS, RtasOutcome::Continue, vec![0]));
-        assert_eq!(fx.take(), vec![Effect::StartCpu { cpu: 1, entry: 0x400060, r3: 0x1234 }]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, s, &[1, 0x400060, 0], 1).2, vec![-1], "already running");
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, s, &[7, 0, 0], 1).2, vec![-3], "no such CPU");
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, s, &[1, 0], 1).2, vec![-3], "wrong nargs");
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, q, &[1], 2).2, vec![0, CPU_STATE_RUNNING as i64]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::StartCpu {
+                cpu: 1,
+                entry: 0x400060,
+                r3: 0x1234
+            }]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, s, &[1, 0x400060, 0], 1).2,
+            vec![-1],
+            "already running"
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, s, &[7, 0, 0], 1).2,
+            vec![-3],
+            "no such CPU"
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, s, &[1, 0], 1).2,
+            vec![-3],
+            "wrong nargs"
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, q, &[1], 2).2,
+            vec![0, CPU_STATE_RUNNING as i64]
+        );
         assert!(fx.take().is_empty());
     }
 
@@ -501,17 +795,39 @@ mod tests {
         assert_eq!(fx.take(), vec![Effect::PowerOff]);
 
         let r = Service::SystemReboot.token();
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, r, &[], 1).1, RtasOutcome::Shutdown);
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, r, &[], 1).1,
+            RtasOutcome::Shutdown
+        );
         assert_eq!(fx.take(), vec![Effect::Reboot]);
         assert_eq!(run(&mut x, &mut fx, &mem, 0, r, &[1], 1).2, vec![-3]);
 
         mem.write(0x8000, b"kernel panic: no init\0junk").unwrap();
-        let (rc, out, _) = run(&mut x, &mut fx, &mem, 0, Service::OsTerm.token(), &[0x8000], 1);
+        let (rc, out, _) = run(
+            &mut x,
+            &mut fx,
+            &mem,
+            0,
+            Service::OsTerm.token(),
+            &[0x8000],
+            1,
+        );
         assert_eq!((rc, out), (H_SUCCESS, RtasOutcome::Shutdown));
-        assert_eq!(fx.take(), vec![Effect::OsTerm("kernel panic: no init".into())]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::OsTerm("kernel panic: no init".into())]
+        );
         // A message running off the end of RAM is cut there, not an error.
         mem.write(0xfffe, b"ab").unwrap();
-        run(&mut x, &mut fx, &mem, 0, Service::OsTerm.token(), &[0xfffe], 1);
+        run(
+            &mut x,
+            &mut fx,
+            &mem,
+            0,
+            Service::OsTerm.token(),
+            &[0xfffe],
+            1,
+        );
         assert_eq!(fx.take(), vec![Effect::OsTerm("ab".into())]);
     }
 
@@ -521,17 +837,50 @@ mod tests {
         let irq = crate::machine::pseries::xics::IRQ_BASE + 5;
         let set = Service::SetXive.token();
         let get = Service::GetXive.token();
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, set, &[irq, 1, 5], 1).2, vec![0]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2, vec![0, 1, 5]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, set, &[2, 1, 5], 1).2, vec![-3], "IPI is not an ICS source");
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, set, &[irq, 2, 5], 1).2, vec![-3], "no such server");
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, set, &[irq, 1, 0x100], 1).2, vec![-3], "priority > 0xff");
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, set, &[irq, 1, 5], 1).2,
+            vec![0]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2,
+            vec![0, 1, 5]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, set, &[2, 1, 5], 1).2,
+            vec![-3],
+            "IPI is not an ICS source"
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, set, &[irq, 2, 5], 1).2,
+            vec![-3],
+            "no such server"
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, set, &[irq, 1, 0x100], 1).2,
+            vec![-3],
+            "priority > 0xff"
+        );
         assert_eq!(run(&mut x, &mut fx, &mem, 0, get, &[0x3000], 3).2[0], -3);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, Service::IntOff.token(), &[irq], 1).2, vec![0]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2, vec![0, 1, 0xff]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, Service::IntOn.token(), &[irq], 1).2, vec![0]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2, vec![0, 1, 5]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, Service::IntOn.token(), &[1], 1).2, vec![-3]);
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, Service::IntOff.token(), &[irq], 1).2,
+            vec![0]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2,
+            vec![0, 1, 0xff]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, Service::IntOn.token(), &[irq], 1).2,
+            vec![0]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2,
+            vec![0, 1, 5]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, Service::IntOn.token(), &[1], 1).2,
+            vec![-3]
+        );
     }
 
     #[test]
@@ -539,10 +888,38 @@ mod tests {
         let (mut x, mut fx, mem) = machine(1);
         // 2024-02-29 13:14:15.5 UTC
         fx.now = Duration::new(1_709_212_455, 500_000_000);
-        let (_, _, rets) = run(&mut x, &mut fx, &mem, 0, Service::GetTimeOfDay.token(), &[], 8);
+        let (_, _, rets) = run(
+            &mut x,
+            &mut fx,
+            &mem,
+            0,
+            Service::GetTimeOfDay.token(),
+            &[],
+            8,
+        );
         assert_eq!(rets, vec![0, 2024, 2, 29, 13, 14, 15, 500_000_000]);
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, Service::GetTimeOfDay.token(), &[], 7).2[0], -3);
-        run(&mut x, &mut fx, &mem, 0, Service::DisplayCharacter.token(), &[b'L' as u32], 1);
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::GetTimeOfDay.token(),
+                &[],
+                7
+            )
+            .2[0],
+            -3
+        );
+        run(
+            &mut x,
+            &mut fx,
+            &mem,
+            0,
+            Service::DisplayCharacter.token(),
+            &[b'L' as u32],
+            1,
+        );
         run(&mut x, &mut fx, &mem, 0, 0xa, &[b'!' as u32], 1);
         assert_eq!(fx.console, b"L!");
     }
@@ -551,9 +928,28 @@ mod tests {
     fn civil_time_edges() {
         let t = |s| CivilTime::from_unix(Duration::from_secs(s));
         assert_eq!((t(0).year, t(0).month, t(0).day), (1970, 1, 1));
-        assert_eq!((t(951_782_400).year, t(951_782_400).month, t(951_782_400).day), (2000, 2, 29));
-        assert_eq!((t(4_107_542_399).year, t(4_107_542_399).month, t(4_107_542_399).day, t(4_107_542_399).second), (2100, 2, 28, 59));
-        assert_eq!((t(4_107_542_400).month, t(4_107_542_400).day), (3, 1), "2100 is no leap year");
+        assert_eq!(
+            (
+                t(951_782_400).year,
+                t(951_782_400).month,
+                t(951_782_400).day
+            ),
+            (2000, 2, 29)
+        );
+        assert_eq!(
+            (
+                t(4_107_542_399).year,
+                t(4_107_542_399).month,
+                t(4_107_542_399).day,
+                t(4_107_542_399).second
+            ),
+            (2100, 2, 28, 59)
+        );
+        assert_eq!(
+            (t(4_107_542_400).month, t(4_107_542_400).day),
+            (3, 1),
+            "2100 is no leap year"
+        );
     }
 
     #[test]
@@ -564,20 +960,278 @@ mod tests {
         assert_eq!((rc, rets), (H_PARAMETER, vec![-3]));
         assert_eq!(stats.unknown, 1);
         // Buffer outside RAM.
-        let (rc, out) = call(RtasContext { xics: &mut x, stats: &mut stats, mem: &mem, fx: &mut fx }, 0, 0x10_0000);
+        let (rc, out) = call(
+            RtasContext {
+                xics: &mut x,
+                stats: &mut stats,
+                clock: &mut Rtc::default(),
+                mem: &mem,
+                fx: &mut fx,
+            },
+            0,
+            0x10_0000,
+        );
         assert_eq!((rc, out), (H_PARAMETER, RtasOutcome::Continue));
         // Results that would land outside RAM.
-        mem.write_u32_be(0xfff0, Service::GetTimeOfDay.token()).unwrap();
+        mem.write_u32_be(0xfff0, Service::GetTimeOfDay.token())
+            .unwrap();
         mem.write_u32_be(0xfff4, 0).unwrap();
         mem.write_u32_be(0xfff8, 8).unwrap();
-        let (rc, _) = call(RtasContext { xics: &mut x, stats: &mut stats, mem: &mem, fx: &mut fx }, 0, 0xfff0);
+        let (rc, _) = call(
+            RtasContext {
+                xics: &mut x,
+                stats: &mut stats,
+                clock: &mut Rtc::default(),
+                mem: &mem,
+                fx: &mut fx,
+            },
+            0,
+            0xfff0,
+        );
         assert_eq!(rc, H_PARAMETER);
         // Huge nargs: the results are far away, not a wrap-around into low memory.
-        mem.write_u32_be(0x100, Service::QueryCpuStoppedState.token()).unwrap();
+        mem.write_u32_be(0x100, Service::QueryCpuStoppedState.token())
+            .unwrap();
         mem.write_u32_be(0x104, u32::MAX).unwrap();
         mem.write_u32_be(0x108, 2).unwrap();
-        let (rc, _) = call(RtasContext { xics: &mut x, stats: &mut stats, mem: &mem, fx: &mut fx }, 0, 0x100);
-        assert_eq!(rc, H_PARAMETER, "the status would be written far outside RAM");
+        let (rc, _) = call(
+            RtasContext {
+                xics: &mut x,
+                stats: &mut stats,
+                clock: &mut Rtc::default(),
+                mem: &mem,
+                fx: &mut fx,
+            },
+            0,
+            0x100,
+        );
+        assert_eq!(
+            rc, H_PARAMETER,
+            "the status would be written far outside RAM"
+        );
         assert_eq!(stats.count(Service::QueryCpuStoppedState), 1);
+    }
+
+    /// Calls `token` with a clock that persists between calls.
+    fn call_clocked(
+        clock: &mut Rtc,
+        fx: &mut Recorder,
+        mem: &VecMemory,
+        token: u32,
+        args: &[u32],
+        nret: u32,
+    ) -> Vec<i64> {
+        let mut words = vec![token, args.len() as u32, nret];
+        words.extend_from_slice(args);
+        words.extend(std::iter::repeat_n(0xdead_beef, nret as usize));
+        for (i, w) in words.iter().enumerate() {
+            mem.write_u32_be(BUF + 4 * i as u64, *w).unwrap();
+        }
+        let (mut xics, mut stats) = (Xics::new(1), RtasStats::default());
+        let (rc, _) = call(
+            RtasContext {
+                xics: &mut xics,
+                stats: &mut stats,
+                clock,
+                mem,
+                fx,
+            },
+            0,
+            BUF,
+        );
+        assert_eq!(rc, H_SUCCESS);
+        let rets_at = BUF + 12 + 4 * args.len() as u64;
+        (0..nret)
+            .map(|i| mem.read_u32_be(rets_at + 4 * i as u64).unwrap() as i32 as i64)
+            .collect()
+    }
+
+    #[test]
+    fn set_time_of_day_moves_the_clock_and_it_runs_on() {
+        let (_, mut fx, mem) = machine(1);
+        let mut clock = Rtc::default();
+        fx.now = Duration::new(1_700_000_000, 0);
+        let set = Service::SetTimeOfDay.token();
+        let get = Service::GetTimeOfDay.token();
+        assert_eq!(
+            call_clocked(
+                &mut clock,
+                &mut fx,
+                &mem,
+                set,
+                &[2000, 2, 29, 23, 59, 58, 0],
+                1
+            ),
+            vec![0]
+        );
+        fx.now += Duration::from_secs(3);
+        assert_eq!(
+            call_clocked(&mut clock, &mut fx, &mem, get, &[], 8),
+            vec![0, 2000, 3, 1, 0, 0, 1, 0]
+        );
+        for bad in [
+            [2001, 2, 29, 0, 0, 0, 0],
+            [2000, 13, 1, 0, 0, 0, 0],
+            [2000, 1, 1, 24, 0, 0, 0],
+            [1969, 12, 31, 0, 0, 0, 0],
+            [2000, 1, 1, 0, 0, 60, 0],
+        ] {
+            assert_eq!(
+                call_clocked(&mut clock, &mut fx, &mem, set, &bad, 1),
+                vec![-3],
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            call_clocked(&mut clock, &mut fx, &mem, set, &[2000, 1, 1, 0, 0, 0], 1),
+            vec![-3],
+            "six arguments"
+        );
+        assert_eq!(
+            call_clocked(&mut clock, &mut fx, &mem, get, &[], 8)[1..4],
+            [2000, 3, 1],
+            "failed sets change nothing"
+        );
+    }
+
+    #[test]
+    fn civil_time_round_trips() {
+        for secs in [
+            0u64,
+            951_782_400,
+            1_709_212_455,
+            4_102_444_800,
+            253_402_300_799,
+        ] {
+            let t = CivilTime::from_unix(Duration::from_secs(secs));
+            assert_eq!(t.to_unix(), Some(Duration::from_secs(secs)), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn events_power_levels_and_system_parameters() {
+        let (mut x, mut fx, mem) = machine(1);
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::EventScan.token(),
+                &[0, 0, 0x8000, 0x800],
+                1
+            )
+            .2,
+            vec![RTAS_OUT_NO_ERRORS_FOUND as i64]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::EventScan.token(),
+                &[0],
+                1
+            )
+            .2,
+            vec![-3]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::CheckException.token(),
+                &[0; 6],
+                1
+            )
+            .2,
+            vec![1]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::CheckException.token(),
+                &[0; 7],
+                1
+            )
+            .2,
+            vec![1]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::CheckException.token(),
+                &[0; 5],
+                1
+            )
+            .2,
+            vec![-3]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::SetPowerLevel.token(),
+                &[0, 50],
+                2
+            )
+            .2,
+            vec![0, 100]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::GetPowerLevel.token(),
+                &[0],
+                2
+            )
+            .2,
+            vec![0, 100]
+        );
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                Service::GetPowerLevel.token(),
+                &[0, 0],
+                2
+            )
+            .2[0],
+            -3
+        );
+        let sp = Service::SetSystemParameter.token();
+        assert_eq!(
+            run(
+                &mut x,
+                &mut fx,
+                &mem,
+                0,
+                sp,
+                &[SYSPARM_SPLPAR_CHARACTERISTICS, 0x800],
+                1
+            )
+            .2,
+            vec![RTAS_OUT_NOT_AUTHORIZED as i64]
+        );
+        assert_eq!(
+            run(&mut x, &mut fx, &mem, 0, sp, &[7, 0x800], 1).2,
+            vec![-3]
+        );
     }
 }

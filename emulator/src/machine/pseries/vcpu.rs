@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Bits of `VcpuShared::interrupt_request` on this machine.
 pub mod irq {
-    /// The decrementer expired (edge: pending until taken).
+    /// The decrementer timer expired: wakes the vCPU (the interrupt itself is the level of DEC).
     pub const DEC: u32 = 1;
     /// The XICS presentation controller asserts the external input (level).
     pub const EXT: u32 = 2;
@@ -46,7 +46,9 @@ pub struct PseriesVcpu {
     pub index: usize,
     pub(super) shared: Arc<Shared>,
     pub counters: VcpuCounters,
-    pub(super) halted_since: Option<Instant>,
+    /// Since when the vCPU is halted in a hypercall, and its VPA (0: none) whose dispatch
+    /// counter goes even again when it runs.
+    pub(super) halted_since: Option<(Instant, u64)>,
 }
 
 pub(super) type MachineAccel<S> = Accel<S, PseriesVcpu, Devices>;
@@ -78,6 +80,21 @@ impl PseriesVcpu {
         self.shared.timers.arm(self.index, at);
     }
 
+    /// The decrementer interrupt is a level (POWER8): pending while DEC is negative, so it is
+    /// taken at the first instruction boundary with EE = 1, on this vCPU's own thread, e.g.
+    /// right after a negative value is written (no timer involved). A pending external
+    /// interrupt goes first (it has the higher priority), through `handle_interrupt`.
+    fn take_decrementer<S: Strategy>(&mut self, accel: &MachineAccel<S>, i: usize) {
+        let cpu = &mut self.engine.cpu;
+        if cpu.st.msr & msr::EE != 0
+            && cpu.decrementer_pending()
+            && accel.vcpus[i].interrupt_request.load(Ordering::SeqCst) & irq::EXT == 0
+            && let Some(vector) = cpu.take_async(Pending { decrementer: true, ..Pending::default() })
+        {
+            self.note_interrupt(vector);
+        }
+    }
+
     pub(super) fn note_interrupt(&mut self, vector: u64) {
         *self.counters.interrupts.entry(vector).or_default() += 1;
     }
@@ -90,15 +107,18 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
     fn has_work(&self, accel: &MachineAccel<S>, i: usize) -> bool {
         let r = accel.vcpus[i].interrupt_request.load(Ordering::SeqCst);
         r & irq::PROD != 0
-            || (self.engine.cpu.st.msr & msr::EE != 0 && r & (irq::DEC | irq::EXT) != 0)
+            || (self.engine.cpu.st.msr & msr::EE != 0
+                && (r & (irq::DEC | irq::EXT) != 0 || self.engine.cpu.decrementer_pending()))
     }
 
     /// Guest code until an exception, an event, or a kick or deliverable interrupt (the
     /// engine checks at every block).
     fn run(&mut self, accel: &MachineAccel<S>, i: usize) -> BlockExit<SystemExit> {
-        if let Some(t) = self.halted_since.take() {
+        if let Some((t, vpa)) = self.halted_since.take() {
             self.counters.halted += t.elapsed();
+            hcall::vpa_dispatched(&*self.shared.ram, vpa);
         }
+        self.take_decrementer(accel, i);
         self.counters.blocks += 1;
         let v = &accel.vcpus[i];
         let stop = |cpu: &Cpu| {
@@ -198,7 +218,7 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                     HcallOutcome::Cede => {
                         if !b.dev.take_prod(i) {
                             accel.set_halted(i, true);
-                            self.halted_since = Some(Instant::now());
+                            self.halted_since = Some((Instant::now(), b.dev.vpa[i].vpa));
                         }
                     }
                 }
@@ -217,16 +237,14 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
             accel.reset_irq(i, irq::PROD, b);
             b.dev.take_prod(i);
         }
-        let pending = Pending {
-            system_reset: false,
-            external: r & irq::EXT != 0,
-            decrementer: r & irq::DEC != 0,
-        };
+        // DEC's own sign is the level; the DEC bit only wakes the vCPU.
+        let dec = self.engine.cpu.decrementer_pending();
+        let pending = Pending { system_reset: false, external: r & irq::EXT != 0, decrementer: dec };
         if let Some(vector) = self.engine.cpu.take_async(pending) {
             self.note_interrupt(vector);
-            if vector == 0x900 {
-                accel.reset_irq(i, irq::DEC, b);
-            }
+        }
+        if r & irq::DEC != 0 && (!dec || self.engine.cpu.st.msr & msr::EE == 0) {
+            accel.reset_irq(i, irq::DEC, b);
         }
     }
 }
