@@ -1,16 +1,18 @@
-//! The JIT: guest blocks translated to host code with Cranelift.
+//! The translating tier: guest blocks translated to host code by a [`Backend`] (today
+//! Cranelift, [`cranelift::CraneliftBackend`]), run by [`Jit`] for the engine.
 //!
-//! A block is a run of guest instructions inside one page, ending at a branch, at an
-//! instruction that ends blocks in the ISA table, or at `MAX_BLOCK_INSNS`. It becomes one host
-//! function `fn(*mut Cpu, *mut JitCtx) -> u64` (instructions retired) that keeps guest
-//! registers in SSA values and writes them back at its exits. Instructions without a native
-//! translation call the interpreter's function through a helper, so everything the
+//! A block is what the engine's rule says ([`crate::engine::ends_after`]). It becomes one host
+//! function entered as `(cpu, ctx)` (the block protocol of [`Backend`]) that retires
+//! instructions off `JitCtx::budget`. Instructions without a native translation (see
+//! [`native_ops`]) call the interpreter's function through a helper, so everything the
 //! interpreter supports works here.
 //!
-//! Lookup: a per-vCPU jump cache on the effective PC (cleared on every flush of the vCPU's
-//! TLB), then the block map shared by all vCPUs, keyed by (PC, host address of the code, the
-//! MSR bits that change translation). Each vCPU translates into its own `JITModule`: modules
-//! are not `Sync`, and one shared module would be a global translation lock.
+//! Lookup: a per-vCPU jump cache on the effective PC, whose entries hold while the PC maps to
+//! the host page they were made for (so they survive TLB flushes; translated code checks the
+//! exec TLB entry before it chains), then the block map shared by all vCPUs, keyed by (PC,
+//! host address of the code, the MSR bits that change translation). Each vCPU has its own
+//! backend: Cranelift modules are not `Sync`, and one shared module would be a global
+//! translation lock.
 //!
 //! Tiering: a block runs in the interpreter until it has executed `threshold` times, and is
 //! translated then. A Cranelift translation costs about as much as interpreting a typical
@@ -34,7 +36,7 @@ use crate::engine::{Cpu, DecodedBlock};
 use crate::isa::OP_COUNT;
 use crate::softmmu::{Access, PAGE_MASK, mmu_idx};
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -56,9 +58,9 @@ pub struct BlockKey {
 
 /// Machine-wide JIT state shared by the vCPUs and their address spaces.
 pub struct JitShared {
-    map: RwLock<HashMap<BlockKey, usize>>,
+    map: RwLock<FxHashMap<BlockKey, usize>>,
     /// Physical page → blocks on it with their byte range in the page.
-    pages: Mutex<HashMap<u64, Vec<(BlockKey, u16, u16)>>>,
+    pages: Mutex<FxHashMap<u64, Vec<(BlockKey, u16, u16)>>>,
     /// One bit per hashed physical page: may hold translated code. False positives only send
     /// stores to the slow path; bits are cleared when the code cache is flushed.
     filter: Box<[AtomicU64]>,
@@ -86,8 +88,8 @@ const FILTER_BITS: u64 = 1 << 20;
 impl JitShared {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
-            map: RwLock::new(HashMap::new()),
-            pages: Mutex::new(HashMap::new()),
+            map: RwLock::new(FxHashMap::default()),
+            pages: Mutex::new(FxHashMap::default()),
             filter: (0..FILTER_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
             generation: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
@@ -201,6 +203,8 @@ pub struct JitCtx {
     pub kick: *const AtomicBool,
     /// `JitShared::generation` when the jump cache was last synced.
     pub seen_generation: u64,
+    /// `JitShared::generation` itself (read by translated `isync`).
+    pub generation: *const AtomicU64,
     /// Result of the last helper called through the slow-path adapter.
     pub ret: u64,
     /// Set by a memory helper when the access faulted (`exc` holds why).
@@ -213,8 +217,8 @@ pub struct JitCtx {
     pub slow_mem: u64,
 }
 
-// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it) and to a flag
-// that outlives it (`watch`'s contract).
+// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it), to a flag that
+// outlives it (`watch`'s contract) and into `shared` (kept alive by the `Arc` here).
 unsafe impl Send for JitCtx {}
 
 /// Counters of one vCPU's JIT (run report).
@@ -226,9 +230,51 @@ pub struct JitCounters {
     pub map_hits: u64,
     pub code_bytes: u64,
     pub translate_ns: u64,
+    pub translate_time: TimeHistogram,
     /// Blocks run in the interpreter because they were not hot yet.
     pub cold_blocks: u64,
     pub cold_instructions: u64,
+    /// Instructions retired in translated code.
+    pub translated_instructions: u64,
+}
+
+/// Durations in power-of-two buckets of nanoseconds: a mean and percentiles without a stored
+/// list (bucket k holds [2^k, 2^(k+1)) ns).
+#[derive(Clone, Debug, Default)]
+pub struct TimeHistogram {
+    buckets: [u64; 32],
+    count: u64,
+    total_ns: u64,
+}
+
+impl TimeHistogram {
+    pub fn record(&mut self, ns: u64) {
+        let k = (63 - ns.max(1).leading_zeros() as usize).min(31);
+        self.buckets[k] += 1;
+        self.count += 1;
+        self.total_ns += ns;
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total_ns as f64 / self.count as f64 / 1e3
+        }
+    }
+
+    /// Upper bound of the bucket holding the `p`-th percentile (0 < p ≤ 100), in µs; 0 when empty.
+    pub fn percentile_us(&self, p: f64) -> f64 {
+        let want = (self.count as f64 * p / 100.0).ceil() as u64;
+        let mut seen = 0;
+        for (k, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if *n > 0 && seen >= want {
+                return (1u64 << (k + 1)) as f64 / 1e3;
+            }
+        }
+        0.0
+    }
 }
 
 /// Jump cache entry; read by translated code (`repr(C)`).
@@ -238,6 +284,9 @@ pub struct JcEntry {
     pub pc: u64,
     pub flags: u64,
     pub f: usize,
+    /// Host address minus guest effective address of the block's page when the entry was
+    /// made: the entry holds while the exec TLB entry of `pc` has this addend.
+    pub addend: u64,
 }
 
 pub(crate) const JC_SIZE: usize = 4096;
@@ -245,6 +294,7 @@ const JC_EMPTY: JcEntry = JcEntry {
     pc: 1,
     flags: 0,
     f: 0,
+    addend: 0,
 };
 
 /// Code bytes after which a vCPU's module is retired and the cache flushed (default of
@@ -312,12 +362,11 @@ pub struct Jit {
     pub ctx: Box<JitCtx>,
     backend: Box<dyn Backend>,
     jc: Box<[JcEntry]>,
-    seen_tlb_flushes: u64,
     pub counters: JitCounters,
     /// Interpreted executions of a block before it is translated; 0 translates at once.
     pub threshold: u32,
     /// Executions so far of blocks not translated yet.
-    cold: HashMap<BlockKey, u32>,
+    cold: FxHashMap<BlockKey, u32>,
     /// Log each translated block with its disassembly to stderr.
     pub trace: bool,
     /// This vCPU may flush the shared code cache by itself when its module is full (one
@@ -337,9 +386,15 @@ pub struct JitReport {
     pub cache_flushes: u64,
     pub code_bytes: u64,
     pub translate_ms: f64,
+    /// Mean and 99th percentile (upper bound of its power-of-two bucket) of the translation
+    /// time of one block, in µs.
+    pub translate_mean_us: f64,
+    pub translate_p99_us: f64,
     /// Blocks (and their instructions) run in the interpreter before they were hot.
     pub cold_blocks: u64,
     pub cold_instructions: u64,
+    /// Instructions retired in translated code.
+    pub translated_instructions: u64,
     pub jump_cache_hits: u64,
     pub block_map_hits: u64,
     pub slow_memory_accesses: u64,
@@ -374,11 +429,13 @@ impl Jit {
         // Pages marked before this vCPU existed must not have fast write entries.
         cpu.mmu.tlb.flush_all();
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
+        let generation: *const AtomicU64 = &shared.generation;
         let ctx = JitCtx {
             budget: 0,
             jc: jc.as_ptr(),
             kick: &NO_KICK,
             seen_generation: 0,
+            generation,
             ret: 0,
             fault: 0,
             exc: None,
@@ -390,10 +447,9 @@ impl Jit {
             ctx: Box::new(ctx),
             backend: Box::new(cranelift::CraneliftBackend::new()),
             jc,
-            seen_tlb_flushes: u64::MAX,
             counters: JitCounters::default(),
             threshold: DEFAULT_THRESHOLD,
-            cold: HashMap::new(),
+            cold: FxHashMap::default(),
             trace: false,
             self_flush: true,
             cache_limit: CODE_CACHE_LIMIT,
@@ -419,7 +475,6 @@ impl Jit {
         self.ctx.shared.flush();
         self.jc.fill(JC_EMPTY);
         self.cold.clear();
-        self.seen_tlb_flushes = u64::MAX;
         self.ctx.exc = None;
         self.ctx.fault = 0;
     }
@@ -437,16 +492,14 @@ impl Jit {
         self.ctx.kick = kick;
     }
 
-    /// Clears the jump cache when blocks were dropped or this vCPU's TLB was flushed.
+    /// Clears the jump cache when blocks were dropped. (TLB flushes leave it: an entry is
+    /// used only while its PC maps to the host page it was made for.)
     #[inline]
-    fn sync_jump_cache(&mut self, cpu: &Cpu) {
+    fn sync_jump_cache(&mut self) {
         let g = self.ctx.shared.generation();
-        let t = &cpu.mmu.tlb.counters;
-        let flushes = t.full_flushes + t.page_flushes;
-        if g != self.ctx.seen_generation || flushes != self.seen_tlb_flushes {
+        if g != self.ctx.seen_generation {
             self.jc.fill(JC_EMPTY);
             self.ctx.seen_generation = g;
-            self.seen_tlb_flushes = flushes;
         }
     }
 
@@ -457,13 +510,21 @@ impl Jit {
         let flags = cpu.st.msr & KEY_MSR_BITS;
         let slot = (pc >> 2) as usize & (JC_SIZE - 1);
         let e = self.jc[slot];
-        if e.pc == pc && e.flags == flags {
+        let idx = mmu_idx(cpu.st.msr, Access::Exec);
+        // An entry is good while the PC still maps to the same host page (whatever TLB
+        // flushes happened since it was made).
+        let maps_same = |cpu: &Cpu| {
+            cpu.mmu
+                .tlb
+                .lookup(idx, pc, 4, Access::Exec)
+                .is_some_and(|h| (h as u64).wrapping_sub(pc) == e.addend)
+        };
+        if e.pc == pc && e.flags == flags && maps_same(cpu) {
             self.counters.jump_cache_hits += 1;
             return Ok(Some(e.f));
         }
         // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
         cpu.mmu.fetch(&cpu.st, pc)?;
-        let idx = mmu_idx(cpu.st.msr, Access::Exec);
         let host = cpu
             .mmu
             .tlb
@@ -488,7 +549,12 @@ impl Jit {
             }
         };
         if host != 0 {
-            self.jc[slot] = JcEntry { pc, flags, f };
+            self.jc[slot] = JcEntry {
+                pc,
+                flags,
+                f,
+                addend: host.wrapping_sub(pc),
+            };
         }
         Ok(Some(f))
     }
@@ -503,7 +569,9 @@ impl Jit {
         let f = c.entry;
         self.counters.code_bytes += c.code_bytes;
         self.counters.blocks_translated += 1;
-        self.counters.translate_ns += t0.elapsed().as_nanos() as u64;
+        let ns = t0.elapsed().as_nanos() as u64;
+        self.counters.translate_ns += ns;
+        self.counters.translate_time.record(ns);
         if key.host != 0 {
             let pa = cpu
                 .mmu
@@ -612,7 +680,7 @@ impl Jit {
         }
         let mut done = 0u64;
         loop {
-            self.sync_jump_cache(cpu);
+            self.sync_jump_cache();
             let n = match self.lookup(cpu)? {
                 Some(f) => {
                     let budget = max.saturating_sub(done).min(i64::MAX as u64) as i64;
@@ -622,6 +690,7 @@ impl Jit {
                     unsafe { self.backend.enter(cpu, &mut self.ctx, f) };
                     let n = (budget - self.ctx.budget) as u64;
                     cpu.counters.instructions += n;
+                    self.counters.translated_instructions += n;
                     n
                 }
                 None => self.interpret_block(cpu)?,
@@ -654,8 +723,11 @@ impl Jit {
             cache_flushes: c.cache_flushes,
             code_bytes: c.code_bytes,
             translate_ms: c.translate_ns as f64 / 1e6,
+            translate_mean_us: c.translate_time.mean_us(),
+            translate_p99_us: c.translate_time.percentile_us(99.0),
             cold_blocks: c.cold_blocks,
             cold_instructions: c.cold_instructions,
+            translated_instructions: c.translated_instructions,
             jump_cache_hits: c.jump_cache_hits,
             block_map_hits: c.map_hits,
             slow_memory_accesses: self.ctx.slow_mem,
@@ -691,6 +763,19 @@ impl Jit {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn translation_time_histogram() {
+        let mut h = super::TimeHistogram::default();
+        assert_eq!((h.mean_us(), h.percentile_us(99.0)), (0.0, 0.0));
+        for _ in 0..99 {
+            h.record(3_000); // bucket [2048, 4096) ns
+        }
+        h.record(1_000_000); // bucket [2^19, 2^20) ns
+        assert!((h.mean_us() - (99.0 * 3.0 + 1000.0) / 100.0).abs() < 1e-9);
+        assert_eq!(h.percentile_us(99.0), 4.096);
+        assert_eq!(h.percentile_us(100.0), 1048.576);
+    }
+
     #[test]
     fn cache_limits_parse() {
         use super::parse_cache_limit as p;

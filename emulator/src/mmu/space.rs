@@ -83,7 +83,7 @@ impl SystemSpace {
             };
             return Err(Exception::MachineCheck { ea, kind });
         };
-        Ok(PageMapping { host, pa: page, read, write, exec, watch_writes: self.ram.is_code_page(page) })
+        Ok(PageMapping { host, pa: page, read, write, exec, watch_writes: false })
     }
 
     fn storage_fault(&self, ea: u64, access: Access, bits: u32) -> Exception {
@@ -406,14 +406,5 @@ mod tests {
         let pteh = hash_key(&t.st.slb[0], 12, 0x2000).ptem;
         assert_eq!(t.hpt.h_enter(&t.ram, H_EXACT, group, pteh, RAM | hpte_r::I | 0x2).ret, H_SUCCESS);
         assert_eq!(t.err(0x2008, Access::Read), Exception::MachineCheck { ea: 0x2008, kind: MachineCheckKind::Load });
-    }
-
-    #[test]
-    fn code_pages_are_watched() {
-        let mut t = env();
-        t.st.msr = msr::SF;
-        t.ram.mark_code_page(0x7000);
-        assert!(t.tr(0x7ff0, Access::Write).unwrap().watch_writes);
-        assert!(!t.tr(0x8000, Access::Write).unwrap().watch_writes);
     }
 }

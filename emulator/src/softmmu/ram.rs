@@ -8,7 +8,6 @@
 //! A bitmap marks the 4 KiB pages that hold translated code: the TLB fill path maps those pages
 //! with `watch_writes`, so every guest store to them reaches `AddressSpace::code_written`.
 
-use super::tlb::PAGE_SHIFT;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -42,8 +41,6 @@ impl std::error::Error for RamError {}
 pub struct GuestRam {
     base: NonNull<u8>,
     size: u64,
-    /// One bit per 4 KiB page: the page holds translated code.
-    code_pages: Box<[AtomicU64]>,
 }
 
 // The mapping is only reached through raw pointers with atomic or racy-by-design accesses
@@ -75,9 +72,7 @@ impl GuestRam {
         if p == libc::MAP_FAILED {
             return Err(RamError::HostMap(size));
         }
-        let pages = size >> PAGE_SHIFT;
-        let code_pages = (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
-        Ok(Self { base: NonNull::new(p.cast()).expect("mmap returned null"), size, code_pages })
+        Ok(Self { base: NonNull::new(p.cast()).expect("mmap returned null"), size })
     }
 
     #[inline]
@@ -184,33 +179,6 @@ impl GuestRam {
 
     pub fn write_u64_le(&self, pa: u64, v: u64) -> Result<(), RamError> {
         self.write(pa, &v.to_le_bytes())
-    }
-
-    // --- pages holding translated code ---
-
-    fn code_bit(&self, pa: u64) -> Option<(&AtomicU64, u64)> {
-        (pa < self.size).then(|| {
-            let page = pa >> PAGE_SHIFT;
-            (&self.code_pages[(page / 64) as usize], 1u64 << (page % 64))
-        })
-    }
-
-    /// Marks the page containing `pa` as holding translated code. TLB entries filled before
-    /// the call may still allow fast-path writes: the caller flushes them.
-    pub fn mark_code_page(&self, pa: u64) {
-        if let Some((w, m)) = self.code_bit(pa) {
-            w.fetch_or(m, Ordering::AcqRel);
-        }
-    }
-
-    /// Clears the mark (the page's translations were invalidated); returns whether it was set.
-    pub fn clear_code_page(&self, pa: u64) -> bool {
-        self.code_bit(pa).is_some_and(|(w, m)| w.fetch_and(!m, Ordering::AcqRel) & m != 0)
-    }
-
-    #[inline]
-    pub fn is_code_page(&self, pa: u64) -> bool {
-        self.code_bit(pa).is_some_and(|(w, m)| w.load(Ordering::Acquire) & m != 0)
     }
 }
 
@@ -333,20 +301,5 @@ mod tests {
         for (k, &x) in b.iter().enumerate() {
             assert_eq!(x, if (3..32).contains(&k) { 0xee } else { 0 }, "byte {k}");
         }
-    }
-
-    #[test]
-    fn code_page_bitmap() {
-        let ram = GuestRam::new(1 << 20).unwrap();
-        assert!(!ram.is_code_page(0x5000));
-        ram.mark_code_page(0x5123);
-        assert!(ram.is_code_page(0x5000) && ram.is_code_page(0x5fff));
-        assert!(!ram.is_code_page(0x4fff) && !ram.is_code_page(0x6000));
-        assert!(ram.clear_code_page(0x5800));
-        assert!(!ram.clear_code_page(0x5800));
-        assert!(!ram.is_code_page(0x5000));
-        // Outside RAM: ignored.
-        ram.mark_code_page(1 << 20);
-        assert!(!ram.is_code_page(1 << 20));
     }
 }
