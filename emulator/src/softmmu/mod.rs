@@ -12,7 +12,7 @@ mod ram;
 
 pub use flat::FlatRam;
 pub use ram::{GuestRam, RamError};
-pub use tlb::{MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, Tlb, TlbCounters, TlbEntry, mmu_idx};
+pub use tlb::{MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, mmu_idx};
 
 use crate::cpu::{CpuState, Exception};
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
