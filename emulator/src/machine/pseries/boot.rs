@@ -505,7 +505,7 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
     let pin = config.pin == PinMode::Compact && n <= host_cores;
     let t0 = Instant::now();
     let jit_shared = (config.accel == AccelMode::Jit).then(crate::jit::JitShared::new);
-    let jit_threshold = config.jit_threshold;
+    let (jit_threshold, jit_tiers, jit_promote) = (config.jit_threshold, config.jit_tiers, config.jit_promote);
     let jit_cache_limit = config.jit_cache_limit;
     let jit_trace = std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "jit"));
 
@@ -536,7 +536,8 @@ pub fn run_with<S: Strategy>(config: &MachineConfig, plan: &BootPlan, console: C
                         j.self_flush = n == 1;
                         j.cache_limit = jit_cache_limit;
                         j.trace = jit_trace;
-                        j.threshold = jit_threshold;
+                        j.set_tiers(jit_tiers, jit_threshold);
+                        j.promote_threshold = jit_promote;
                         // SAFETY: `accel` outlives this thread's JIT (both live until the thread ends).
                         // (Under loom the flag is a model type; the loom tests run no JIT.)
                         #[cfg(not(loom))]
