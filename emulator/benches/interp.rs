@@ -7,7 +7,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ppc64emu::cpu::msr;
-use ppc64emu::interp::Cpu;
+use ppc64emu::engine::Cpu;
 use ppc64emu::softmmu::FlatRam;
 use std::path::Path;
 
@@ -45,7 +45,9 @@ fn flat_cpu() -> Cpu {
     let mut c = Cpu::new(Box::new(FlatRam::new(1 << 20)));
     c.st.msr = msr::SF | msr::LE | msr::PR;
     for (k, w) in program().iter().enumerate() {
-        c.mmu.store(&c.st, CODE + 4 * k as u64, 4, *w as u64, true).unwrap();
+        c.mmu
+            .store(&c.st, CODE + 4 * k as u64, 4, *w as u64, true)
+            .unwrap();
     }
     c
 }
@@ -76,7 +78,11 @@ fn bench(crit: &mut Criterion) {
     let exe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/bin/sys");
     let image = std::fs::read(&exe).expect("tests/programs/bin/sys");
     let argv = [b"sys".to_vec(), b"bench".to_vec()];
-    let load = || ppc64emu::user::Runner::new(&image, &exe, &argv, &[]).expect("load sys");
+    let config = ppc64emu::engine::EngineConfig {
+        tier: ppc64emu::engine::TierKind::Interp,
+        ..Default::default()
+    };
+    let load = || ppc64emu::user::Runner::new(&image, &exe, &argv, &[], &config).expect("load sys");
     let per_run = load().run().instructions;
     g.throughput(Throughput::Elements(per_run));
     g.bench_function("user_sys_bench", |b| b.iter(|| load().run()));

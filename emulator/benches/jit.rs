@@ -10,11 +10,12 @@ fn bench(crit: &mut Criterion) {
     let image = std::fs::read(&exe).expect("tests/programs/bin/sys");
     let argv = [b"sys".to_vec(), b"bench".to_vec()];
     let load = |jit: bool| {
-        let mut r = ppc64emu::user::Runner::new(&image, &exe, &argv, &[]).expect("load sys");
-        if jit {
-            r.enable_jit(false, None);
-        }
-        r
+        use ppc64emu::engine::{EngineConfig, TierKind};
+        let config = EngineConfig {
+            tier: if jit { TierKind::Jit } else { TierKind::Interp },
+            ..EngineConfig::default()
+        };
+        ppc64emu::user::Runner::new(&image, &exe, &argv, &[], &config).expect("load sys")
     };
     let per_run = load(false).run().instructions;
     let mut g = crit.benchmark_group("user_sys_bench");

@@ -8,7 +8,8 @@
 //! Run: `cargo run --release -p ppc64emu --example tlb_report`
 
 use ppc64emu::cpu::{SlbEntry, msr};
-use ppc64emu::interp::{Cpu, StepOutcome};
+use ppc64emu::engine::Cpu;
+use ppc64emu::interp::StepOutcome;
 use ppc64emu::isa::Op;
 use ppc64emu::mmu::hpt::H_SUCCESS;
 use ppc64emu::mmu::slb::{esid, hash_key, segment_page_sizes};

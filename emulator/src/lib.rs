@@ -3,14 +3,15 @@
 //! Pipeline (one module per stage, see ARCHITECTURE.md): `isa` (table, decoder) →
 //! `cpu` (architected state) → `interp` (reference semantics) → `softmmu` (TLB, RAM).
 
-pub mod isa;
+pub mod accel;
 pub mod cpu;
-pub mod softmmu;
-pub mod mmu;
+pub mod engine;
 pub mod interp;
+pub mod isa;
 pub mod jit;
 pub mod machine;
-pub mod user;
-pub mod sync;
-pub mod accel;
+pub mod mmu;
 pub mod report;
+pub mod softmmu;
+pub mod sync;
+pub mod user;

@@ -11,7 +11,7 @@
 //! is translated before it runs) on a CPU set up exactly as for the interpreter.
 
 use ppc64emu::cpu::{Exception, ProgramKind, msr};
-use ppc64emu::interp::Cpu;
+use ppc64emu::engine::Cpu;
 use ppc64emu::isa::{ALL_OPS, Op, decode, disassemble};
 use ppc64emu::jit::{Jit, JitShared, Tiers};
 use ppc64emu::softmmu::{Access, AddressSpace, PAGE_MASK, PageMapping};

@@ -2,7 +2,7 @@
 //! no update is lost, so store-conditional really is atomic across host threads.
 
 use ppc64emu::cpu::{Exception, msr};
-use ppc64emu::interp::Cpu;
+use ppc64emu::engine::Cpu;
 use ppc64emu::mmu::{Hpt, SystemSpace};
 use ppc64emu::softmmu::GuestRam;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! translated code must take effect.
 
 use ppc64emu::cpu::{Exception, msr};
-use ppc64emu::interp::Cpu;
+use ppc64emu::engine::Cpu;
 use ppc64emu::isa::{ALL_OPS, InsnFlags, Op};
 use ppc64emu::jit::{Jit, JitShared, Tiers};
 use ppc64emu::softmmu::FlatRam;
@@ -25,7 +25,7 @@ impl Rng {
 
 /// A timebase that does not move, so that `mftb` reads the same on both sides.
 struct FixedTb;
-impl ppc64emu::interp::TimeBase for FixedTb {
+impl ppc64emu::engine::TimeBase for FixedTb {
     fn now(&self) -> u64 {
         0x1234_5678
     }
@@ -34,14 +34,17 @@ impl ppc64emu::interp::TimeBase for FixedTb {
 fn cpu(le: bool) -> Cpu {
     let mut c = Cpu::new(Box::new(FlatRam::new(RAM)));
     c.timebase = std::sync::Arc::new(FixedTb);
-    c.st.msr = msr::SF | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::EE | if le { msr::LE } else { 0 };
+    c.st.msr =
+        msr::SF | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::EE | if le { msr::LE } else { 0 };
     c
 }
 
 fn put_code(c: &mut Cpu, at: u64, words: &[u32]) {
     let le = c.st.le();
     for (k, w) in words.iter().enumerate() {
-        c.mmu.store(&c.st, at + 4 * k as u64, 4, *w as u64, le).unwrap();
+        c.mmu
+            .store(&c.st, at + 4 * k as u64, 4, *w as u64, le)
+            .unwrap();
     }
 }
 
@@ -70,7 +73,14 @@ fn state(c: &mut Cpu) -> String {
     let s = &c.st;
     let mut out = format!(
         "pc={:#x} msr={:#x} cr={:#010x} xer={:#x} lr={:#x} ctr={:#x} fpscr={:#x} n={}\n",
-        s.pc, s.msr, s.cr, s.xer(), s.lr, s.ctr, s.fpscr, c.counters.instructions
+        s.pc,
+        s.msr,
+        s.cr,
+        s.xer(),
+        s.lr,
+        s.ctr,
+        s.fpscr,
+        c.counters.instructions
     );
     for (i, g) in s.gpr.iter().enumerate() {
         out += &format!("r{i}={g:#x} ");
@@ -110,7 +120,12 @@ fn differential(words: &[u32], le: bool, init: impl Fn(&mut Cpu)) -> (Option<Exc
 }
 
 /// As `differential`, with blocks interpreted `threshold` times before they are translated.
-fn differential_tiered(words: &[u32], le: bool, init: impl Fn(&mut Cpu), threshold: u32) -> (Option<Exception>, String) {
+fn differential_tiered(
+    words: &[u32],
+    le: bool,
+    init: impl Fn(&mut Cpu),
+    threshold: u32,
+) -> (Option<Exception>, String) {
     let mut a = cpu(le);
     let mut b = cpu(le);
     for c in [&mut a, &mut b] {
@@ -126,7 +141,10 @@ fn differential_tiered(words: &[u32], le: bool, init: impl Fn(&mut Cpu), thresho
     let eb = run_jit(&mut b, &mut jit);
     let (sa, sb) = (state(&mut a), state(&mut b));
     if ea.is_some() {
-        assert_eq!(ea, eb, "exception differs for {words:08x?}\ninterp: {sa}\njit:    {sb}");
+        assert_eq!(
+            ea, eb,
+            "exception differs for {words:08x?}\ninterp: {sa}\njit:    {sb}"
+        );
         assert_eq!(sa, sb, "state differs (le={le}) for {words:08x?}");
     }
     (ea, sa)
@@ -134,7 +152,11 @@ fn differential_tiered(words: &[u32], le: bool, init: impl Fn(&mut Cpu), thresho
 
 /// Ops the random streams draw from: everything but what leaves problem state or waits.
 fn pool() -> Vec<Op> {
-    ALL_OPS.iter().copied().filter(|op| *op != Op::Illegal && !op.info().flags.contains(InsnFlags::HV)).collect()
+    ALL_OPS
+        .iter()
+        .copied()
+        .filter(|op| *op != Op::Illegal && !op.info().flags.contains(InsnFlags::HV))
+        .collect()
 }
 
 fn random_program(r: &mut Rng, pool: &[Op], len: usize) -> Vec<u32> {
@@ -146,7 +168,11 @@ fn random_program(r: &mut Rng, pool: &[Op], len: usize) -> Vec<u32> {
         // Branches mostly forward and near, so that most programs run to the end.
         if op == Op::Bc || op == Op::B {
             let disp = 4 * (1 + r.next() % 4) as u32;
-            w = if op == Op::B { (w & !0x03ff_fffe) | disp } else { (w & !0xfffe) | disp };
+            w = if op == Op::B {
+                (w & !0x03ff_fffe) | disp
+            } else {
+                (w & !0xfffe) | disp
+            };
             w &= !2; // relative
         }
         // Base registers r1-r7 point into the data area (see `init_regs`).
@@ -203,11 +229,13 @@ fn random_streams_match_the_interpreter_in_both_byte_orders() {
 fn native_families_match_the_interpreter() {
     use Op::*;
     let pool = [
-        Addi, Addis, Add, Subf, Neg, Addic, AddicDot, Subfic, Addc, Adde, Addze, Addme, Subfc, Subfe, Subfze, Subfme, Mulli,
-        Mulld, Mullw, Mulhd, Mulhdu, And, Or, Xor, Nand, Nor, Andc, Orc, Eqv, Ori, Oris, Xori, Xoris, AndiDot, AndisDot,
-        Extsb, Extsh, Extsw, Cntlzw, Cntlzd, Slw, Srw, Sld, Srd, Sraw, Srawi, Srad, Sradi, Rlwinm, Rlwnm, Rlwimi, Rldicl,
-        Rldicr, Rldic, Rldimi, Rldcl, Rldcr, Cmp, Cmpi, Cmpl, Cmpli, Isel, Crand, Cror, Crxor, Crnand, Crnor, Creqv, Crandc,
-        Crorc, Mcrf, Mfcr, Mtcrf, Bc, B, Lbz, Lhz, Lha, Lwz, Ld, Lwa, Stb, Sth, Stw, Std, Lbzu, Stwu, Ldx, Stdx, Lwzux, Stdux,
+        Addi, Addis, Add, Subf, Neg, Addic, AddicDot, Subfic, Addc, Adde, Addze, Addme, Subfc,
+        Subfe, Subfze, Subfme, Mulli, Mulld, Mullw, Mulhd, Mulhdu, And, Or, Xor, Nand, Nor, Andc,
+        Orc, Eqv, Ori, Oris, Xori, Xoris, AndiDot, AndisDot, Extsb, Extsh, Extsw, Cntlzw, Cntlzd,
+        Slw, Srw, Sld, Srd, Sraw, Srawi, Srad, Sradi, Rlwinm, Rlwnm, Rlwimi, Rldicl, Rldicr, Rldic,
+        Rldimi, Rldcl, Rldcr, Cmp, Cmpi, Cmpl, Cmpli, Isel, Crand, Cror, Crxor, Crnand, Crnor,
+        Creqv, Crandc, Crorc, Mcrf, Mfcr, Mtcrf, Bc, B, Lbz, Lhz, Lha, Lwz, Ld, Lwa, Stb, Sth, Stw,
+        Std, Lbzu, Stwu, Ldx, Stdx, Lwzux, Stdux,
     ];
     let mut r = Rng(0xfeed_f00d_dead_beef);
     for case in 0..1500 {
@@ -222,13 +250,25 @@ fn native_families_match_the_interpreter() {
 fn loop_with_memory() {
     // r3 = 0; ctr = 100; loop: lwzx r4, r5, r6; add r3, r3, r4; stwx r3, r5, r6; addi r6, r6, 4;
     // bdnz loop; then an illegal word.
-    let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+    let prog = [
+        0x3860_0000,
+        0x3880_0064,
+        0x7c89_03a6,
+        0x7c85_302e,
+        0x7c63_2214,
+        0x7c65_312e,
+        0x38c6_0004,
+        0x4200_fff0,
+        0,
+    ];
     for le in [false, true] {
         let (e, s) = differential(&prog, le, |c| {
             c.st.gpr[5] = DATA;
             c.st.gpr[6] = 0;
             for k in 0..100 {
-                c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le()).unwrap();
+                c.mmu
+                    .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
+                    .unwrap();
             }
         });
         assert!(matches!(e, Some(Exception::Program(_))), "{s}");
@@ -239,7 +279,17 @@ fn loop_with_memory() {
 /// The loop's blocks go from the interpreter to translated code (and chain) mid-run.
 #[test]
 fn loop_changes_tier_mid_run() {
-    let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+    let prog = [
+        0x3860_0000,
+        0x3880_0064,
+        0x7c89_03a6,
+        0x7c85_302e,
+        0x7c63_2214,
+        0x7c65_312e,
+        0x38c6_0004,
+        0x4200_fff0,
+        0,
+    ];
     for threshold in [1, 3, 50] {
         let (e, s) = differential_tiered(
             &prog,
@@ -248,7 +298,9 @@ fn loop_changes_tier_mid_run() {
                 c.st.gpr[5] = DATA;
                 c.st.gpr[6] = 0;
                 for k in 0..100 {
-                    c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le()).unwrap();
+                    c.mmu
+                        .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
+                        .unwrap();
                 }
             },
             threshold,
@@ -336,7 +388,9 @@ fn edge_regs(seed: u64) -> impl Fn(&mut Cpu) {
 /// Rewrites the SPR field of `mfspr`/`mtspr` words to SPRs the JIT translates natively and
 /// their neighbours (composed, side-effecting, privileged, undefined).
 fn pick_sprs(r: &mut Rng, prog: &mut [u32]) {
-    const SPRS: [u32; 20] = [1, 3, 8, 9, 13, 17, 18, 19, 22, 26, 27, 259, 268, 272, 273, 274, 275, 287, 815, 777];
+    const SPRS: [u32; 20] = [
+        1, 3, 8, 9, 13, 17, 18, 19, 22, 26, 27, 259, 268, 272, 273, 274, 275, 287, 815, 777,
+    ];
     for w in prog.iter_mut() {
         if matches!(ppc64emu::isa::decode(*w), Op::Mfspr | Op::Mtspr) {
             let n = SPRS[r.next() as usize % SPRS.len()];
@@ -351,9 +405,9 @@ fn pick_sprs(r: &mut Rng, prog: &mut [u32]) {
 fn divides_cr_fields_sprs_dcbz_and_byte_lanes_match_the_interpreter() {
     use Op::*;
     let pool = [
-        Divw, Divwu, Divd, Divdu, Mulhw, Mulhwu, Mfocrf, Mtocrf, Mfspr, Mtspr, Mfspr, Mtspr, Dcbz, Dcbt, Dcbtst, Lhbrx,
-        Lwbrx, Ldbrx, Sthbrx, Stwbrx, Stdbrx, Popcntb, Popcntw, Popcntd, Prtyw, Prtyd, Cmpb, Add, Addi, Ori, Cmp, Bc, Ld,
-        Std, Mfcr, Mtcrf, Lwz, Stw,
+        Divw, Divwu, Divd, Divdu, Mulhw, Mulhwu, Mfocrf, Mtocrf, Mfspr, Mtspr, Mfspr, Mtspr, Dcbz,
+        Dcbt, Dcbtst, Lhbrx, Lwbrx, Ldbrx, Sthbrx, Stwbrx, Stdbrx, Popcntb, Popcntw, Popcntd,
+        Prtyw, Prtyd, Cmpb, Add, Addi, Ori, Cmp, Bc, Ld, Std, Mfcr, Mtcrf, Lwz, Stw,
     ];
     let mut r = Rng(0x0dd_ba11_cafe_f00d);
     for case in 0..1500 {
@@ -374,8 +428,16 @@ fn divides_cr_fields_sprs_dcbz_and_byte_lanes_match_the_interpreter() {
 /// Every divide edge case, word and doubleword, with and without Rc.
 #[test]
 fn divide_edge_cases() {
-    const V: [u64; 8] =
-        [0, 1, u64::MAX, 0x8000_0000, 0xffff_ffff_8000_0000, 0x8000_0000_0000_0000, 7, 0xffff_ffff_ffff_fff9];
+    const V: [u64; 8] = [
+        0,
+        1,
+        u64::MAX,
+        0x8000_0000,
+        0xffff_ffff_8000_0000,
+        0x8000_0000_0000_0000,
+        7,
+        0xffff_ffff_ffff_fff9,
+    ];
     // divw r3,r4,r5 / divwu / divd / divdu, each as is and with Rc.
     for base in [0x7c64_2bd6u32, 0x7c64_2b96, 0x7c64_2bd2, 0x7c64_2b92] {
         for rc in [0, 1] {
@@ -397,7 +459,15 @@ fn divide_edge_cases() {
 #[test]
 fn dcbz_paths() {
     // li r6,0; li r4,40; mtctr r4; loop: dcbz r5,r6; addi r6,r6,100; bdnz loop; illegal.
-    let lp = [0x38c0_0000, 0x3880_0028, 0x7c89_03a6, 0x7c05_37ec, 0x38c6_0064, 0x4200_fff8, 0];
+    let lp = [
+        0x38c0_0000,
+        0x3880_0028,
+        0x7c89_03a6,
+        0x7c05_37ec,
+        0x38c6_0064,
+        0x4200_fff8,
+        0,
+    ];
     for le in [false, true] {
         let (e, s) = differential(&lp, le, |c| {
             c.st.gpr[5] = DATA + 0xf30;
@@ -454,7 +524,9 @@ fn vector_regs(seed: u64, facilities: u64) -> impl Fn(&mut Cpu) {
         let mut r = Rng(seed.rotate_left(29) | 1);
         for g in 1..=7 {
             c.st.gpr[g] = match r.next() % 6 {
-                0 => DATA + 0x1000 * (1 + r.next() % 6) - 8 * (1 + r.next() % 2) - (r.next() % 2) * 4,
+                0 => {
+                    DATA + 0x1000 * (1 + r.next() % 6) - 8 * (1 + r.next() % 2) - (r.next() % 2) * 4
+                }
                 1 => RAM as u64 - 8 - (r.next() % 2) * 4,
                 2 => DATA + 0x1000 * (1 + r.next() % 6) - (r.next() % 16),
                 _ => c.st.gpr[g],
@@ -463,13 +535,22 @@ fn vector_regs(seed: u64, facilities: u64) -> impl Fn(&mut Cpu) {
         for v in c.st.vsr.iter_mut() {
             *v = (r.next() as u128) << 64 | r.next() as u128;
             if r.next().is_multiple_of(3) {
-                *v = (FP_EDGES[r.next() as usize % FP_EDGES.len()] as u128) << 64 | (*v & u64::MAX as u128);
+                *v = (FP_EDGES[r.next() as usize % FP_EDGES.len()] as u128) << 64
+                    | (*v & u64::MAX as u128);
             }
         }
         c.st.vscr = r.next() as u32 & 0x0001_0001;
         for k in 0..0x1000u64 {
             if r.next().is_multiple_of(2) {
-                c.mmu.store(&c.st, DATA + 8 * k, 8, FP_EDGES[r.next() as usize % FP_EDGES.len()], true).unwrap();
+                c.mmu
+                    .store(
+                        &c.st,
+                        DATA + 8 * k,
+                        8,
+                        FP_EDGES[r.next() as usize % FP_EDGES.len()],
+                        true,
+                    )
+                    .unwrap();
             }
         }
         c.st.msr &= !(msr::FP | msr::VEC | msr::VSX) | facilities;
@@ -482,23 +563,35 @@ fn vector_regs(seed: u64, facilities: u64) -> impl Fn(&mut Cpu) {
 fn vector_and_fp_register_file_instructions_match_the_interpreter() {
     use Op::*;
     let pool = [
-        Vaddubm, Vadduhm, Vadduwm, Vaddudm, Vsububm, Vsubuhm, Vsubuwm, Vsubudm, Vand, Vandc, Vor, Vorc, Vxor, Vnor, Vnand,
-        Veqv, Vsel, Vcmpequb, Vcmpequh, Vcmpequw, Vcmpequd, Vcmpgtub, Vcmpgtuh, Vcmpgtuw, Vcmpgtud, Vcmpgtsb, Vcmpgtsh,
-        Vcmpgtsw, Vcmpgtsd, Vslb, Vslh, Vslw, Vsld, Vsrb, Vsrh, Vsrw, Vsrd, Vsrab, Vsrah, Vsraw, Vsrad, Vpkuhum, Vpkuwum,
-        Vpkudum, Vmrghb, Vmrghh, Vmrghw, Vmrglb, Vmrglh, Vmrglw, Vmrgew, Vmrgow, Vsldoi, Vspltb, Vsplth, Vspltw,
-        Vspltisb, Vspltish, Vspltisw, Vperm, Lvsl, Lvsr, Lvx, Lvxl, Stvx, Stvxl, Xxland, Xxlandc, Xxlor, Xxlxor, Xxlnor,
-        Xxleqv, Xxlnand, Xxlorc, Xxsel, Xxpermdi, Xxsldwi, Xxmrghw, Xxmrglw, Xxspltw, Lxvd2x, Stxvd2x, Lxvw4x, Stxvw4x,
-        Lxvdsx, Lxsdx, Lxsiwax, Lxsiwzx, Lxsspx, Stxsdx, Stxsiwx, Stxsspx, Mfvsrd, Mfvsrwz, Mtvsrd, Mtvsrwa, Mtvsrwz, Lfs,
-        Lfsu, Lfsx, Lfsux, Lfd, Lfdu, Lfdx, Lfdux, Lfiwax, Lfiwzx, Stfs, Stfsu, Stfsx, Stfsux, Stfd, Stfdu, Stfdx, Stfdux,
-        Stfiwx, Fmr, Fneg, Fabs, Fnabs, Fcpsgn, Fmrgew, Fmrgow, Mfcr, Addi, Ori, Ld, Std, Bc,
+        Vaddubm, Vadduhm, Vadduwm, Vaddudm, Vsububm, Vsubuhm, Vsubuwm, Vsubudm, Vand, Vandc, Vor,
+        Vorc, Vxor, Vnor, Vnand, Veqv, Vsel, Vcmpequb, Vcmpequh, Vcmpequw, Vcmpequd, Vcmpgtub,
+        Vcmpgtuh, Vcmpgtuw, Vcmpgtud, Vcmpgtsb, Vcmpgtsh, Vcmpgtsw, Vcmpgtsd, Vslb, Vslh, Vslw,
+        Vsld, Vsrb, Vsrh, Vsrw, Vsrd, Vsrab, Vsrah, Vsraw, Vsrad, Vpkuhum, Vpkuwum, Vpkudum,
+        Vmrghb, Vmrghh, Vmrghw, Vmrglb, Vmrglh, Vmrglw, Vmrgew, Vmrgow, Vsldoi, Vspltb, Vsplth,
+        Vspltw, Vspltisb, Vspltish, Vspltisw, Vperm, Lvsl, Lvsr, Lvx, Lvxl, Stvx, Stvxl, Xxland,
+        Xxlandc, Xxlor, Xxlxor, Xxlnor, Xxleqv, Xxlnand, Xxlorc, Xxsel, Xxpermdi, Xxsldwi, Xxmrghw,
+        Xxmrglw, Xxspltw, Lxvd2x, Stxvd2x, Lxvw4x, Stxvw4x, Lxvdsx, Lxsdx, Lxsiwax, Lxsiwzx,
+        Lxsspx, Stxsdx, Stxsiwx, Stxsspx, Mfvsrd, Mfvsrwz, Mtvsrd, Mtvsrwa, Mtvsrwz, Lfs, Lfsu,
+        Lfsx, Lfsux, Lfd, Lfdu, Lfdx, Lfdux, Lfiwax, Lfiwzx, Stfs, Stfsu, Stfsx, Stfsux, Stfd,
+        Stfdu, Stfdx, Stfdux, Stfiwx, Fmr, Fneg, Fabs, Fnabs, Fcpsgn, Fmrgew, Fmrgow, Mfcr, Addi,
+        Ori, Ld, Std, Bc,
     ];
-    let facilities = [msr::FP | msr::VEC | msr::VSX, msr::VEC | msr::VSX, msr::FP | msr::VSX, msr::FP | msr::VEC];
+    let facilities = [
+        msr::FP | msr::VEC | msr::VSX,
+        msr::VEC | msr::VSX,
+        msr::FP | msr::VSX,
+        msr::FP | msr::VEC,
+    ];
     let mut r = Rng(0x5eed_0f_7ec7_0125);
     for case in 0..2400 {
         let len = 1 + (r.next() % 40) as usize;
         let prog = random_program(&mut r, &pool, len);
         // Mostly everything on; every fourth case one facility off.
-        let f = if case % 4 == 3 { facilities[1 + (case / 4) % 3] } else { facilities[0] };
+        let f = if case % 4 == 3 {
+            facilities[1 + (case / 4) % 3]
+        } else {
+            facilities[0]
+        };
         differential(&prog, case % 2 == 1, vector_regs(r.next(), f));
     }
 }
@@ -509,8 +602,24 @@ fn vector_and_fp_register_file_instructions_match_the_interpreter() {
 fn vector_and_fp_accesses_across_pages_and_into_code() {
     // stxvd2x vs0,r5,r6; stvx v1,r5,r6; lxvd2x vs2,r5,r6; lfd f3,0(r7); stfd f3,3(r7);
     // lfs f4,1(r7); stfs f4,-2(r7); illegal.
-    let prog = [0x7c05_3798, 0x7c25_31ce, 0x7c45_3698, 0xc867_0000, 0xd867_0003, 0xc087_0001, 0xd087_fffe, 0];
-    let places = [DATA + 0xff8, DATA + 0xffc, DATA + 0x1ff0, RAM as u64 - 8, RAM as u64 - 16, DATA + 0x2003];
+    let prog = [
+        0x7c05_3798,
+        0x7c25_31ce,
+        0x7c45_3698,
+        0xc867_0000,
+        0xd867_0003,
+        0xc087_0001,
+        0xd087_fffe,
+        0,
+    ];
+    let places = [
+        DATA + 0xff8,
+        DATA + 0xffc,
+        DATA + 0x1ff0,
+        RAM as u64 - 8,
+        RAM as u64 - 16,
+        DATA + 0x2003,
+    ];
     for le in [false, true] {
         for &at in &places {
             for &fp_at in &places {
@@ -525,7 +634,14 @@ fn vector_and_fp_accesses_across_pages_and_into_code() {
     }
     // stxvd2x vs0,0,r5 over the next instructions of its own block: the stored words run.
     for le in [false, true] {
-        let prog = [0x7c00_2f98, 0x3860_0001, 0x3860_0002, 0x3860_0003, 0x3860_0004, 0];
+        let prog = [
+            0x7c00_2f98,
+            0x3860_0001,
+            0x3860_0002,
+            0x3860_0003,
+            0x3860_0004,
+            0,
+        ];
         let (_, s) = differential(&prog, le, |c| {
             c.st.gpr[5] = CODE + 4;
             // 0x38600009 (li r3,9) four times, in guest order for either byte order.
@@ -545,12 +661,24 @@ fn vector_and_fp_accesses_across_pages_and_into_code() {
 #[test]
 fn machine_wide_flush_replaces_every_module() {
     // The counted loop of `loop_with_memory`, ending in an illegal word.
-    let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+    let prog = [
+        0x3860_0000,
+        0x3880_0064,
+        0x7c89_03a6,
+        0x7c85_302e,
+        0x7c63_2214,
+        0x7c65_312e,
+        0x38c6_0004,
+        0x4200_fff0,
+        0,
+    ];
     let init = |c: &mut Cpu| {
         put_code(c, CODE, &prog);
         c.st.gpr[5] = DATA;
         for k in 0..100 {
-            c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le()).unwrap();
+            c.mmu
+                .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
+                .unwrap();
         }
         c.st.pc = CODE;
     };
@@ -574,7 +702,10 @@ fn machine_wide_flush_replaces_every_module() {
     let mut flushes = 0;
     let mut done = [false; 2];
     while done != [true, true] {
-        for (k, (c, j)) in [(&mut a, &mut ja), (&mut b, &mut jb)].into_iter().enumerate() {
+        for (k, (c, j)) in [(&mut a, &mut ja), (&mut b, &mut jb)]
+            .into_iter()
+            .enumerate()
+        {
             if done[k] {
                 continue;
             }
@@ -608,7 +739,10 @@ fn machine_wide_flush_replaces_every_module() {
     assert!(!jb.wants_flush());
     // jb takes the new epoch at its next run (a block that faults at once suffices).
     b.st.pc = CODE + 4 * 8;
-    assert!(matches!(jb.run(&mut b, 1, &|_| false), Err(Exception::Program(_))));
+    assert!(matches!(
+        jb.run(&mut b, 1, &|_| false),
+        Err(Exception::Program(_))
+    ));
     assert_eq!(jb.counters.cache_flushes, before + 1);
 }
 

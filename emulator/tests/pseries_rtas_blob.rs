@@ -4,7 +4,7 @@
 //! buffer.
 
 use ppc64emu::cpu::{CpuState, Exception, msr};
-use ppc64emu::interp::Cpu;
+use ppc64emu::engine::Cpu;
 use ppc64emu::machine::pseries::PseriesDevices;
 use ppc64emu::machine::pseries::effects::{Effect, GuestMemory, OutOfRange, Recorder};
 use ppc64emu::machine::pseries::hcall::{self, H_RTAS, H_SUCCESS, HcallOutcome};

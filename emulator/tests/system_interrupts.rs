@@ -7,7 +7,8 @@
 
 use ppc64emu::cpu::interrupt::{self, Interrupt, Pending, mce, srr1 as reason};
 use ppc64emu::cpu::{CpuState, SlbEntry, msr, spr};
-use ppc64emu::interp::{Cpu, StepOutcome, TimeBase};
+use ppc64emu::engine::{Cpu, TimeBase};
+use ppc64emu::interp::StepOutcome;
 use ppc64emu::mmu::hpt::{self, H_ENTER, H_FUNCTION, H_PRIVILEGE, H_PROTECT, H_REMOVE, H_SUCCESS};
 use ppc64emu::mmu::slb::{esid, hash_key};
 use ppc64emu::mmu::{Hpt, SystemSpace, dsisr, hpte_r};

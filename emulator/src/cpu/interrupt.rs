@@ -8,7 +8,7 @@
 //! interrupt's reason bits.
 //!
 //! Entering an interrupt is context synchronising: the caller performs a pending local TLB
-//! flush (`interp::Cpu::deliver_interrupt` does).
+//! flush (`engine::Cpu::deliver_interrupt` does).
 
 use super::{CpuState, Exception, MachineCheckKind, NO_RESERVATION, ProgramKind, msr};
 

@@ -4,8 +4,7 @@
 
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
-use crate::cpu::{Exception, msr};
-use crate::mmu::hpt::H_PRIVILEGE;
+use crate::engine::SystemExit;
 
 /// What one [`Cpu::system_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,19 +31,18 @@ impl Cpu {
         d
     }
 
-    /// Executes one instruction and delivers whatever it raises. A hypercall from problem
-    /// state fails with H_PRIVILEGE in r3 without reaching the machine (as on QEMU).
+    /// Executes one instruction and delivers whatever it raises (`sc 1`: the engine's
+    /// [`crate::engine::hypercall_rule`]).
     pub fn system_step(&mut self) -> StepOutcome {
         match self.step() {
             Ok(()) => StepOutcome::Retired,
-            Err(Exception::SystemCall { lev: 1 }) if self.st.msr & msr::PR == 0 => StepOutcome::Hypercall,
-            Err(Exception::SystemCall { lev: 1 }) => {
-                self.st.gpr[3] = H_PRIVILEGE as u64;
-                StepOutcome::Retired
-            }
-            Err(e) => match self.deliver_interrupt(Interrupt::from(e)) {
-                Delivery::Taken { vector } => StepOutcome::Interrupt { vector },
-                Delivery::Checkstop => StepOutcome::Checkstop,
+            Err(e) => match crate::engine::hypercall_rule(self, e) {
+                None => StepOutcome::Retired,
+                Some(SystemExit::Hypercall) => StepOutcome::Hypercall,
+                Some(SystemExit::Exception(e)) => match self.deliver_interrupt(Interrupt::from(e)) {
+                    Delivery::Taken { vector } => StepOutcome::Interrupt { vector },
+                    Delivery::Checkstop => StepOutcome::Checkstop,
+                },
             },
         }
     }

@@ -4,7 +4,8 @@
 
 use super::JitCtx;
 use crate::cpu::Exception;
-use crate::interp::{Cpu, DISPATCH};
+use crate::engine::Cpu;
+use crate::interp::DISPATCH;
 use crate::isa::Insn;
 
 /// The block goes on.
@@ -31,7 +32,10 @@ fn interp_one(cpu: &mut Cpu, ctx: &mut JitCtx, word: u32, op: usize) -> u32 {
             cpu.st.pc = cpu.nia;
             // Blocks dropped (by this instruction or, since the jump cache was synced, by
             // another vCPU) or a TLB flush make the jump cache stale: the run loop syncs it.
-            if cpu.events != 0 || ctx.shared.generation() != ctx.seen_generation || tlb_flushes(cpu) != flushes {
+            if cpu.events != 0
+                || ctx.shared.generation() != ctx.seen_generation
+                || tlb_flushes(cpu) != flushes
+            {
                 STOP_AFTER
             } else {
                 CONTINUE

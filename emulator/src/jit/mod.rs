@@ -24,18 +24,17 @@
 
 #[cfg(target_arch = "x86_64")]
 pub mod baseline;
+mod cranelift;
 mod helpers;
 mod space;
-mod translate;
 
+pub use cranelift::native_ops;
 pub use space::JitSpace;
 
 use crate::cpu::{Exception, msr};
-use crate::interp::Cpu;
+use crate::engine::{Cpu, DecodedBlock};
 use crate::isa::OP_COUNT;
 use crate::softmmu::{Access, PAGE_MASK, mmu_idx};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::Module;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -46,9 +45,6 @@ use baseline::BASELINE_JC_TAG;
 /// Without the baseline tier no jump cache entry carries its tag.
 #[cfg(not(target_arch = "x86_64"))]
 const BASELINE_JC_TAG: u64 = 0;
-
-/// Longest block, in instructions (bounds translation time and kick latency).
-pub const MAX_BLOCK_INSNS: usize = 64;
 
 /// Interpreted executions of a block before it is translated (`--jit-threshold`) when
 /// Cranelift is the only tier.
@@ -106,11 +102,8 @@ impl Tiers {
 }
 
 /// MSR bits that change how a block is translated.
-pub const KEY_MSR_BITS: u64 = msr::LE | msr::IR | msr::DR | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::SF;
-
-/// The entry trampoline of a module: runs the block (and those it chains to) with these
-/// pointers; instructions retired are taken off `JitCtx::budget`.
-type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
+pub const KEY_MSR_BITS: u64 =
+    msr::LE | msr::IR | msr::DR | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::SF;
 
 /// Identity of a translation: same guest code under the same translation-relevant MSR bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,7 +196,9 @@ impl JitShared {
         let page = pa & PAGE_MASK;
         let (lo, hi) = ((pa - page) as u32, (pa - page) as u32 + len as u32);
         let mut pages = self.pages.lock();
-        let Some(list) = pages.get_mut(&page) else { return };
+        let Some(list) = pages.get_mut(&page) else {
+            return;
+        };
         let mut dropped = Vec::new();
         list.retain(|&(k, s, e)| {
             let hit = lo < e as u32 && (s as u32) < hi;
@@ -222,7 +217,9 @@ impl JitShared {
                     self.kill_baseline(f);
                 }
             }
-            self.stats.invalidated_blocks.fetch_add(dropped.len() as u64, Ordering::Relaxed);
+            self.stats
+                .invalidated_blocks
+                .fetch_add(dropped.len() as u64, Ordering::Relaxed);
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -253,7 +250,11 @@ impl JitShared {
     fn insert(&self, k: BlockKey, pa: u64, len: u32, f: usize) {
         let page = pa & PAGE_MASK;
         let start = (pa - page) as u16;
-        self.pages.lock().entry(page).or_default().push((k, start, (start as u32 + len) as u16));
+        self.pages
+            .lock()
+            .entry(page)
+            .or_default()
+            .push((k, start, (start as u32 + len) as u16));
         self.map.write().insert(k, f);
     }
 
@@ -354,7 +355,11 @@ pub struct JcEntry {
 }
 
 pub(crate) const JC_SIZE: usize = 4096;
-const JC_EMPTY: JcEntry = JcEntry { pc: 1, flags: 0, f: 0 };
+const JC_EMPTY: JcEntry = JcEntry {
+    pc: 1,
+    flags: 0,
+    f: 0,
+};
 
 /// Code bytes after which a vCPU's module is retired and the cache flushed (default of
 /// `Jit::cache_limit`, `--jit-cache-limit`).
@@ -373,23 +378,54 @@ pub fn parse_cache_limit(v: &str) -> Result<u64, String> {
         return Err("expected a number of bytes, optionally with a suffix K, M or G".into());
     }
     let n: u64 = digits.parse().map_err(|_| "too large".to_string())?;
-    let n = n.checked_mul(1 << shift).ok_or_else(|| "too large".to_string())?;
+    let n = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| "too large".to_string())?;
     if n == 0 {
         return Err("must be at least 1 byte".into());
     }
     Ok(n)
 }
 
-/// One vCPU's JIT: its module, jump cache and translation context.
+/// A code generator behind the translating runner ([`Jit`]), one per vCPU. The runner owns
+/// everything a second generator reuses: the block map and code-page tracking shared by
+/// all vCPUs, invalidation, the jump cache, tiering and the run loop.
+///
+/// The block protocol every generator's code follows: a block is entered with `(cpu, ctx)`;
+/// guest registers live in `cpu.st`; it takes the instructions it retired off
+/// `ctx.budget` and leaves `cpu.st.pc` at the next instruction; a guest fault stores
+/// `ctx.exc` (with `st.pc` at the faulting instruction, which did not retire); an
+/// interpreter call goes through `helpers::interp` and stops as its result says. A block
+/// may go on to the next one through the jump cache (`ctx.jc`) while the budget lasts, no
+/// events are pending and `ctx.kick` is clear; an entry there is a block of this same
+/// generator (entries carry `JcEntry::flags` of the block key).
+pub trait Backend: Send {
+    /// Translates `block` (its key's MSR bits are `key.flags`); the entry point and how
+    /// many bytes of host code it took.
+    fn compile(&mut self, block: &DecodedBlock, key: BlockKey) -> Result<Compiled, Exception>;
+
+    /// Runs the block at `entry` (and those it chains to).
+    ///
+    /// # Safety
+    /// `entry` came from `compile` since the last `reset`, and the blocks it may chain to
+    /// (through `ctx.jc`) are live as well.
+    unsafe fn enter(&mut self, cpu: &mut Cpu, ctx: &mut JitCtx, entry: usize);
+
+    /// Frees every translation. The caller guarantees that none can run any more.
+    fn reset(&mut self);
+}
+
+/// A block translated by a [`Backend`].
+pub struct Compiled {
+    pub entry: usize,
+    pub code_bytes: u64,
+}
+
+/// One vCPU's JIT: its code generator, jump cache and tiering state.
 pub struct Jit {
     pub ctx: Box<JitCtx>,
-    module: JITModule,
-    cl_ctx: cranelift_codegen::Context,
-    fb_ctx: cranelift_frontend::FunctionBuilderContext,
+    backend: Box<dyn Backend>,
     jc: Box<[JcEntry]>,
-    /// Entry trampoline and slow-path adapter of the current module.
-    trampoline: Trampoline,
-    pub(crate) adapter: usize,
     seen_tlb_flushes: u64,
     pub counters: JitCounters,
     /// Interpreted executions of a block before it is translated; 0 translates at once.
@@ -463,37 +499,6 @@ pub struct JitReport {
     pub baseline: Option<BaselineReport>,
 }
 
-/// The trampoline and the slow-path adapter of a new module.
-fn entry_points(module: &mut JITModule) -> (Trampoline, usize) {
-    let f = translate::compile_trampoline(module);
-    // SAFETY: compiled with exactly this signature.
-    let t = unsafe { std::mem::transmute::<usize, Trampoline>(f) };
-    (t, translate::compile_adapter(module))
-}
-
-fn new_module() -> JITModule {
-    use cranelift_codegen::settings::{self, Configurable};
-    let mut flags = settings::builder();
-    flags.set("use_colocated_libcalls", "false").expect("flag");
-    flags.set("is_pic", "false").expect("flag");
-    // Cranelift's x86-64 tail calls (block chaining) rely on frame pointers.
-    flags.set("preserve_frame_pointers", "true").expect("flag");
-    // Experiment knobs while the translation cost is being tuned (see the report of issue 7).
-    let opt = std::env::var("PPC64EMU_JIT_OPT").unwrap_or_else(|_| "speed".into());
-    flags.set("opt_level", if opt == "none" { "none" } else { "speed" }).expect("flag");
-    if let Ok(ra) = std::env::var("PPC64EMU_JIT_REGALLOC") {
-        flags.set("regalloc_algorithm", &ra).expect("regalloc_algorithm");
-    }
-    if !cfg!(debug_assertions) || std::env::var_os("PPC64EMU_JIT_NOVERIFY").is_some() {
-        flags.set("enable_verifier", "false").expect("flag");
-    }
-    let isa = cranelift_native::builder()
-        .expect("host supported by Cranelift")
-        .finish(settings::Flags::new(flags))
-        .expect("Cranelift ISA");
-    JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()))
-}
-
 /// Drops this vCPU's fast-path write permission for the host page `host_page` (under any
 /// effective address): stores to newly translated code must take the watched slow path.
 /// Other vCPUs keep theirs until their next fill; guests make cross-modified code visible
@@ -509,13 +514,16 @@ fn drop_write_entries(tlb: &mut crate::softmmu::Tlb, host_page: u64) {
 impl Jit {
     /// A JIT for `cpu`: wraps its address space so that writes to translated code are seen.
     pub fn attach(cpu: &mut Cpu, shared: Arc<JitShared>) -> Self {
-        let inner = std::mem::replace(&mut cpu.mmu.space, Box::new(crate::softmmu::FlatRam::new(0)));
-        cpu.mmu.space = Box::new(JitSpace { inner, shared: shared.clone() });
+        let inner = std::mem::replace(
+            &mut cpu.mmu.space,
+            Box::new(crate::softmmu::FlatRam::new(0)),
+        );
+        cpu.mmu.space = Box::new(JitSpace {
+            inner,
+            shared: shared.clone(),
+        });
         // Pages marked before this vCPU existed must not have fast write entries.
         cpu.mmu.tlb.flush_all();
-        let mut module = new_module();
-        let (trampoline, adapter) = entry_points(&mut module);
-        let cl_ctx = module.make_context();
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
         let ctx = JitCtx {
             budget: 0,
@@ -532,12 +540,8 @@ impl Jit {
         };
         Self {
             ctx: Box::new(ctx),
-            module,
-            cl_ctx,
-            fb_ctx: cranelift_frontend::FunctionBuilderContext::new(),
+            backend: Box::new(cranelift::CraneliftBackend::new()),
             jc,
-            trampoline,
-            adapter,
             seen_tlb_flushes: u64::MAX,
             counters: JitCounters::default(),
             threshold: DEFAULT_THRESHOLD,
@@ -571,8 +575,14 @@ impl Jit {
     /// to stays in the module, unreachable, until the next flush. Only for a JIT whose
     /// `JitShared` no other vCPU uses.
     pub fn reattach(&mut self, cpu: &mut Cpu) {
-        let inner = std::mem::replace(&mut cpu.mmu.space, Box::new(crate::softmmu::FlatRam::new(0)));
-        cpu.mmu.space = Box::new(JitSpace { inner, shared: self.ctx.shared.clone() });
+        let inner = std::mem::replace(
+            &mut cpu.mmu.space,
+            Box::new(crate::softmmu::FlatRam::new(0)),
+        );
+        cpu.mmu.space = Box::new(JitSpace {
+            inner,
+            shared: self.ctx.shared.clone(),
+        });
         cpu.mmu.tlb.flush_all();
         self.ctx.shared.flush();
         self.jc.fill(JC_EMPTY);
@@ -623,7 +633,11 @@ impl Jit {
         // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
         cpu.mmu.fetch(&cpu.st, pc)?;
         let idx = mmu_idx(cpu.st.msr, Access::Exec);
-        let host = cpu.mmu.tlb.lookup(idx, pc, 4, Access::Exec).map_or(0, |p| p as u64);
+        let host = cpu
+            .mmu
+            .tlb
+            .lookup(idx, pc, 4, Access::Exec)
+            .map_or(0, |p| p as u64);
         let key = BlockKey { pc, host, flags };
         let f = match (host != 0).then(|| self.ctx.shared.lookup(&key)).flatten() {
             Some(f) => {
@@ -666,7 +680,7 @@ impl Jit {
             self.flush_own();
         }
         let t0 = std::time::Instant::now();
-        let block = translate::decode_block(cpu, key.pc)?;
+        let block = DecodedBlock::fetch(cpu, key.pc)?;
         #[cfg(target_arch = "x86_64")]
         let f = if self.baseline_code().is_some() {
             let promote = self.tiers.cranelift.then_some(self.promote_threshold);
@@ -684,27 +698,35 @@ impl Jit {
             c.fallback_insns += t.fallbacks as u64;
             t.entry | BASELINE_MAP_TAG
         } else {
-            self.compile_cranelift(&block, key.flags, t0)?
+            self.compile_cranelift(&block, key, t0)?
         };
         #[cfg(not(target_arch = "x86_64"))]
-        let f = self.compile_cranelift(&block, key.flags, t0)?;
+        let f = self.compile_cranelift(&block, key, t0)?;
         if key.host != 0 {
-            let pa = cpu.mmu.space.translate(&cpu.st, key.pc, Access::Exec).map(|m| m.pa | (key.pc & !PAGE_MASK));
+            let pa = cpu
+                .mmu
+                .space
+                .translate(&cpu.st, key.pc, Access::Exec)
+                .map(|m| m.pa | (key.pc & !PAGE_MASK));
             if let Ok(pa) = pa {
                 if self.ctx.shared.mark_code_page(pa) {
                     drop_write_entries(&mut cpu.mmu.tlb, key.host - (key.pc & !PAGE_MASK));
                 }
-                self.ctx.shared.insert(key, pa, 4 * block.words.len() as u32, f);
+                self.ctx
+                    .shared
+                    .insert(key, pa, 4 * block.words.len() as u32, f);
             }
         }
         if self.trace {
-            eprintln!("{}", translate::describe(&block, key));
+            eprintln!("{}", block.describe(key.flags));
         }
         Ok(Some(f))
     }
 
-    fn compile_cranelift(&mut self, block: &translate::DecodedBlock, flags: u64, t0: std::time::Instant) -> Result<usize, Exception> {
-        let f = translate::compile(self, block, flags)?;
+    fn compile_cranelift(&mut self, block: &DecodedBlock, key: BlockKey, t0: std::time::Instant) -> Result<usize, Exception> {
+        let c = self.backend.compile(block, key)?;
+        let f = c.entry;
+        self.counters.code_bytes += c.code_bytes;
         let ns = t0.elapsed().as_nanos() as u64;
         self.counters.blocks_translated += 1;
         self.counters.translate_ns += ns;
@@ -738,8 +760,8 @@ impl Jit {
             }
             None => return Ok(()),
         };
-        let block = translate::decode_block(cpu, pc)?;
-        let f = self.compile_cranelift(&block, flags, std::time::Instant::now())?;
+        let block = DecodedBlock::fetch(cpu, pc)?;
+        let f = self.compile_cranelift(&block, key, std::time::Instant::now())?;
         let mut map = self.ctx.shared.map.write();
         // Dropped meanwhile (its code was written): the new translation may be stale.
         if map.get(&key) != Some(&old) {
@@ -771,11 +793,7 @@ impl Jit {
     fn replace_module(&mut self, flushes: u64) {
         self.jc.fill(JC_EMPTY);
         self.cold.clear();
-        let mut module = new_module();
-        (self.trampoline, self.adapter) = entry_points(&mut module);
-        let old = std::mem::replace(&mut self.module, module);
-        // SAFETY: see above: no block of the old module is reachable any more.
-        unsafe { old.free_memory() };
+        self.backend.reset();
         self.counters.code_bytes = 0;
         self.counters.cache_flushes += flushes;
     }
@@ -784,7 +802,8 @@ impl Jit {
     /// [`Jit::flush_all`]): this vCPU's module passed `cache_limit` (with several vCPUs) or a
     /// flush was requested.
     pub fn wants_flush(&self) -> bool {
-        (!self.self_flush && self.over_limit()) || self.ctx.shared.flush_requested.load(Ordering::Relaxed)
+        (!self.self_flush && self.over_limit())
+            || self.ctx.shared.flush_requested.load(Ordering::Relaxed)
     }
 
     /// Claims the flush `wants_flush` asks for: true for exactly one caller until the flush
@@ -829,7 +848,12 @@ impl Jit {
 
     /// Runs translated blocks until an exception, until `cpu.events` is set, until `stop()`
     /// says so (checked at every block entry), or until about `max` instructions retired.
-    pub fn run(&mut self, cpu: &mut Cpu, max: u64, stop: &dyn Fn(&Cpu) -> bool) -> Result<(), Exception> {
+    pub fn run(
+        &mut self,
+        cpu: &mut Cpu,
+        max: u64,
+        stop: &dyn Fn(&Cpu) -> bool,
+    ) -> Result<(), Exception> {
         let epoch = self.ctx.shared.epoch.load(Ordering::Acquire);
         if epoch != self.epoch {
             // Another vCPU flushed the code cache (`flush_all`): this module is unreachable.
@@ -885,9 +909,9 @@ impl Jit {
                 Some(f) => {
                     let budget = max.saturating_sub(done).min(i64::MAX as u64) as i64;
                     self.ctx.budget = budget;
-                    // SAFETY: `f` is a finalized block of a live module, the trampoline calls
-                    // it with these two pointers; the blocks it chains to are live as well.
-                    unsafe { (self.trampoline)(cpu, &mut *self.ctx, f) };
+                    // SAFETY: `f` is a block of the current module (the map and the jump
+                    // cache hold no older one), and so are those it chains to.
+                    unsafe { self.backend.enter(cpu, &mut self.ctx, f) };
                     let n = (budget - self.ctx.budget) as u64;
                     cpu.counters.instructions += n;
                     n
@@ -905,24 +929,14 @@ impl Jit {
         }
     }
 
-    /// Runs the block at the PC in the interpreter, with the same block ends as a
-    /// translation; returns the instructions retired.
+    /// Runs the block at the PC in the interpreter (the engine's rule for where it ends, the
+    /// same as for a translation); returns the instructions retired.
     fn interpret_block(&mut self, cpu: &mut Cpu) -> Result<u64, Exception> {
         let start = cpu.counters.instructions;
         self.counters.cold_blocks += 1;
-        let r = (|| {
-            for _ in 0..MAX_BLOCK_INSNS {
-                let pc = cpu.st.pc;
-                cpu.step()?;
-                if cpu.events != 0 || cpu.st.pc != pc.wrapping_add(4) || cpu.st.pc & !PAGE_MASK == 0 {
-                    break;
-                }
-            }
-            Ok(())
-        })();
-        let n = cpu.counters.instructions - start;
-        self.counters.cold_instructions += n;
-        r.map(|()| n)
+        let r = cpu.run_block();
+        self.counters.cold_instructions += cpu.counters.instructions - start;
+        r
     }
 
     pub fn report(&self) -> JitReport {
@@ -937,8 +951,18 @@ impl Jit {
             jump_cache_hits: c.jump_cache_hits,
             block_map_hits: c.map_hits,
             slow_memory_accesses: self.ctx.slow_mem,
-            blocks_invalidated: self.ctx.shared.stats.invalidated_blocks.load(Ordering::Relaxed),
-            fallbacks: self.fallback_counts().into_iter().take(40).map(|(m, n)| (m.to_string(), n)).collect(),
+            blocks_invalidated: self
+                .ctx
+                .shared
+                .stats
+                .invalidated_blocks
+                .load(Ordering::Relaxed),
+            fallbacks: self
+                .fallback_counts()
+                .into_iter()
+                .take(40)
+                .map(|(m, n)| (m.to_string(), n))
+                .collect(),
             translate_us_mean: mean_p99_us(&c.translate_samples).0,
             translate_us_p99: mean_p99_us(&c.translate_samples).1,
             baseline: self.tiers.baseline.then(|| {
@@ -984,14 +1008,19 @@ mod tests {
         assert_eq!(p("64k"), Ok(64 << 10));
         assert_eq!(p("3M"), Ok(3 << 20));
         assert_eq!(p("1G"), Ok(1 << 30));
-        for bad in ["", "K", "0", "0M", "-1", "1.5M", "12T", "0x100", "18446744073709551616", "99999999999G"] {
+        for bad in [
+            "",
+            "K",
+            "0",
+            "0M",
+            "-1",
+            "1.5M",
+            "12T",
+            "0x100",
+            "18446744073709551616",
+            "99999999999G",
+        ] {
             assert!(p(bad).is_err(), "{bad:?} accepted");
         }
-    }
-
-    #[test]
-    fn tlb_geometry_matches_the_softmmu() {
-        let t = crate::softmmu::Tlb::new();
-        assert_eq!(t.table[0].len(), super::translate::TLB_ENTRIES);
     }
 }

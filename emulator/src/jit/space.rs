@@ -13,7 +13,12 @@ pub struct JitSpace {
 }
 
 impl AddressSpace for JitSpace {
-    fn translate(&mut self, st: &CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception> {
+    fn translate(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        access: Access,
+    ) -> Result<PageMapping, Exception> {
         let mut m = self.inner.translate(st, ea, access)?;
         if !m.host.is_null() && self.shared.is_code_page(m.pa) {
             m.watch_writes = true;
@@ -25,7 +30,13 @@ impl AddressSpace for JitSpace {
         self.inner.mmio_read(st, pa, size)
     }
 
-    fn mmio_write(&mut self, st: &CpuState, pa: u64, size: usize, val: u64) -> Result<(), Exception> {
+    fn mmio_write(
+        &mut self,
+        st: &CpuState,
+        pa: u64,
+        size: usize,
+        val: u64,
+    ) -> Result<(), Exception> {
         self.inner.mmio_write(st, pa, size, val)
     }
 

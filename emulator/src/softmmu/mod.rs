@@ -6,13 +6,15 @@
 //! through raw pointers; aligned accesses use relaxed atomics so that concurrent guest
 //! accesses are defined behaviour on the host.
 
-mod tlb;
 mod flat;
 mod ram;
+mod tlb;
 
 pub use flat::FlatRam;
 pub use ram::{GuestRam, RamError};
-pub use tlb::{MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, mmu_idx};
+pub use tlb::{
+    MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, mmu_idx,
+};
 
 use crate::cpu::{CpuState, Exception};
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
@@ -43,16 +45,33 @@ pub struct PageMapping {
 pub trait AddressSpace: Send {
     /// Translates the page containing `ea` for `access` in the CPU's current mode, or raises
     /// the storage interrupt the architecture requires.
-    fn translate(&mut self, st: &CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception>;
+    fn translate(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        access: Access,
+    ) -> Result<PageMapping, Exception>;
 
     /// Device read at guest physical `pa`.
     fn mmio_read(&mut self, _st: &CpuState, pa: u64, _size: usize) -> Result<u64, Exception> {
-        Err(Exception::Dsi { ea: pa, dsisr: 0x0800_0000 })
+        Err(Exception::Dsi {
+            ea: pa,
+            dsisr: 0x0800_0000,
+        })
     }
 
     /// Device write at guest physical `pa`.
-    fn mmio_write(&mut self, _st: &CpuState, pa: u64, _size: usize, _val: u64) -> Result<(), Exception> {
-        Err(Exception::Dsi { ea: pa, dsisr: 0x0a00_0000 })
+    fn mmio_write(
+        &mut self,
+        _st: &CpuState,
+        pa: u64,
+        _size: usize,
+        _val: u64,
+    ) -> Result<(), Exception> {
+        Err(Exception::Dsi {
+            ea: pa,
+            dsisr: 0x0a00_0000,
+        })
     }
 
     /// A store hit a page marked `watch_writes` (translated code lives there).
@@ -67,13 +86,22 @@ pub struct SoftMmu {
 
 impl SoftMmu {
     pub fn new(space: Box<dyn AddressSpace>) -> Self {
-        Self { tlb: Tlb::new(), space }
+        Self {
+            tlb: Tlb::new(),
+            space,
+        }
     }
 
     /// Host pointer for `size` bytes at `ea`, filling the TLB on a miss. `None` means the
     /// access must go to a device (MMIO) or crosses a page.
     #[inline]
-    fn host_ptr(&mut self, st: &CpuState, ea: u64, size: usize, access: Access) -> Result<Option<*mut u8>, Exception> {
+    fn host_ptr(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        size: usize,
+        access: Access,
+    ) -> Result<Option<*mut u8>, Exception> {
         let idx = mmu_idx(st.msr, access);
         if let Some(p) = self.tlb.lookup(idx, ea, size, access) {
             return Ok(Some(p));
@@ -82,7 +110,14 @@ impl SoftMmu {
     }
 
     #[cold]
-    fn fill(&mut self, st: &CpuState, idx: usize, ea: u64, size: usize, access: Access) -> Result<Option<*mut u8>, Exception> {
+    fn fill(
+        &mut self,
+        st: &CpuState,
+        idx: usize,
+        ea: u64,
+        size: usize,
+        access: Access,
+    ) -> Result<Option<*mut u8>, Exception> {
         if self.tlb.victim_lookup(idx, ea, access)
             && let Some(p) = self.tlb.lookup(idx, ea, size, access)
         {
@@ -101,7 +136,13 @@ impl SoftMmu {
 
     /// Loads `size` (1, 2, 4, 8) bytes at `ea` in the byte order `le`, zero-extended.
     #[inline]
-    pub fn load(&mut self, st: &CpuState, ea: u64, size: usize, le: bool) -> Result<u64, Exception> {
+    pub fn load(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        size: usize,
+        le: bool,
+    ) -> Result<u64, Exception> {
         match self.host_ptr(st, ea, size, Access::Read)? {
             Some(p) => Ok(unsafe { read_host(p, size, le) }),
             None => self.load_slow(st, ea, size, le, Access::Read),
@@ -113,13 +154,23 @@ impl SoftMmu {
     pub fn fetch(&mut self, st: &CpuState, ea: u64) -> Result<u32, Exception> {
         match self.host_ptr(st, ea, 4, Access::Exec)? {
             Some(p) => Ok(unsafe { read_host(p, 4, st.le()) } as u32),
-            None => Err(Exception::Isi { ea, srr1: 0x1000_0000 }),
+            None => Err(Exception::Isi {
+                ea,
+                srr1: 0x1000_0000,
+            }),
         }
     }
 
     /// Stores the low `size` bytes of `val` at `ea` in the byte order `le`.
     #[inline]
-    pub fn store(&mut self, st: &CpuState, ea: u64, size: usize, val: u64, le: bool) -> Result<(), Exception> {
+    pub fn store(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        size: usize,
+        val: u64,
+        le: bool,
+    ) -> Result<(), Exception> {
         match self.host_ptr(st, ea, size, Access::Write)? {
             Some(p) => {
                 unsafe { write_host(p, size, val, le) };
@@ -131,7 +182,14 @@ impl SoftMmu {
 
     /// Page-crossing or device load: byte by byte through the translation, or MMIO.
     #[cold]
-    fn load_slow(&mut self, st: &CpuState, ea: u64, size: usize, le: bool, access: Access) -> Result<u64, Exception> {
+    fn load_slow(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        size: usize,
+        le: bool,
+        access: Access,
+    ) -> Result<u64, Exception> {
         let m = self.space.translate(st, ea, access)?;
         if m.host.is_null() {
             let v = self.space.mmio_read(st, m.pa + (ea & !PAGE_MASK), size)?;
@@ -142,23 +200,36 @@ impl SoftMmu {
         self.host_ptr(st, last, 1, access)?;
         let mut bytes = [0u8; 8];
         for (k, b) in bytes.iter_mut().enumerate().take(size) {
-            let p = self.host_ptr(st, ea.wrapping_add(k as u64), 1, access)?.expect("RAM page");
+            let p = self
+                .host_ptr(st, ea.wrapping_add(k as u64), 1, access)?
+                .expect("RAM page");
             *b = unsafe { (*AtomicU8::from_ptr(p)).load(Ordering::Relaxed) };
         }
         Ok(assemble(&bytes[..size], le))
     }
 
     #[cold]
-    fn store_slow(&mut self, st: &CpuState, ea: u64, size: usize, val: u64, le: bool) -> Result<(), Exception> {
+    fn store_slow(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        size: usize,
+        val: u64,
+        le: bool,
+    ) -> Result<(), Exception> {
         let m = self.space.translate(st, ea, Access::Write)?;
         if m.host.is_null() {
-            return self.space.mmio_write(st, m.pa + (ea & !PAGE_MASK), size, val);
+            return self
+                .space
+                .mmio_write(st, m.pa + (ea & !PAGE_MASK), size, val);
         }
         let last = ea.wrapping_add(size as u64 - 1);
         self.host_ptr(st, last, 1, Access::Write)?;
         for k in 0..size {
             let shift = if le { 8 * k } else { 8 * (size - 1 - k) };
-            let p = self.host_ptr(st, ea.wrapping_add(k as u64), 1, Access::Write)?.expect("RAM page");
+            let p = self
+                .host_ptr(st, ea.wrapping_add(k as u64), 1, Access::Write)?
+                .expect("RAM page");
             unsafe { (*AtomicU8::from_ptr(p)).store((val >> shift) as u8, Ordering::Relaxed) };
         }
         Ok(())
@@ -173,7 +244,13 @@ impl SoftMmu {
 
     /// Host pointer to `size` bytes of RAM at `ea` for an atomic read-modify-write
     /// (`st?cx.`) or a block operation (`dcbz`). The range must lie in one page.
-    pub fn ram_ptr(&mut self, st: &CpuState, ea: u64, size: usize, access: Access) -> Result<*mut u8, Exception> {
+    pub fn ram_ptr(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        size: usize,
+        access: Access,
+    ) -> Result<*mut u8, Exception> {
         match self.host_ptr(st, ea, size, access)? {
             Some(p) => Ok(p),
             None => Err(Exception::Alignment { ea, dsisr: 0 }),
@@ -259,7 +336,10 @@ mod tests {
     use super::*;
 
     fn mmu() -> (SoftMmu, CpuState) {
-        (SoftMmu::new(Box::new(FlatRam::new(0x10000))), CpuState::new())
+        (
+            SoftMmu::new(Box::new(FlatRam::new(0x10000))),
+            CpuState::new(),
+        )
     }
 
     #[test]
@@ -288,7 +368,10 @@ mod tests {
     #[test]
     fn out_of_range_faults_without_partial_store() {
         let (mut m, st) = mmu();
-        assert!(matches!(m.load(&st, 0x10000, 4, false), Err(Exception::Dsi { .. })));
+        assert!(matches!(
+            m.load(&st, 0x10000, 4, false),
+            Err(Exception::Dsi { .. })
+        ));
         m.store(&st, 0xfffc, 4, 0x55555555, false).unwrap();
         assert!(m.store(&st, 0xfffe, 4, 0, false).is_err());
         assert_eq!(m.load(&st, 0xfffc, 4, false).unwrap(), 0x55555555);

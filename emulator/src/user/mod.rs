@@ -9,7 +9,7 @@ pub mod mem;
 pub mod syscall;
 
 use crate::cpu::{Exception, ProgramKind, msr};
-use crate::interp::Cpu;
+use crate::engine::{Cpu, Engine, EngineConfig, TierKind};
 use mem::{GuestMemory, UserSpace};
 use parking_lot::Mutex;
 use std::ffi::OsString;
@@ -47,53 +47,66 @@ pub struct Outcome {
 
 /// A loaded program ready to run.
 pub struct Runner {
-    pub cpu: Cpu,
+    pub engine: Engine,
     pub process: Process,
-    /// Translated execution; `None` interprets.
-    pub jit: Option<crate::jit::Jit>,
 }
 
 impl Runner {
-    /// Loads the ELF file `image` (found at `exe`) with `argv` and `envp`.
-    pub fn new(image: &[u8], exe: &Path, argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Result<Self, String> {
+    /// Loads the ELF file `image` (found at `exe`) with `argv` and `envp`, to run on an
+    /// engine built with `config`.
+    pub fn new(
+        image: &[u8],
+        exe: &Path,
+        argv: &[Vec<u8>],
+        envp: &[Vec<u8>],
+        config: &EngineConfig,
+    ) -> Result<Self, String> {
         let mem = Arc::new(Mutex::new(GuestMemory::new()));
         let mut random = [0u8; 16];
         syscall::fill_random(&mut random);
-        let execfn = argv.first().cloned().unwrap_or_else(|| exe.as_os_str().as_bytes().to_vec());
+        let execfn = argv
+            .first()
+            .cloned()
+            .unwrap_or_else(|| exe.as_os_str().as_bytes().to_vec());
         let loaded = loader::load(&mut mem.lock(), image, argv, envp, &execfn, random)?;
         let mut cpu = Cpu::new(Box::new(UserSpace(mem.clone())));
-        cpu.st.msr = msr::SF | msr::EE | msr::PR | msr::FP | msr::ME | msr::VEC | msr::VSX | msr::IR | msr::DR | msr::RI | msr::LE;
+        cpu.st.msr = msr::SF
+            | msr::EE
+            | msr::PR
+            | msr::FP
+            | msr::ME
+            | msr::VEC
+            | msr::VSX
+            | msr::IR
+            | msr::DR
+            | msr::RI
+            | msr::LE;
         cpu.st.pc = loaded.entry;
         cpu.st.gpr[1] = loaded.sp;
         // ELFv2: a global entry point derives its TOC pointer from r12.
         cpu.st.gpr[12] = loaded.entry;
         let abs = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
         let process = Process::new(mem, loaded.brk, abs.into_os_string().into_vec());
-        Ok(Self { cpu, process, jit: None })
-    }
-
-    /// Runs the program translated (`--accel jit`).
-    pub fn enable_jit(&mut self, trace: bool, threshold: Option<u32>) {
-        let mut jit = crate::jit::Jit::attach(&mut self.cpu, crate::jit::JitShared::new());
-        jit.trace = trace;
-        jit.threshold = threshold.unwrap_or(jit.threshold);
-        // Code changed by system calls or unmapping bypasses the JIT's store watch.
-        let shared = jit.shared().clone();
-        self.process.mem.lock().code_hook = Some(Box::new(move |addr, len| shared.code_written(addr, len)));
-        self.jit = Some(jit);
+        let engine = Engine::new(cpu, config, None);
+        if let Some(cache) = engine.code_cache() {
+            // Code changed by system calls or unmapping bypasses the JIT's store watch.
+            let cache = cache.clone();
+            process.mem.lock().code_hook =
+                Some(Box::new(move |addr, len| cache.code_written(addr, len)));
+        }
+        Ok(Self { engine, process })
     }
 
     /// Runs the program to its end.
     pub fn run(&mut self) -> Outcome {
         let start = Instant::now();
         let status = loop {
-            let r = match &mut self.jit {
-                Some(jit) => jit.run(&mut self.cpu, u64::MAX, &|_| false).inspect(|_| self.cpu.events = 0),
-                None => self.cpu.run(u64::MAX),
-            };
+            let r = self.engine.run(u64::MAX, &|_| false);
+            // No events matter to user mode.
+            self.engine.cpu.events = 0;
             match r {
                 Err(Exception::SystemCall { lev: 0 }) => {
-                    if let Some(code) = self.process.syscall(&mut self.cpu) {
+                    if let Some(code) = self.process.syscall(&mut self.engine.cpu) {
                         break code;
                     }
                 }
@@ -103,7 +116,7 @@ impl Runner {
         };
         Outcome {
             status,
-            instructions: self.cpu.counters.instructions,
+            instructions: self.engine.cpu.counters.instructions,
             elapsed: start.elapsed(),
         }
     }
@@ -111,31 +124,51 @@ impl Runner {
     /// Reports an exception the guest cannot survive (no signal handlers are delivered) and
     /// returns the exit status.
     fn fatal(&mut self, e: Exception) -> i32 {
-        let pc = self.cpu.st.pc;
+        let cpu = &mut self.engine.cpu;
+        let pc = cpu.st.pc;
         let (sig, what) = match e {
             Exception::Dsi { ea, dsisr } => {
-                let kind = if dsisr & 0x0200_0000 != 0 { "write to" } else { "read from" };
-                let why = if dsisr & 0x4000_0000 != 0 { "unmapped" } else { "protected" };
+                let kind = if dsisr & 0x0200_0000 != 0 {
+                    "write to"
+                } else {
+                    "read from"
+                };
+                let why = if dsisr & 0x4000_0000 != 0 {
+                    "unmapped"
+                } else {
+                    "protected"
+                };
                 (11, format!("{kind} {why} address {ea:#x}"))
             }
-            Exception::Isi { ea, .. } => (11, format!("instruction fetch from non-executable address {ea:#x}")),
-            Exception::DataSegment { ea } | Exception::InstructionSegment { ea } => (11, format!("address {ea:#x}")),
+            Exception::Isi { ea, .. } => (
+                11,
+                format!("instruction fetch from non-executable address {ea:#x}"),
+            ),
+            Exception::DataSegment { ea } | Exception::InstructionSegment { ea } => {
+                (11, format!("address {ea:#x}"))
+            }
             Exception::Alignment { ea, .. } => (7, format!("unaligned access at {ea:#x}")),
-            Exception::MachineCheck { ea, .. } => (7, format!("access to {ea:#x} reached no memory")),
+            Exception::MachineCheck { ea, .. } => {
+                (7, format!("access to {ea:#x} reached no memory"))
+            }
             Exception::Program(ProgramKind::Trap) => (5, "trap instruction".to_string()),
-            Exception::Program(ProgramKind::FpEnabled) => (8, "enabled floating-point exception".to_string()),
+            Exception::Program(ProgramKind::FpEnabled) => {
+                (8, "enabled floating-point exception".to_string())
+            }
             Exception::Program(ProgramKind::Illegal | ProgramKind::Privileged)
             | Exception::SystemCall { .. }
             | Exception::FpUnavailable
             | Exception::VecUnavailable
             | Exception::VsxUnavailable
             | Exception::FacilityUnavailable { .. } => {
-                let insn = match self.cpu.mmu.fetch(&self.cpu.st, pc) {
+                let insn = match cpu.mmu.fetch(&cpu.st, pc) {
                     Ok(w) => format!("{w:#010x} ({})", crate::isa::disassemble(w, pc)),
                     Err(_) => "?".to_string(),
                 };
                 let what = match e {
-                    Exception::Program(ProgramKind::Illegal) => "illegal or unimplemented instruction",
+                    Exception::Program(ProgramKind::Illegal) => {
+                        "illegal or unimplemented instruction"
+                    }
                     Exception::Program(ProgramKind::Privileged) => "privileged instruction",
                     _ => "unsupported instruction",
                 };
@@ -152,7 +185,16 @@ impl Runner {
 
 /// Runs `exe` with `args` (argv[1..]) and the host environment.
 pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome, (i32, String)> {
-    let image = std::fs::read(exe).map_err(|e| (if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }, e.to_string()))?;
+    let image = std::fs::read(exe).map_err(|e| {
+        (
+            if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            },
+            e.to_string(),
+        )
+    })?;
     let mut argv = vec![exe.as_os_str().as_bytes().to_vec()];
     argv.extend(args.iter().map(|a| a.as_bytes().to_vec()));
     let envp: Vec<Vec<u8>> = std::env::vars_os()
@@ -163,14 +205,21 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             e
         })
         .collect();
-    let mut runner = Runner::new(&image, exe, &argv, &envp).map_err(|e| (126, e))?;
+    let defaults = EngineConfig::default();
+    let config = EngineConfig {
+        tier: if opts.interp {
+            TierKind::Interp
+        } else {
+            TierKind::Jit
+        },
+        jit_threshold: opts.jit_threshold.unwrap_or(defaults.jit_threshold),
+        jit_cache_limit: opts.jit_cache_limit.unwrap_or(defaults.jit_cache_limit),
+        trace: opts.trace,
+        sole_vcpu: true,
+        ..defaults
+    };
+    let mut runner = Runner::new(&image, exe, &argv, &envp, &config).map_err(|e| (126, e))?;
     runner.process.strace = opts.strace;
-    if !opts.interp {
-        runner.enable_jit(opts.trace, opts.jit_threshold);
-        if let (Some(j), Some(limit)) = (runner.jit.as_mut(), opts.jit_cache_limit) {
-            j.cache_limit = limit;
-        }
-    }
     let out = runner.run();
     if opts.stats {
         let secs = out.elapsed.as_secs_f64();
@@ -179,11 +228,10 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             out.instructions,
             secs,
             out.instructions as f64 / secs.max(1e-9) / 1e6,
-            runner.cpu.mmu.tlb.counters.fills,
+            runner.engine.cpu.mmu.tlb.counters.fills,
             runner.process.mem.lock().resident_pages() * 4,
         );
-        if let Some(j) = &runner.jit {
-            let r = j.report();
+        if let Some(r) = runner.engine.jit_report() {
             eprintln!(
                 "ppc64emu: jit: {} blocks translated ({} KiB, {:.1} ms), {} code cache flushes, {} slow memory accesses, fallbacks: {:?}",
                 r.blocks_translated,
@@ -207,7 +255,9 @@ const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|inte
 /// Entry of `ppc64emu user ELF [ARGS…]`; returns the process exit status.
 pub fn main(args: &[String]) -> i32 {
     // Guest arguments are taken verbatim from the OS (they need not be UTF-8).
-    let raw: Vec<OsString> = std::env::args_os().skip(std::env::args_os().count() - args.len()).collect();
+    let raw: Vec<OsString> = std::env::args_os()
+        .skip(std::env::args_os().count() - args.len())
+        .collect();
     let mut opts = Options::default();
     let mut k = 0;
     while k < raw.len() {
@@ -217,10 +267,16 @@ pub fn main(args: &[String]) -> i32 {
             Some("--trace") => opts.trace = true,
             Some("--jit-threshold") => {
                 k += 1;
-                match raw.get(k).and_then(|a| a.to_str()).and_then(|a| a.parse().ok()) {
+                match raw
+                    .get(k)
+                    .and_then(|a| a.to_str())
+                    .and_then(|a| a.parse().ok())
+                {
                     Some(n) => opts.jit_threshold = Some(n),
                     None => {
-                        eprintln!("ppc64emu user: --jit-threshold takes a count (0 = translate at once)\n{USAGE}");
+                        eprintln!(
+                            "ppc64emu user: --jit-threshold takes a count (0 = translate at once)\n{USAGE}"
+                        );
                         return 2;
                     }
                 }

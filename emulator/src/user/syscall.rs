@@ -9,7 +9,7 @@
 
 use super::loader::MMAP_TOP;
 use super::mem::{Fault, GuestMemory, MMAP_MIN, PROT_EXEC, PROT_READ, PROT_WRITE, page_up};
-use crate::interp::Cpu;
+use crate::engine::Cpu;
 use crate::softmmu::PAGE_MASK;
 use parking_lot::Mutex;
 use std::ffi::CString;

@@ -13,7 +13,7 @@
 use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, helpers};
 use super::{BASELINE_JC_TAG, PROMOTE};
 use crate::cpu::{CpuState, msr};
-use crate::interp::Cpu;
+use crate::engine::Cpu;
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::softmmu::{Access, PAGE_MASK, SoftMmu, TLB_ENTRIES, Tlb, TlbEntry, mmu_idx};
 use core::mem::offset_of;

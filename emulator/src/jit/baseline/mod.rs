@@ -20,7 +20,7 @@ mod arena;
 mod emit;
 
 use super::{BlockKey, JitCtx};
-use crate::interp::Cpu;
+use crate::engine::Cpu;
 use arena::Region;
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -43,7 +43,10 @@ pub fn pack_chars(bytes: &[u8]) -> (u64, u64) {
     let mut buf = [0u8; MAX_CHARS];
     let n = bytes.len().min(MAX_CHARS);
     buf[..n].copy_from_slice(&bytes[..n]);
-    (u64::from_be_bytes(buf[..8].try_into().unwrap()), u64::from_be_bytes(buf[8..].try_into().unwrap()))
+    (
+        u64::from_be_bytes(buf[..8].try_into().unwrap()),
+        u64::from_be_bytes(buf[8..].try_into().unwrap()),
+    )
 }
 
 /// The first `len` (≤ 16) bytes packed in two registers by [`pack_chars`].
@@ -66,22 +69,105 @@ pub fn write_stdout(bytes: &[u8]) {
 /// Reads `input` on a thread of its own and hands every chunk to `deliver` (which queues it
 /// with [`HvTerm::push_input`] under the BQL). Ends at end of file or on a read error, so a
 /// run without stdin (CI) costs nothing.
-pub fn spawn_input_reader<R, F>(mut input: R, mut deliver: F) -> std::io::Result<std::thread::JoinHandle<()>>
+pub fn spawn_input_reader<R, F>(
+    mut input: R,
+    mut deliver: F,
+) -> std::io::Result<std::thread::JoinHandle<()>>
 where
     R: std::io::Read + Send + 'static,
     F: FnMut(&[u8]) + Send + 'static,
 {
-    std::thread::Builder::new().name("hvterm-input".into()).spawn(move || {
-        let mut buf = [0u8; 256];
-        loop {
-            match input.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => deliver(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return,
+    std::thread::Builder::new()
+        .name("hvterm-input".into())
+        .spawn(move || {
+            let mut buf = [0u8; 256];
+            loop {
+                match input.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => deliver(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return,
+                }
+            }
+        })
+}
+
+/// Watches the guest's console output line by line (a workload's result line, a prompt).
+pub trait ConsoleObserver: Send {
+    /// One complete line, without its line end.
+    fn line(&mut self, line: &str);
+    /// The result line this observer picked up, if it looks for one.
+    fn result_line(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Lines longer than this are cut (a guest printing without line ends must not grow memory).
+const MAX_LINE: usize = 4096;
+
+/// Splits console output into lines for its observers.
+#[derive(Default)]
+pub struct ConsoleLines {
+    line: Vec<u8>,
+    observers: Vec<Box<dyn ConsoleObserver>>,
+}
+
+impl ConsoleLines {
+    pub fn new(observers: Vec<Box<dyn ConsoleObserver>>) -> Self {
+        Self {
+            line: Vec::new(),
+            observers,
+        }
+    }
+
+    /// Console output as written by the guest.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &c in bytes {
+            if c == b'\n' {
+                let line = String::from_utf8_lossy(&self.line);
+                for o in &mut self.observers {
+                    o.line(line.trim_end());
+                }
+                self.line.clear();
+            } else if self.line.len() < MAX_LINE {
+                self.line.push(c);
             }
         }
-    })
+    }
+
+    /// The result line of the first observer that has one.
+    pub fn result_line(&self) -> Option<String> {
+        self.observers
+            .iter()
+            .find_map(|o| o.result_line())
+            .map(str::to_string)
+    }
+}
+
+/// Keeps the last line that starts with `prefix`: the result line of a workload.
+pub struct ResultLine {
+    prefix: &'static str,
+    last: Option<String>,
+}
+
+/// Prefix of the bundled guest's result line.
+pub const MKBENCH_RESULT: &str = "MKBENCH-RESULT";
+
+impl ResultLine {
+    pub fn new(prefix: &'static str) -> Self {
+        Self { prefix, last: None }
+    }
+}
+
+impl ConsoleObserver for ResultLine {
+    fn line(&mut self, line: &str) {
+        if line.starts_with(self.prefix) {
+            self.last = Some(line.to_string());
+        }
+    }
+    fn result_line(&self) -> Option<&str> {
+        self.last.as_deref()
+    }
 }
 
 #[cfg(test)]
@@ -91,7 +177,10 @@ mod tests {
         let got = std::sync::Arc::new(std::sync::Mutex::new(HvTerm::new()));
         let sink = got.clone();
         let data: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
-        let h = spawn_input_reader(std::io::Cursor::new(data.clone()), move |b| sink.lock().unwrap().push_input(b)).unwrap();
+        let h = spawn_input_reader(std::io::Cursor::new(data.clone()), move |b| {
+            sink.lock().unwrap().push_input(b)
+        })
+        .unwrap();
         h.join().unwrap();
         let mut term = got.lock().unwrap();
         let mut all = Vec::new();
@@ -121,5 +210,19 @@ mod tests {
         assert_eq!(t.take_input().len(), 16);
         assert_eq!(t.take_input().len(), 4);
         assert!(t.take_input().is_empty());
+    }
+
+    #[test]
+    fn result_lines_are_picked_up_across_writes() {
+        let mut c = ConsoleLines::new(vec![Box::new(ResultLine::new(MKBENCH_RESULT))]);
+        c.feed(b"boot\nMKBENCH-RES");
+        assert_eq!(c.result_line(), None);
+        c.feed(b"ULT n=1 sum=7\r\nother MKBENCH-RESULT\nMKBENCH-RESULT n=2");
+        assert_eq!(c.result_line().as_deref(), Some("MKBENCH-RESULT n=1 sum=7"));
+        c.feed(b"\n");
+        assert_eq!(c.result_line().as_deref(), Some("MKBENCH-RESULT n=2"));
+        c.feed(&[b'x'; 2 * MAX_LINE]);
+        c.feed(b"\n");
+        assert_eq!(c.result_line().as_deref(), Some("MKBENCH-RESULT n=2"));
     }
 }

@@ -22,11 +22,14 @@ pub mod boot;
 pub mod cli;
 pub mod config;
 pub mod console;
+mod devices;
 pub mod effects;
 pub mod fdt;
 pub mod hcall;
 pub mod loader;
 pub mod rtas;
+mod run_report;
+mod vcpu;
 pub mod xics;
 
 use effects::MachineEffects;

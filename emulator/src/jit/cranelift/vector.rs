@@ -23,7 +23,10 @@ use cranelift_codegen::ir::{ConstantData, Endianness, InstBuilder, MemFlagsData,
 use cranelift_frontend::Variable;
 
 const VSR: i32 = ST + offset_of!(CpuState, vsr) as i32;
-const _: () = assert!(cfg!(target_endian = "little"), "the VSR lane mapping assumes a little-endian host");
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "the VSR lane mapping assumes a little-endian host"
+);
 const _: () = assert!(offset_of!(CpuState, vsr) % 16 == 0 && align_of::<CpuState>() >= 16);
 
 /// The block's VSR variables (declared on first use) and which of them hold the register.
@@ -35,7 +38,10 @@ pub(super) struct VsrCache {
 
 impl VsrCache {
     pub(super) fn new() -> Self {
-        Self { vars: [None; 64], loaded: 0 }
+        Self {
+            vars: [None; 64],
+            loaded: 0,
+        }
     }
 
     /// After an interpreter call: every VSR is read again from `CpuState`.
@@ -115,7 +121,10 @@ impl Tx<'_> {
     fn vsr(&mut self, n: u32) -> Value {
         let var = self.vsr_var(n);
         if self.vsrs.loaded & (1 << n) == 0 {
-            let v = self.b.ins().load(I64X2, flags(), self.cpu, VSR + 16 * n as i32);
+            let v = self
+                .b
+                .ins()
+                .load(I64X2, flags(), self.cpu, VSR + 16 * n as i32);
             self.b.def_var(var, v);
             self.vsrs.loaded |= 1 << n;
         }
@@ -128,14 +137,20 @@ impl Tx<'_> {
         let var = self.vsr_var(n);
         self.b.def_var(var, v);
         self.vsrs.loaded |= 1 << n;
-        self.b.ins().store(flags(), v, self.cpu, VSR + 16 * n as i32);
+        self.b
+            .ins()
+            .store(flags(), v, self.cpu, VSR + 16 * n as i32);
     }
 
     fn cast(&mut self, v: Value, ty: Type) -> Value {
         if self.b.func.dfg.value_type(v) == ty {
             v
         } else {
-            self.b.ins().bitcast(ty, MemFlagsData::new().with_endianness(Endianness::Little), v)
+            self.b.ins().bitcast(
+                ty,
+                MemFlagsData::new().with_endianness(Endianness::Little),
+                v,
+            )
         }
     }
 
@@ -178,7 +193,11 @@ impl Tx<'_> {
 
     fn splat_const(&mut self, ty: Type, x: i64) -> Value {
         let lane = ty.lane_type();
-        let mask = if lane.bits() == 64 { -1 } else { (1i64 << lane.bits()) - 1 };
+        let mask = if lane.bits() == 64 {
+            -1
+        } else {
+            (1i64 << lane.bits()) - 1
+        };
         let c = self.b.ins().iconst(lane, x & mask);
         self.b.ins().splat(ty, c)
     }
@@ -198,7 +217,12 @@ impl Tx<'_> {
             let s = sel[15 - h];
             if s < 16 { 15 - s } else { 47 - s }
         });
-        let imm = self.b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
+        let imm = self
+            .b
+            .func
+            .dfg
+            .immediates
+            .push(ConstantData::from(&mask[..]));
         self.b.ins().shuffle(a, b, imm)
     }
 
@@ -233,7 +257,11 @@ impl Tx<'_> {
         let all = self.b.ins().icmp_imm_s(IntCC::Equal, all, -1);
         let any = self.b.ins().bor(hi, lo);
         let none = self.b.ins().icmp_imm_s(IntCC::Equal, any, 0);
-        let (c8, c2, c0) = (self.b.ins().iconst(I32, 8), self.b.ins().iconst(I32, 2), self.b.ins().iconst(I32, 0));
+        let (c8, c2, c0) = (
+            self.b.ins().iconst(I32, 8),
+            self.b.ins().iconst(I32, 2),
+            self.b.ins().iconst(I32, 0),
+        );
         let f = self.b.ins().select(none, c2, c0);
         let f = self.b.ins().select(all, c8, f);
         self.set_crf(6, f);
@@ -257,7 +285,10 @@ impl Tx<'_> {
     fn store_pair(&mut self, op: Op, i: Insn, ea: Value, first: Value, second: Value) {
         let ent = self.tlb_entry(ea);
         let base = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
-        let tag = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
+        let tag = self
+            .b
+            .ins()
+            .load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
         let last = self.b.ins().iadd_imm_s(ea, 15);
         let p0 = self.b.ins().band_imm_s(ea, PAGE_MASK as i64);
         let p1 = self.b.ins().band_imm_s(last, PAGE_MASK as i64);
@@ -265,11 +296,20 @@ impl Tx<'_> {
         let d1 = self.b.ins().bxor(p1, tag);
         let d = self.b.ins().bor(d0, d1);
         let hit = self.b.ins().icmp_imm_s(IntCC::Equal, d, 0);
-        let (hb, mb, merge) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let (hb, mb, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
         self.b.ins().brif(hit, hb, &[], mb, &[]);
 
         self.b.switch_to_block(hb);
-        let add = self.b.ins().load(I64, flags(), ent, base + offset_of!(TlbEntry, addend) as i32);
+        let add = self.b.ins().load(
+            I64,
+            flags(),
+            ent,
+            base + offset_of!(TlbEntry, addend) as i32,
+        );
         let host = self.b.ins().iadd(ea, add);
         for (k, v) in [first, second].into_iter().enumerate() {
             let v = if self.le { v } else { self.b.ins().bswap(v) };
@@ -337,9 +377,15 @@ impl Tx<'_> {
         let part = self.b.ins().ushr(m, sh);
         let part = self.b.ins().band_imm_s(part, 0xffff_ffff);
         let with = self.b.ins().bor(sign, part);
-        let has_part = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, exp, 874);
+        let has_part = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, exp, 874);
         let small = self.b.ins().select(has_part, with, sign);
-        let is_big = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, exp, 896);
+        let is_big = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThan, exp, 896);
         self.b.ins().select(is_big, big, small)
     }
 
@@ -356,7 +402,11 @@ impl Tx<'_> {
 
     /// Doubleword in `lxvw4x`/`stxvw4x` word order (interp `word_order`).
     fn word_order(&mut self, d: Value) -> Value {
-        if self.le { self.b.ins().rotl_imm_s(d, 32) } else { d }
+        if self.le {
+            self.b.ins().rotl_imm_s(d, 32)
+        } else {
+            d
+        }
     }
 
     // --- instructions ---
@@ -404,8 +454,8 @@ impl Tx<'_> {
                 };
                 self.set_vsr(vr(rt), r);
             }
-            Vand | Vandc | Vor | Vorc | Vxor | Vnor | Vnand | Veqv | Xxland | Xxlandc | Xxlor | Xxlxor | Xxlnor
-            | Xxleqv | Xxlnand | Xxlorc => {
+            Vand | Vandc | Vor | Vorc | Vxor | Vnor | Vnand | Veqv | Xxland | Xxlandc | Xxlor
+            | Xxlxor | Xxlnor | Xxleqv | Xxlnand | Xxlorc => {
                 let (t, a, b) = if op.info().flags.contains(InsnFlags::VSX) {
                     (i.xt(), i.xa(), i.xb())
                 } else {
@@ -437,14 +487,17 @@ impl Tx<'_> {
                 self.set_vsr(t, r);
             }
             Vsel | Xxsel => {
-                let (t, a, b, c) =
-                    if op == Xxsel { (i.xt(), i.xa(), i.xb(), i.xc()) } else { (vr(rt), vr(ra), vr(rb), vr(i.frc())) };
+                let (t, a, b, c) = if op == Xxsel {
+                    (i.xt(), i.xa(), i.xb(), i.xc())
+                } else {
+                    (vr(rt), vr(ra), vr(rb), vr(i.frc()))
+                };
                 let (a, b, c) = (self.vsr(a), self.vsr(b), self.vsr(c));
                 let r = self.b.ins().bitselect(c, b, a);
                 self.set_vsr(t, r);
             }
-            Vcmpequb | Vcmpequh | Vcmpequw | Vcmpequd | Vcmpgtub | Vcmpgtuh | Vcmpgtuw | Vcmpgtud | Vcmpgtsb | Vcmpgtsh
-            | Vcmpgtsw | Vcmpgtsd => {
+            Vcmpequb | Vcmpequh | Vcmpequw | Vcmpequd | Vcmpgtub | Vcmpgtuh | Vcmpgtuw
+            | Vcmpgtud | Vcmpgtsb | Vcmpgtsh | Vcmpgtsw | Vcmpgtsd => {
                 let ty = match op {
                     Vcmpequb | Vcmpgtub | Vcmpgtsb => I8X16,
                     Vcmpequh | Vcmpgtuh | Vcmpgtsh => I16X8,
@@ -463,7 +516,8 @@ impl Tx<'_> {
                     self.record_cr6(r);
                 }
             }
-            Vslb | Vslh | Vslw | Vsld | Vsrb | Vsrh | Vsrw | Vsrd | Vsrab | Vsrah | Vsraw | Vsrad => {
+            Vslb | Vslh | Vslw | Vsld | Vsrb | Vsrh | Vsrw | Vsrd | Vsrab | Vsrah | Vsraw
+            | Vsrad => {
                 let ty = match op {
                     Vslb | Vsrb | Vsrab => I8X16,
                     Vslh | Vsrh | Vsrah => I16X8,
@@ -474,8 +528,8 @@ impl Tx<'_> {
                 let r = self.shift_lanes(op, ty, a, b);
                 self.set_vsr(vr(rt), r);
             }
-            Vpkuhum | Vpkuwum | Vpkudum | Vmrghb | Vmrghh | Vmrghw | Vmrglb | Vmrglh | Vmrglw | Vmrgew | Vmrgow
-            | Vsldoi => {
+            Vpkuhum | Vpkuwum | Vpkudum | Vmrghb | Vmrghh | Vmrghw | Vmrglb | Vmrglh | Vmrglw
+            | Vmrgew | Vmrgow | Vsldoi => {
                 let s = match op {
                     Vpkuhum => sel::pack(2),
                     Vpkuwum => sel::pack(4),
@@ -529,7 +583,11 @@ impl Tx<'_> {
             Vperm => {
                 // Host byte h of the result is guest byte 15 - h, whose control is host byte h
                 // of VRC; guest byte k of a register is its host byte 15 - k.
-                let (a, b, c) = (self.vsr_as(vr(ra), I8X16), self.vsr_as(vr(rb), I8X16), self.vsr_as(vr(i.frc()), I8X16));
+                let (a, b, c) = (
+                    self.vsr_as(vr(ra), I8X16),
+                    self.vsr_as(vr(rb), I8X16),
+                    self.vsr_as(vr(i.frc()), I8X16),
+                );
                 let m15 = self.splat_const(I8X16, 15);
                 let idx = self.b.ins().band(c, m15);
                 let idx = self.b.ins().bxor(idx, m15);
@@ -558,7 +616,11 @@ impl Tx<'_> {
             }
             Mfvsrd | Mfvsrwz => {
                 let d = self.fpr(i.xt());
-                let d = if op == Mfvsrwz { self.b.ins().band_imm_s(d, 0xffff_ffff) } else { d };
+                let d = if op == Mfvsrwz {
+                    self.b.ins().band_imm_s(d, 0xffff_ffff)
+                } else {
+                    d
+                };
                 self.set(ra as usize, d);
             }
             Mtvsrd | Mtvsrwa | Mtvsrwz => {
@@ -572,7 +634,11 @@ impl Tx<'_> {
             }
             Lvx | Lvxl | Lxvd2x | Lxvw4x => {
                 let ea = self.ea(op, i, false);
-                let ea = if matches!(op, Lvx | Lvxl) { self.b.ins().band_imm_s(ea, !15) } else { ea };
+                let ea = if matches!(op, Lvx | Lvxl) {
+                    self.b.ins().band_imm_s(ea, !15)
+                } else {
+                    ea
+                };
                 let (first, second) = self.load_pair(ea);
                 let (t, hi, lo) = match op {
                     Lvx | Lvxl if self.le => (vr(rt), second, first),
@@ -585,8 +651,16 @@ impl Tx<'_> {
             }
             Stvx | Stvxl | Stxvd2x | Stxvw4x => {
                 let ea = self.ea(op, i, false);
-                let ea = if matches!(op, Stvx | Stvxl) { self.b.ins().band_imm_s(ea, !15) } else { ea };
-                let s = if matches!(op, Stvx | Stvxl) { vr(rt) } else { i.xt() };
+                let ea = if matches!(op, Stvx | Stvxl) {
+                    self.b.ins().band_imm_s(ea, !15)
+                } else {
+                    ea
+                };
+                let s = if matches!(op, Stvx | Stvxl) {
+                    vr(rt)
+                } else {
+                    i.xt()
+                };
                 let v = self.vsr(s);
                 let (hi, lo) = (self.dword(v, 0), self.dword(v, 1));
                 let (first, second) = match op {
@@ -615,7 +689,11 @@ impl Tx<'_> {
             Stxsdx | Stxsiwx | Stxsspx => {
                 let ea = self.ea(op, i, false);
                 let d = self.fpr(i.xt());
-                let x = if op == Stxsspx { self.double_to_single(d) } else { d };
+                let x = if op == Stxsspx {
+                    self.double_to_single(d)
+                } else {
+                    d
+                };
                 let stop = self.store(ea, x, info.size as u32, self.le);
                 if !last {
                     self.stop_after_if(stop);
@@ -645,7 +723,11 @@ impl Tx<'_> {
                 }
                 let ea = self.ea(op, i, update);
                 let f = self.fpr(rt);
-                let x = if matches!(op, Stfs | Stfsu | Stfsx | Stfsux) { self.double_to_single(f) } else { f };
+                let x = if matches!(op, Stfs | Stfsu | Stfsx | Stfsux) {
+                    self.double_to_single(f)
+                } else {
+                    f
+                };
                 let stop = self.store(ea, x, info.size as u32, self.le);
                 if update {
                     self.set(ra as usize, ea);
@@ -697,10 +779,19 @@ mod tests {
     #[test]
     fn selectors() {
         // vpkudum: words 1 and 3 of a, then of b.
-        assert_eq!(sel::pack(8), [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31]);
+        assert_eq!(
+            sel::pack(8),
+            [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31]
+        );
         // vmrglw: words 2, 3 of a and b interleaved.
-        assert_eq!(sel::merge(4, 2, 1), [8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31]);
-        assert_eq!(sel::permdi(2), [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]);
+        assert_eq!(
+            sel::merge(4, 2, 1),
+            [8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31]
+        );
+        assert_eq!(
+            sel::permdi(2),
+            [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
+        );
         assert_eq!(sel::splat(2, 7)[..4], [14, 15, 14, 15]);
     }
 }

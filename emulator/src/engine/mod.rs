@@ -1,0 +1,215 @@
+//! The execution engine: how guest code runs on one vCPU.
+//!
+//! [`Engine`] owns the vCPU ([`Cpu`]) and the tier that runs it: the reference interpreter
+//! or the translating runner ([`crate::jit::Jit`]: the code cache shared by all vCPUs, the
+//! jump cache, tiering from cold interpretation to translation, invalidation, and the code
+//! generator behind [`crate::jit::Backend`]). Machines (pseries, the user-mode runner) see
+//! only this type: they build it with [`EngineConfig`], call [`Engine::run`] (or
+//! [`Engine::run_system`], which applies the hypercall rule), and read its report.
+//!
+//! The rules every tier shares live here once: where a block ends ([`block::ends_after`]),
+//! and what `sc 1` does ([`hypercall_rule`]).
+
+mod block;
+mod cpu;
+
+pub use block::{DecodedBlock, MAX_BLOCK_INSNS, ends_after};
+pub use cpu::{Cpu, ExecCounters, HostTimeBase, TimeBase};
+
+use crate::cpu::{Exception, msr};
+use crate::jit::{Jit, JitReport, JitShared};
+use crate::mmu::hpt::H_PRIVILEGE;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Which tier runs guest code (`--accel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TierKind {
+    /// Every instruction in the interpreter.
+    Interp,
+    /// Blocks interpreted while cold, translated once hot (`jit` module).
+    Jit,
+}
+
+/// How an engine is built.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub tier: TierKind,
+    /// Interpreted executions of a block before it is translated (`--jit-threshold`).
+    pub jit_threshold: u32,
+    /// The translating tiers (`--jit-tiers`) and the baseline executions of a block before
+    /// it moves to Cranelift (`--jit-promote`).
+    pub jit_tiers: crate::jit::Tiers,
+    pub jit_promote: u32,
+    /// Translated code bytes after which the code cache is flushed (`--jit-cache-limit`).
+    pub jit_cache_limit: u64,
+    /// Log each translated block with its disassembly (`PPC64EMU_LOG=jit`).
+    pub trace: bool,
+    /// The code cache is this vCPU's alone: it may flush it by itself. Otherwise the machine
+    /// flushes every vCPU's code in an exclusive section ([`Engine::claim_code_flush`]).
+    pub sole_vcpu: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            tier: TierKind::Jit,
+            jit_threshold: crate::jit::DEFAULT_THRESHOLD,
+            jit_tiers: crate::jit::Tiers::CRANELIFT,
+            jit_promote: crate::jit::DEFAULT_PROMOTE_THRESHOLD,
+            jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
+            trace: false,
+            sole_vcpu: true,
+        }
+    }
+}
+
+/// What a stint of system-mode guest code ([`Engine::run_system`]) stopped for.
+#[derive(Debug)]
+pub enum SystemExit {
+    /// `sc 1` in supervisor state: the machine performs hypercall r3 with arguments r4..,
+    /// puts the return code in r3 and outputs in r4.., then the guest continues (`pc` is
+    /// already past the `sc`).
+    Hypercall,
+    /// An exception for the machine to deliver.
+    Exception(Exception),
+}
+
+/// The hypercall rule of a system emulator, for an exception raised by guest code: `sc 1`
+/// in supervisor state is a hypercall; from problem state it fails with H_PRIVILEGE in r3
+/// without reaching the machine (as on QEMU) and the guest goes on (`None`); anything else
+/// is for the machine to deliver.
+pub fn hypercall_rule(cpu: &mut Cpu, e: Exception) -> Option<SystemExit> {
+    match e {
+        Exception::SystemCall { lev: 1 } if cpu.st.msr & msr::PR == 0 => {
+            Some(SystemExit::Hypercall)
+        }
+        Exception::SystemCall { lev: 1 } => {
+            cpu.st.gpr[3] = H_PRIVILEGE as u64;
+            None
+        }
+        e => Some(SystemExit::Exception(e)),
+    }
+}
+
+enum Tier {
+    Interp,
+    Jit(Box<Jit>),
+}
+
+/// One vCPU and the tier that runs it.
+pub struct Engine {
+    pub cpu: Cpu,
+    tier: Tier,
+}
+
+impl Engine {
+    /// An engine for `cpu`. A translating tier joins the machine's code cache `cache` (one
+    /// per machine; a new one when `None`) and wraps the vCPU's address space so that stores
+    /// to translated code are seen.
+    pub fn new(mut cpu: Cpu, config: &EngineConfig, cache: Option<Arc<JitShared>>) -> Self {
+        let tier = match config.tier {
+            TierKind::Interp => Tier::Interp,
+            TierKind::Jit => {
+                let mut j = Jit::attach(&mut cpu, cache.unwrap_or_else(JitShared::new));
+                j.set_tiers(config.jit_tiers, Some(config.jit_threshold));
+                j.promote_threshold = config.jit_promote;
+                j.cache_limit = config.jit_cache_limit;
+                j.trace = config.trace;
+                j.self_flush = config.sole_vcpu;
+                Tier::Jit(Box::new(j))
+            }
+        };
+        Self { cpu, tier }
+    }
+
+    pub fn tier(&self) -> TierKind {
+        match self.tier {
+            Tier::Interp => TierKind::Interp,
+            Tier::Jit(_) => TierKind::Jit,
+        }
+    }
+
+    /// The machine's code cache, when a translating tier runs this vCPU (the machine tells
+    /// it about guest memory it writes itself).
+    pub fn code_cache(&self) -> Option<&Arc<JitShared>> {
+        match &self.tier {
+            Tier::Interp => None,
+            Tier::Jit(j) => Some(j.shared()),
+        }
+    }
+
+    /// Makes translated code return to [`Engine::run`]'s caller soon after `kick` is set (the
+    /// interpreter checks `stop` at every block, which suffices). The machine must set it
+    /// whenever `stop` would say so.
+    ///
+    /// # Safety
+    /// `kick` must outlive every later `run` of this engine.
+    pub unsafe fn watch_kick(&mut self, kick: *const AtomicBool) {
+        if let Tier::Jit(j) = &mut self.tier {
+            // SAFETY: the caller's promise.
+            unsafe { j.watch(kick) };
+        }
+    }
+
+    /// Runs guest code until an exception, until `cpu.events` is set (the caller takes
+    /// them), until `stop()` says so (checked at every block) or until about `max`
+    /// instructions retired.
+    pub fn run(&mut self, max: u64, stop: &dyn Fn(&Cpu) -> bool) -> Result<(), Exception> {
+        match &mut self.tier {
+            Tier::Jit(j) => j.run(&mut self.cpu, max, stop),
+            Tier::Interp => {
+                let mut done = 0;
+                loop {
+                    done += self.cpu.run_block()?;
+                    if self.cpu.events != 0 || done >= max || stop(&self.cpu) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Engine::run`] for a system emulator: applies [`hypercall_rule`] (a refused
+    /// hypercall returns `Ok` like any other block end).
+    pub fn run_system(&mut self, max: u64, stop: &dyn Fn(&Cpu) -> bool) -> Result<(), SystemExit> {
+        match self.run(max, stop) {
+            Ok(()) => Ok(()),
+            Err(e) => hypercall_rule(&mut self.cpu, e).map_or(Ok(()), Err),
+        }
+    }
+
+    /// True for exactly one vCPU of the machine when the code cache should be flushed by all
+    /// of them (this vCPU's code passed the limit, or a flush was requested): that caller
+    /// runs [`Engine::flush_code_cache`] in an exclusive section.
+    pub fn claim_code_flush(&self) -> bool {
+        match &self.tier {
+            Tier::Jit(j) => j.wants_flush() && j.claim_flush(),
+            Tier::Interp => false,
+        }
+    }
+
+    /// Machine-wide code cache flush ([`Jit::flush_all`]); the caller holds an exclusive
+    /// section.
+    pub fn flush_code_cache(&mut self) {
+        if let Tier::Jit(j) = &mut self.tier {
+            j.flush_all();
+        }
+    }
+
+    /// Counters of the translating tier (`None` when interpreting).
+    pub fn jit_report(&self) -> Option<JitReport> {
+        match &self.tier {
+            Tier::Jit(j) => Some(j.report()),
+            Tier::Interp => None,
+        }
+    }
+
+    /// The translating tier itself (tools and tests).
+    pub fn jit(&self) -> Option<&Jit> {
+        match &self.tier {
+            Tier::Jit(j) => Some(j),
+            Tier::Interp => None,
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Guest memory access from translated code: the TLB hit path inline, the slow path through
+//! the helpers, and effective addresses.
+
+use super::{FAULT, TLB_IDX_BYTES, TLB_TABLE, Tx, flags, helpers, int_ty};
+use crate::isa::{Insn, Op, Operand};
+use crate::softmmu::{PAGE_MASK, TLB_ENTRIES, TlbEntry};
+use core::mem::offset_of;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::types::{I32, I64};
+use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, Value};
+
+impl Tx<'_> {
+    pub(super) fn tlb_entry(&mut self, ea: Value) -> Value {
+        let s = self.b.ins().ushr_imm_s(ea, 12);
+        let s = self.b.ins().band_imm_s(s, (TLB_ENTRIES - 1) as i64);
+        let s = self.b.ins().imul_imm_s(s, size_of::<TlbEntry>() as i64);
+        self.b.ins().iadd(self.cpu, s)
+    }
+
+    /// Page tag equal and the access aligned (an invalid tag has bit 0 set, so it never
+    /// equals a page address; the alignment bits are tested apart so they cannot fake it).
+    pub(super) fn tag_hit(&mut self, ea: Value, tag: Value, size: u32) -> Value {
+        let page = self.b.ins().band_imm_s(ea, PAGE_MASK as i64);
+        let mut d = self.b.ins().bxor(page, tag);
+        if size > 1 {
+            let low = self.b.ins().band_imm_s(ea, size as i64 - 1);
+            d = self.b.ins().bor(d, low);
+        }
+        self.b.ins().icmp_imm_s(IntCC::Equal, d, 0)
+    }
+
+    /// Branches to the fault exit (the current instruction did not retire) when `fault` is
+    /// non-zero, else to `merge` with `v`.
+    pub(super) fn fault_or_merge(&mut self, fault: Value, merge: Block, v: Value) {
+        let n = self.iconst(self.n as i64);
+        let pc = self.iconst(self.pc as i64);
+        let out = [BlockArg::Value(n), BlockArg::Value(pc)];
+        self.b
+            .ins()
+            .brif(fault, self.ret_pc, &out, merge, &[BlockArg::Value(v)]);
+    }
+
+    /// Loads `size` bytes at `ea` in guest order; the value is zero-extended to I64.
+    pub(super) fn load(&mut self, ea: Value, size: u32, le: bool) -> Value {
+        let ty = int_ty(size);
+        let ent = self.tlb_entry(ea);
+        let base = TLB_TABLE + self.tlb_idx_read * TLB_IDX_BYTES;
+        let tag = self
+            .b
+            .ins()
+            .load(I64, flags(), ent, base + offset_of!(TlbEntry, read) as i32);
+        let hit = self.tag_hit(ea, tag, size);
+        let (hb, mb, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let out = self.b.append_block_param(merge, I64);
+        self.b.ins().brif(hit, hb, &[], mb, &[]);
+
+        self.b.switch_to_block(hb);
+        let add = self.b.ins().load(
+            I64,
+            flags(),
+            ent,
+            base + offset_of!(TlbEntry, addend) as i32,
+        );
+        let host = self.b.ins().iadd(ea, add);
+        let raw = self.b.ins().load(ty, flags(), host, 0);
+        let v = if size > 1 && !le {
+            self.b.ins().bswap(raw)
+        } else {
+            raw
+        };
+        let v = if size < 8 {
+            self.b.ins().uextend(I64, v)
+        } else {
+            v
+        };
+        self.b.ins().jump(merge, &[BlockArg::Value(v)]);
+
+        self.b.switch_to_block(mb);
+        self.b.set_cold_block(mb);
+        let sz = self.iconst(size as i64);
+        let l = self.iconst(le as i64);
+        let v = self.slow_call(helpers::load as *const () as usize, [ea, sz, l]);
+        // The run loop clears `fault` when it takes the exception.
+        let fault = self.b.ins().load(I32, flags(), self.ctx, FAULT);
+        self.fault_or_merge(fault, merge, v);
+
+        self.b.switch_to_block(merge);
+        out
+    }
+
+    /// Stores the low `size` bytes of `val`; returns an I64 that is non-zero when the block
+    /// must stop after this instruction (translated code was written).
+    pub(super) fn store(&mut self, ea: Value, val: Value, size: u32, le: bool) -> Value {
+        let ty = int_ty(size);
+        let ent = self.tlb_entry(ea);
+        let base = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
+        let tag = self
+            .b
+            .ins()
+            .load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
+        let hit = self.tag_hit(ea, tag, size);
+        let (hb, mb, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let out = self.b.append_block_param(merge, I64);
+        self.b.ins().brif(hit, hb, &[], mb, &[]);
+
+        self.b.switch_to_block(hb);
+        let add = self.b.ins().load(
+            I64,
+            flags(),
+            ent,
+            base + offset_of!(TlbEntry, addend) as i32,
+        );
+        let host = self.b.ins().iadd(ea, add);
+        let v = if size < 8 {
+            self.b.ins().ireduce(ty, val)
+        } else {
+            val
+        };
+        let v = if size > 1 && !le {
+            self.b.ins().bswap(v)
+        } else {
+            v
+        };
+        self.b.ins().store(flags(), v, host, 0);
+        let zero = self.iconst(0);
+        self.b.ins().jump(merge, &[BlockArg::Value(zero)]);
+
+        self.b.switch_to_block(mb);
+        self.b.set_cold_block(mb);
+        let size_le = self.iconst((size | (le as u32) << 8) as i64);
+        let r = self.slow_call(helpers::store as *const () as usize, [ea, val, size_le]);
+        let is_fault = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, r, helpers::STOP_FAULT as i64);
+        self.fault_or_merge(is_fault, merge, r);
+
+        self.b.switch_to_block(merge);
+        out
+    }
+
+    /// After an instruction that stored: stop when the store wrote translated code.
+    pub(super) fn stop_after_if(&mut self, stop: Value) {
+        let n = self.n as i64 + 1;
+        let next = self.pc.wrapping_add(4) as i64;
+        self.exit_if(stop, |t| {
+            let r = t.iconst(n);
+            let pc = t.iconst(next);
+            t.exit(r, Some(pc));
+        });
+    }
+
+    /// Effective address of a load/store: `D(RA|0)`, `DS(RA|0)`, `(RA|0)+RB`, or with RA
+    /// for the update forms.
+    pub(super) fn ea(&mut self, op: Op, i: Insn, update: bool) -> Value {
+        let ops = op.info().operands;
+        let base = if update {
+            self.gpr(i.ra())
+        } else {
+            self.gpr0(i.ra())
+        };
+        if ops.contains(&Operand::DRa) {
+            self.b.ins().iadd_imm_s(base, i.si())
+        } else if ops.contains(&Operand::DsRa) {
+            self.b.ins().iadd_imm_s(base, i.ds())
+        } else {
+            let rb = self.gpr(i.rb());
+            self.b.ins().iadd(base, rb)
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The vCPU of the machine: its engine and counters, the flush jobs other vCPUs queue on it,
+//! and the runner the exec loop of `accel` drives (guest code, then exceptions, hypercalls
+//! and interrupts under the BQL).
+
+use super::MachineExit;
+use super::boot::Shared;
+use super::devices::{Deferred, Devices, Fx};
+use super::hcall::{self, HcallOutcome};
+use crate::accel::Accel;
+use crate::accel::exec::{BlockExit, VcpuRunner};
+use crate::cpu::interrupt::{Interrupt, Pending};
+use crate::cpu::msr;
+use crate::engine::{Cpu, Engine, HostTimeBase, SystemExit};
+use crate::interp::events;
+use crate::sync::{Site, StatGuard, Strategy};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Bits of `VcpuShared::interrupt_request` on this machine.
+pub mod irq {
+    /// The decrementer expired (edge: pending until taken).
+    pub const DEC: u32 = 1;
+    /// The XICS presentation controller asserts the external input (level).
+    pub const EXT: u32 = 2;
+    /// H_PROD: wake a ceded vCPU.
+    pub const PROD: u32 = 4;
+}
+
+/// Counters of one vCPU for the run report.
+#[derive(Clone, Debug, Default)]
+pub struct VcpuCounters {
+    pub blocks: u64,
+    pub exits_exception: u64,
+    pub exits_hypercall: u64,
+    pub interrupts: std::collections::BTreeMap<u64, u64>,
+    pub flush_jobs_run: u64,
+    pub flush_jobs_elided: u64,
+    pub self_flushes: u64,
+    pub halted: Duration,
+}
+
+/// The vCPU-private side: the engine running the vCPU, and its counters.
+pub struct PseriesVcpu {
+    pub engine: Engine,
+    pub index: usize,
+    pub(super) shared: Arc<Shared>,
+    pub counters: VcpuCounters,
+    pub(super) halted_since: Option<Instant>,
+}
+
+pub(super) type MachineAccel<S> = Accel<S, PseriesVcpu, Devices>;
+
+impl PseriesVcpu {
+    /// A cross-vCPU flush job: drop the whole TLB under its lock (nearly free when it is
+    /// clean since the last flush: the dirty mask elides it).
+    pub(super) fn flush_job(&mut self) {
+        let _l = self.shared.tlb_locks[self.index].lock(Site::TlbLockFlush);
+        if self.engine.cpu.mmu.tlb.flush_all() {
+            self.counters.flush_jobs_run += 1;
+        } else {
+            self.counters.flush_jobs_elided += 1;
+        }
+    }
+
+    pub(super) fn flush_self(&mut self) {
+        let _l = self.shared.tlb_locks[self.index].lock(Site::TlbLockFlush);
+        self.engine.cpu.mmu.tlb.flush_all();
+        self.counters.self_flushes += 1;
+    }
+
+    /// The guest wrote DEC: re-arm this vCPU's timer for the moment it turns negative.
+    pub(super) fn rearm_decrementer(&mut self) {
+        let dec = self.engine.cpu.st.dec_value as u32 as i32;
+        let ticks = if dec < 0 { 0 } else { dec as u64 + 1 };
+        let at = Instant::now()
+            + Duration::from_nanos(ticks.saturating_mul(1000) / (HostTimeBase::HZ / 1_000_000));
+        self.shared.timers.arm(self.index, at);
+    }
+
+    pub(super) fn note_interrupt(&mut self, vector: u64) {
+        *self.counters.interrupts.entry(vector).or_default() += 1;
+    }
+}
+
+impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
+    type Devices = Devices;
+    type Exception = SystemExit;
+
+    fn has_work(&self, accel: &MachineAccel<S>, i: usize) -> bool {
+        let r = accel.vcpus[i].interrupt_request.load(Ordering::SeqCst);
+        r & irq::PROD != 0
+            || (self.engine.cpu.st.msr & msr::EE != 0 && r & (irq::DEC | irq::EXT) != 0)
+    }
+
+    /// Guest code until an exception, an event, or a kick or deliverable interrupt (the
+    /// engine checks at every block).
+    fn run(&mut self, accel: &MachineAccel<S>, i: usize) -> BlockExit<SystemExit> {
+        if let Some(t) = self.halted_since.take() {
+            self.counters.halted += t.elapsed();
+        }
+        self.counters.blocks += 1;
+        let v = &accel.vcpus[i];
+        let stop = |cpu: &Cpu| {
+            v.exit_request.load(Ordering::Relaxed)
+                || (v.interrupt_request.load(Ordering::Relaxed) != 0 && cpu.st.msr & msr::EE != 0)
+        };
+        let r = self.engine.run_system(1 << 16, &stop);
+        if self.engine.claim_code_flush() {
+            // The code cache passed its limit (or a flush was requested): flush every vCPU's
+            // code while none is in translated code (see `Jit::flush_all`). Queued on this
+            // vCPU, which leaves guest code at once (queueing kicks it; in baseline that
+            // takes the BQL).
+            let _b = S::BQL_OUTSIDE_GUEST.then(|| accel.bql(Site::BqlJitFlush));
+            accel.async_safe_run_on_cpu(i, |v: &mut PseriesVcpu| v.engine.flush_code_cache());
+        }
+        if std::mem::take(&mut self.engine.cpu.events) & events::DEC_WRITTEN != 0 {
+            self.rearm_decrementer();
+        }
+        match r {
+            Ok(()) => BlockExit::Continue,
+            Err(e) => BlockExit::Exception(e),
+        }
+    }
+
+    fn exception_site(e: &SystemExit) -> Site {
+        match e {
+            SystemExit::Hypercall => Site::BqlHcall,
+            SystemExit::Exception(_) => Site::BqlException,
+        }
+    }
+
+    fn handle_exception<'a>(
+        &mut self,
+        e: SystemExit,
+        accel: &'a MachineAccel<S>,
+        i: usize,
+        b: &mut StatGuard<'a, Devices>,
+    ) {
+        match e {
+            SystemExit::Exception(e) => {
+                self.counters.exits_exception += 1;
+                if self.shared.log_interrupts {
+                    let pc = self.engine.cpu.st.pc;
+                    let word = self.engine.cpu.mmu.fetch(&self.engine.cpu.st, pc).ok();
+                    let text = word.map_or_else(
+                        || "(unreadable)".to_string(),
+                        |w| crate::isa::disassemble(w, pc),
+                    );
+                    eprintln!(
+                        "ppc64emu: vcpu{i}: {e:?} at {pc:#x}: {text} (lr={:#x} msr={:#x})",
+                        self.engine.cpu.st.lr, self.engine.cpu.st.msr
+                    );
+                }
+                match self.engine.cpu.deliver_interrupt(Interrupt::from(e)) {
+                    crate::cpu::interrupt::Delivery::Taken { vector } => {
+                        self.note_interrupt(vector)
+                    }
+                    crate::cpu::interrupt::Delivery::Checkstop => {
+                        let why = format!(
+                            "machine check with MSR[ME] = 0 on vCPU {i} at {:#x}",
+                            self.engine.cpu.st.pc
+                        );
+                        let fx = Fx {
+                            accel,
+                            out: vec![Deferred::Exit(MachineExit::Checkstop(why))],
+                            starting: vec![],
+                            console: vec![],
+                        };
+                        self.apply(accel, b, fx);
+                    }
+                }
+            }
+            SystemExit::Hypercall => {
+                self.counters.exits_hypercall += 1;
+                let mut fx = Fx {
+                    accel,
+                    out: Vec::new(),
+                    starting: Vec::new(),
+                    console: Vec::new(),
+                };
+                let ram = self.shared.ram.clone();
+                let code_cache = self.engine.code_cache().cloned();
+                let cpu = &mut self.engine.cpu;
+                let outcome = match &code_cache {
+                    Some(js) => {
+                        let mem = super::effects::CodeWatch {
+                            mem: &*ram,
+                            jit: js,
+                        };
+                        hcall::hcall(&mut b.dev, i, &mut cpu.st, &mem, &mut fx)
+                    }
+                    None => hcall::hcall(&mut b.dev, i, &mut cpu.st, &*ram, &mut fx),
+                };
+                self.apply(accel, b, fx);
+                match outcome {
+                    HcallOutcome::Continue | HcallOutcome::Stopped | HcallOutcome::Shutdown => {}
+                    HcallOutcome::Cede => {
+                        if !b.dev.take_prod(i) {
+                            accel.set_halted(i, true);
+                            self.halted_since = Some(Instant::now());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn handle_interrupt<'a>(
+        &mut self,
+        accel: &'a MachineAccel<S>,
+        i: usize,
+        b: &mut StatGuard<'a, Devices>,
+    ) {
+        let r = accel.vcpus[i].interrupt_request.load(Ordering::SeqCst);
+        if r & irq::PROD != 0 {
+            accel.reset_irq(i, irq::PROD, b);
+            b.dev.take_prod(i);
+        }
+        let pending = Pending {
+            system_reset: false,
+            external: r & irq::EXT != 0,
+            decrementer: r & irq::DEC != 0,
+        };
+        if let Some(vector) = self.engine.cpu.take_async(pending) {
+            self.note_interrupt(vector);
+            if vector == 0x900 {
+                accel.reset_irq(i, irq::DEC, b);
+            }
+        }
+    }
+}
