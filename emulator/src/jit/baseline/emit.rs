@@ -499,6 +499,41 @@ impl Em {
         }
     }
 
+    /// `tdi`/`twi`: the TO conditions tested inline; when one holds the interpreter runs the
+    /// instruction (and raises the trap).
+    fn trap_immediate(&mut self, op: Op, i: Insn) {
+        let to = i.rt();
+        if to == 0 {
+            return;
+        }
+        if op == Op::Twi {
+            asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(i.ra())]);
+        } else {
+            asm!(self.ops ; mov rax, QWORD [rbx + gpr(i.ra())]);
+        }
+        // Word traps compare sign-extended words, which keeps their unsigned order too.
+        let (trap, over) = (self.label(), self.label());
+        asm!(self.ops ; cmp rax, i.si() as i32);
+        if to & 16 != 0 {
+            asm!(self.ops ; jl =>trap);
+        }
+        if to & 8 != 0 {
+            asm!(self.ops ; jg =>trap);
+        }
+        if to & 4 != 0 {
+            asm!(self.ops ; je =>trap);
+        }
+        if to & 2 != 0 {
+            asm!(self.ops ; jb =>trap);
+        }
+        if to & 1 != 0 {
+            asm!(self.ops ; ja =>trap);
+        }
+        asm!(self.ops ; jmp =>over ; =>trap);
+        self.fallback(op, i.0);
+        asm!(self.ops ; =>over);
+    }
+
     fn link_register(&mut self, i: Insn) {
         if i.lk() {
             asm!(self.ops ; mov rcx, QWORD self.pc.wrapping_add(4) as i64 ; mov QWORD [rbx + LR], rcx);
@@ -907,6 +942,13 @@ impl Em {
             }
             // Cache hints have no architectural effect (and never fault).
             Dcbt | Dcbtst => {}
+            // The host orders memory as strongly as the interpreter's fences ask (x86 TSO:
+            // only `sync`'s sequentially consistent fence needs an instruction); `ptesync`
+            // also performs a pending TLB flush, in the interpreter.
+            Sync if i.l_sync() == 1 => {}
+            Sync if i.l_sync() != 2 => asm!(self.ops ; mfence),
+            Eieio => {}
+            Tdi | Twi => self.trap_immediate(op, i),
             _ => return false,
         }
         true

@@ -59,3 +59,28 @@ fn thirty_two_bit_mode_runs_everything_in_the_interpreter() {
     let t = s.translate(key(0x1000, msr::LE), &LOOP, None).unwrap();
     assert_eq!((t.native, t.fallbacks), (0, 2));
 }
+
+#[test]
+fn barriers_and_trap_immediates_are_native_but_ptesync() {
+    let s = Shared::new().unwrap();
+    // sync; lwsync; eieio; twi 0,r0,0; tdi 4,r3,0
+    let t = s
+        .translate(
+            key(0x1000, msr::SF),
+            &[
+                0x7c00_04ac,
+                0x7c20_04ac,
+                0x7c00_06ac,
+                0x0c00_0000,
+                0x0883_0000,
+            ],
+            None,
+        )
+        .unwrap();
+    assert_eq!((t.native, t.fallbacks), (5, 0));
+    // ptesync
+    let t = s
+        .translate(key(0x2000, msr::SF), &[0x7c40_04ac], None)
+        .unwrap();
+    assert_eq!((t.native, t.fallbacks), (0, 1));
+}
