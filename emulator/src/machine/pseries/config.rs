@@ -487,7 +487,7 @@ Ours:
                         (default 2 with the baseline tier, else 500; 0 translates every
                         block on first execution)
   --jit-promote N       move a block from the baseline tier to Cranelift after N runs
-                        there (default 20000)
+                        there (default 100000)
   --jit-cache-limit BYTES   flush the whole code cache when a vCPU's translated code
                         passes BYTES (suffixes K, M, G: KiB, MiB, GiB; default 256M)
   --sync-profile        time lock waits and holds (counts are always kept)
