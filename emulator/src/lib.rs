@@ -1,7 +1,10 @@
 //! ppc64emu: a multi-threaded POWER8 pseries system emulator.
 //!
-//! Pipeline (one module per stage, see ARCHITECTURE.md): `isa` (table, decoder) →
-//! `cpu` (architected state) → `interp` (reference semantics) → `softmmu` (TLB, RAM).
+//! Layers (see ARCHITECTURE.md): `isa` (the instruction table, decoder) → `cpu` (architected
+//! state, interrupts) → `interp` (reference semantics, one function per instruction) and
+//! `jit` (translating tier) → `engine` (the vCPU and how its code runs) → `softmmu` / `mmu`
+//! (TLB, RAM, hash MMU); `accel` (vCPU threads, kicks, exclusive work) and `sync` (locking
+//! strategies) drive engines for `machine::pseries`; `user` runs one Linux program.
 
 pub mod accel;
 pub mod cpu;

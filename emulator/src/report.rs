@@ -17,6 +17,14 @@
 //!   `exits_hypercall`), interrupts taken by vector, cross-vCPU flush jobs (queued on it,
 //!   run, elided because its TLB was clean, coalesced), own flushes, TLB fills (misses),
 //!   full TLB flushes, kicks received, seconds halted, and the final pc/msr/lr.
+//! - `vcpus[].jit` (`--accel jit` only), per tier of the engine: the interpreter tier's
+//!   `cold_blocks` and `cold_instructions` (blocks run before they were hot) and
+//!   `fallbacks` (instructions translated code left to the interpreter, by mnemonic, most
+//!   frequent first, top 40); the translating tier's `blocks_translated`, `translate_ms`
+//!   (total), `translate_mean_us` and `translate_p99_us` (per block; the 99th percentile is
+//!   the upper bound of its power-of-two bucket), `translated_instructions`, `code_bytes`,
+//!   `cache_flushes`; and how blocks were found: `jump_cache_hits`, `block_map_hits`, plus
+//!   `slow_memory_accesses` and `blocks_invalidated` (machine-wide).
 //! - `locks`: per lock site (names of LOCKING.md: `bql.exec_loop`, `bql.hcall`, …)
 //!   `acquisitions`, `contended`, `wait_ns`, `max_wait_ns`, `hold_ns` (hold times only with
 //!   `--sync-profile`); sites never taken are left out.
@@ -83,7 +91,10 @@ pub struct RunReport {
 
 /// `elapsed_tb / tb_hz` of a `MKBENCH-RESULT` line.
 pub fn guest_elapsed_from_line(line: &str) -> Option<f64> {
-    let field = |k: &str| line.split_whitespace().find_map(|w| w.strip_prefix(k)?.strip_prefix('=')?.parse::<f64>().ok());
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('=')?.parse::<f64>().ok())
+    };
     let (tb, hz) = (field("elapsed_tb")?, field("tb_hz")?);
     (hz > 0.0).then(|| tb / hz)
 }
@@ -129,9 +140,17 @@ impl RunReport {
             exit: exit_name(exit),
             host_wall_s: host_wall.as_secs_f64(),
             guest_elapsed_s: from_line.unwrap_or(tb_ticks as f64 / tb_hz as f64),
-            guest_elapsed_source: if from_line.is_some() { "result-line" } else { "timebase" },
+            guest_elapsed_source: if from_line.is_some() {
+                "result-line"
+            } else {
+                "timebase"
+            },
             result_line,
-            hcalls: hcalls.into_iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), n)).collect(),
+            hcalls: hcalls
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| (k.to_string(), n))
+                .collect(),
             vcpus,
             locks: locks.to_map(),
             lock_table: locks.table(15),
@@ -147,7 +166,10 @@ mod tests {
     fn elapsed_from_result_line() {
         let l = "MKBENCH-RESULT cpus=2 jobs=2 units=6 size=350 checksum=0x1 elapsed_tb=1024000000 tb_hz=512000000 faults=1";
         assert_eq!(guest_elapsed_from_line(l), Some(2.0));
-        assert_eq!(guest_elapsed_from_line("MKBENCH-RESULT cpus=2 tb_hz=0 elapsed_tb=5"), None);
+        assert_eq!(
+            guest_elapsed_from_line("MKBENCH-RESULT cpus=2 tb_hz=0 elapsed_tb=5"),
+            None
+        );
         assert_eq!(guest_elapsed_from_line("hello"), None);
     }
 }

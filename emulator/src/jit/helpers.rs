@@ -58,6 +58,12 @@ fn tlb_flushes(cpu: &Cpu) -> u64 {
     t.full_flushes + t.page_flushes
 }
 
+/// The timebase (`mftb`, `mfspr` TB/TBU); `ret`: its value.
+pub unsafe extern "C" fn timebase(cpu: *mut Cpu, ctx: *mut JitCtx, _: u64, _: u64, _: u64) {
+    let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
+    ctx.ret = cpu.timebase.now();
+}
+
 /// TLB miss, unaligned, page-crossing or device load of `size` bytes (`le`: byte order).
 /// `ret`: the value; sets `ctx.fault` when the access raised an exception.
 pub unsafe extern "C" fn load(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, size: u64, le: u64) {

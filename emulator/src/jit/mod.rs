@@ -1,16 +1,18 @@
-//! The JIT: guest blocks translated to host code with Cranelift.
+//! The translating tier: guest blocks translated to host code by a [`Backend`] (today
+//! Cranelift, [`cranelift::CraneliftBackend`]), run by [`Jit`] for the engine.
 //!
-//! A block is a run of guest instructions inside one page, ending at a branch, at an
-//! instruction that ends blocks in the ISA table, or at `MAX_BLOCK_INSNS`. It becomes one host
-//! function `fn(*mut Cpu, *mut JitCtx) -> u64` (instructions retired) that keeps guest
-//! registers in SSA values and writes them back at its exits. Instructions without a native
-//! translation call the interpreter's function through a helper, so everything the
+//! A block is what the engine's rule says ([`crate::engine::ends_after`]). It becomes one host
+//! function entered as `(cpu, ctx)` (the block protocol of [`Backend`]) that retires
+//! instructions off `JitCtx::budget`. Instructions without a native translation (see
+//! [`native_ops`]) call the interpreter's function through a helper, so everything the
 //! interpreter supports works here.
 //!
-//! Lookup: a per-vCPU jump cache on the effective PC (cleared on every flush of the vCPU's
-//! TLB), then the block map shared by all vCPUs, keyed by (PC, host address of the code, the
-//! MSR bits that change translation). Each vCPU translates into its own `JITModule`: modules
-//! are not `Sync`, and one shared module would be a global translation lock.
+//! Lookup: a per-vCPU jump cache on the effective PC, whose entries hold while the PC maps to
+//! the host page they were made for (so they survive TLB flushes; translated code checks the
+//! exec TLB entry before it chains), then the block map shared by all vCPUs, keyed by (PC,
+//! host address of the code, the MSR bits that change translation). Each vCPU has its own
+//! backend: Cranelift modules are not `Sync`, and one shared module would be a global
+//! translation lock.
 //!
 //! Tiering: a block runs in the interpreter until it has executed `threshold` times, and is
 //! translated then. A Cranelift translation costs about as much as interpreting a typical
@@ -36,7 +38,7 @@ use crate::engine::{Cpu, DecodedBlock};
 use crate::isa::OP_COUNT;
 use crate::softmmu::{Access, PAGE_MASK, mmu_idx};
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -118,9 +120,9 @@ pub struct BlockKey {
 
 /// Machine-wide JIT state shared by the vCPUs and their address spaces.
 pub struct JitShared {
-    map: RwLock<HashMap<BlockKey, usize>>,
+    map: RwLock<FxHashMap<BlockKey, usize>>,
     /// Physical page → blocks on it with their byte range in the page.
-    pages: Mutex<HashMap<u64, Vec<(BlockKey, u16, u16)>>>,
+    pages: Mutex<FxHashMap<u64, Vec<(BlockKey, u16, u16)>>>,
     /// One bit per hashed physical page: may hold translated code. False positives only send
     /// stores to the slow path; bits are cleared when the code cache is flushed.
     filter: Box<[AtomicU64]>,
@@ -154,8 +156,8 @@ const FILTER_BITS: u64 = 1 << 20;
 impl JitShared {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
-            map: RwLock::new(HashMap::new()),
-            pages: Mutex::new(HashMap::new()),
+            map: RwLock::new(FxHashMap::default()),
+            pages: Mutex::new(FxHashMap::default()),
             filter: (0..FILTER_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
             generation: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
@@ -296,6 +298,8 @@ pub struct JitCtx {
     pub kick: *const AtomicBool,
     /// `JitShared::generation` when the jump cache was last synced.
     pub seen_generation: u64,
+    /// `JitShared::generation` itself (read by translated `isync`).
+    pub generation: *const AtomicU64,
     /// Result of the last helper called through the slow-path adapter.
     pub ret: u64,
     /// Set by a memory helper when the access faulted (`exc` holds why).
@@ -311,8 +315,8 @@ pub struct JitCtx {
     pub link: u64,
 }
 
-// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it) and to a flag
-// that outlives it (`watch`'s contract).
+// SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it), to a flag that
+// outlives it (`watch`'s contract) and into `shared` (kept alive by the `Arc` here).
 unsafe impl Send for JitCtx {}
 
 /// Counters of one vCPU's JIT (run report).
@@ -324,11 +328,12 @@ pub struct JitCounters {
     pub map_hits: u64,
     pub code_bytes: u64,
     pub translate_ns: u64,
+    pub translate_time: TimeHistogram,
     /// Blocks run in the interpreter because they were not hot yet.
     pub cold_blocks: u64,
     pub cold_instructions: u64,
-    /// Translation time of each Cranelift block, in ns (for the percentile).
-    pub translate_samples: Vec<u32>,
+    /// Instructions retired in translated code.
+    pub translated_instructions: u64,
     pub baseline: BaselineCounters,
 }
 
@@ -337,6 +342,7 @@ pub struct JitCounters {
 pub struct BaselineCounters {
     pub blocks_translated: u64,
     pub translate_ns: u64,
+    /// Translation time of each block, in ns (for the percentile).
     pub translate_samples: Vec<u32>,
     /// Instructions translated natively / as interpreter calls.
     pub native_insns: u64,
@@ -347,6 +353,45 @@ pub struct BaselineCounters {
     pub links: u64,
 }
 
+/// Durations in power-of-two buckets of nanoseconds: a mean and percentiles without a stored
+/// list (bucket k holds [2^k, 2^(k+1)) ns).
+#[derive(Clone, Debug, Default)]
+pub struct TimeHistogram {
+    buckets: [u64; 32],
+    count: u64,
+    total_ns: u64,
+}
+
+impl TimeHistogram {
+    pub fn record(&mut self, ns: u64) {
+        let k = (63 - ns.max(1).leading_zeros() as usize).min(31);
+        self.buckets[k] += 1;
+        self.count += 1;
+        self.total_ns += ns;
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total_ns as f64 / self.count as f64 / 1e3
+        }
+    }
+
+    /// Upper bound of the bucket holding the `p`-th percentile (0 < p ≤ 100), in µs; 0 when empty.
+    pub fn percentile_us(&self, p: f64) -> f64 {
+        let want = (self.count as f64 * p / 100.0).ceil() as u64;
+        let mut seen = 0;
+        for (k, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if *n > 0 && seen >= want {
+                return (1u64 << (k + 1)) as f64 / 1e3;
+            }
+        }
+        0.0
+    }
+}
+
 /// Jump cache entry; read by translated code (`repr(C)`).
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -354,6 +399,9 @@ pub struct JcEntry {
     pub pc: u64,
     pub flags: u64,
     pub f: usize,
+    /// Host address minus guest effective address of the block's page when the entry was
+    /// made: the entry holds while the exec TLB entry of `pc` has this addend.
+    pub addend: u64,
 }
 
 pub(crate) const JC_SIZE: usize = 4096;
@@ -361,6 +409,7 @@ const JC_EMPTY: JcEntry = JcEntry {
     pc: 1,
     flags: 0,
     f: 0,
+    addend: 0,
 };
 
 /// Code bytes after which a vCPU's module is retired and the cache flushed (default of
@@ -428,12 +477,11 @@ pub struct Jit {
     pub ctx: Box<JitCtx>,
     backend: Box<dyn Backend>,
     jc: Box<[JcEntry]>,
-    seen_tlb_flushes: u64,
     pub counters: JitCounters,
     /// Interpreted executions of a block before it is translated; 0 translates at once.
     pub threshold: u32,
     /// Executions so far of blocks not translated yet.
-    cold: HashMap<BlockKey, u32>,
+    cold: FxHashMap<BlockKey, u32>,
     /// Log each translated block with its disassembly to stderr.
     pub trace: bool,
     /// This vCPU may flush the shared code cache by itself when its module is full (one
@@ -484,18 +532,21 @@ pub struct JitReport {
     pub cache_flushes: u64,
     pub code_bytes: u64,
     pub translate_ms: f64,
+    /// Mean and 99th percentile (upper bound of its power-of-two bucket) of the translation
+    /// time of one block, in µs.
+    pub translate_mean_us: f64,
+    pub translate_p99_us: f64,
     /// Blocks (and their instructions) run in the interpreter before they were hot.
     pub cold_blocks: u64,
     pub cold_instructions: u64,
+    /// Instructions retired in translated code.
+    pub translated_instructions: u64,
     pub jump_cache_hits: u64,
     pub block_map_hits: u64,
     pub slow_memory_accesses: u64,
     pub blocks_invalidated: u64,
     /// Interpreter fallbacks by mnemonic (most frequent first, top 40), both tiers.
     pub fallbacks: Vec<(String, u64)>,
-    /// Cranelift translation time per block.
-    pub translate_us_mean: f64,
-    pub translate_us_p99: f64,
     /// The baseline tier (absent when it is off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineReport>,
@@ -527,11 +578,13 @@ impl Jit {
         // Pages marked before this vCPU existed must not have fast write entries.
         cpu.mmu.tlb.flush_all();
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
+        let generation: *const AtomicU64 = &shared.generation;
         let ctx = JitCtx {
             budget: 0,
             jc: jc.as_ptr(),
             kick: &NO_KICK,
             seen_generation: 0,
+            generation,
             ret: 0,
             fault: 0,
             exc: None,
@@ -544,10 +597,9 @@ impl Jit {
             ctx: Box::new(ctx),
             backend: Box::new(cranelift::CraneliftBackend::new()),
             jc,
-            seen_tlb_flushes: u64::MAX,
             counters: JitCounters::default(),
             threshold: DEFAULT_THRESHOLD,
-            cold: HashMap::new(),
+            cold: FxHashMap::default(),
             trace: false,
             self_flush: true,
             cache_limit: CODE_CACHE_LIMIT,
@@ -589,7 +641,6 @@ impl Jit {
         self.ctx.shared.flush();
         self.jc.fill(JC_EMPTY);
         self.cold.clear();
-        self.seen_tlb_flushes = u64::MAX;
         self.ctx.exc = None;
         self.ctx.fault = 0;
     }
@@ -607,16 +658,14 @@ impl Jit {
         self.ctx.kick = kick;
     }
 
-    /// Clears the jump cache when blocks were dropped or this vCPU's TLB was flushed.
+    /// Clears the jump cache when blocks were dropped. (TLB flushes leave it: an entry is
+    /// used only while its PC maps to the host page it was made for.)
     #[inline]
-    fn sync_jump_cache(&mut self, cpu: &Cpu) {
+    fn sync_jump_cache(&mut self) {
         let g = self.ctx.shared.generation();
-        let t = &cpu.mmu.tlb.counters;
-        let flushes = t.full_flushes + t.page_flushes;
-        if g != self.ctx.seen_generation || flushes != self.seen_tlb_flushes {
+        if g != self.ctx.seen_generation {
             self.jc.fill(JC_EMPTY);
             self.ctx.seen_generation = g;
-            self.seen_tlb_flushes = flushes;
         }
     }
 
@@ -627,14 +676,22 @@ impl Jit {
         let flags = cpu.st.msr & KEY_MSR_BITS;
         let slot = (pc >> 2) as usize & (JC_SIZE - 1);
         let e = self.jc[slot];
-        if e.pc == pc && e.flags & !BASELINE_JC_TAG == flags {
+        let idx = mmu_idx(cpu.st.msr, Access::Exec);
+        // An entry is good while the PC still maps to the same host page (whatever TLB
+        // flushes happened since it was made).
+        let maps_same = |cpu: &Cpu| {
+            cpu.mmu
+                .tlb
+                .lookup(idx, pc, 4, Access::Exec)
+                .is_some_and(|h| (h as u64).wrapping_sub(pc) == e.addend)
+        };
+        if e.pc == pc && e.flags & !BASELINE_JC_TAG == flags && maps_same(cpu) {
             self.counters.jump_cache_hits += 1;
             let tag = if e.flags & BASELINE_JC_TAG != 0 { BASELINE_MAP_TAG } else { 0 };
             return Ok(Some(e.f | tag));
         }
         // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
         cpu.mmu.fetch(&cpu.st, pc)?;
-        let idx = mmu_idx(cpu.st.msr, Access::Exec);
         let host = cpu
             .mmu
             .tlb
@@ -662,16 +719,16 @@ impl Jit {
             }
         };
         if host != 0 {
-            self.jc[slot] = Self::jc_entry(pc, flags, f);
+            self.jc[slot] = Self::jc_entry(pc, flags, f, host.wrapping_sub(pc));
         }
         Ok(Some(f))
     }
 
-    fn jc_entry(pc: u64, flags: u64, f: usize) -> JcEntry {
+    fn jc_entry(pc: u64, flags: u64, f: usize, addend: u64) -> JcEntry {
         if f & BASELINE_MAP_TAG != 0 {
-            JcEntry { pc, flags: flags | BASELINE_JC_TAG, f: f & !BASELINE_MAP_TAG }
+            JcEntry { pc, flags: flags | BASELINE_JC_TAG, f: f & !BASELINE_MAP_TAG, addend }
         } else {
-            JcEntry { pc, flags, f }
+            JcEntry { pc, flags, f, addend }
         }
     }
 
@@ -732,7 +789,7 @@ impl Jit {
         let ns = t0.elapsed().as_nanos() as u64;
         self.counters.blocks_translated += 1;
         self.counters.translate_ns += ns;
-        self.counters.translate_samples.push(ns.min(u32::MAX as u64) as u32);
+        self.counters.translate_time.record(ns);
         Ok(f)
     }
 
@@ -757,7 +814,7 @@ impl Jit {
             Some(f) if f & BASELINE_MAP_TAG != 0 => f,
             Some(f) => {
                 // Another vCPU promoted it already.
-                self.jc[slot] = JcEntry { pc, flags, f };
+                self.jc[slot] = JcEntry { pc, flags, f, addend: host.wrapping_sub(pc) };
                 return Ok(());
             }
             None => return Ok(()),
@@ -773,7 +830,7 @@ impl Jit {
         drop(map);
         self.ctx.shared.kill_baseline(old);
         self.counters.baseline.promotions += 1;
-        self.jc[slot] = JcEntry { pc, flags, f };
+        self.jc[slot] = JcEntry { pc, flags, f, addend: host.wrapping_sub(pc) };
         Ok(())
     }
 
@@ -869,7 +926,7 @@ impl Jit {
         #[cfg(target_arch = "x86_64")]
         let mut pending_link = 0u64;
         loop {
-            self.sync_jump_cache(cpu);
+            self.sync_jump_cache();
             let found = self.lookup(cpu)?;
             #[cfg(target_arch = "x86_64")]
             if let Some(f) = found.filter(|f| f & BASELINE_MAP_TAG != 0) {
@@ -886,6 +943,7 @@ impl Jit {
                 unsafe { b.enter(cpu, &mut self.ctx, entry) };
                 let n = (budget - self.ctx.budget) as u64;
                 cpu.counters.instructions += n;
+                self.counters.translated_instructions += n;
                 done += n;
                 pending_link = std::mem::take(&mut self.ctx.link);
                 if pending_link == baseline::PROMOTE {
@@ -916,6 +974,7 @@ impl Jit {
                     unsafe { self.backend.enter(cpu, &mut self.ctx, f) };
                     let n = (budget - self.ctx.budget) as u64;
                     cpu.counters.instructions += n;
+                    self.counters.translated_instructions += n;
                     n
                 }
                 None => self.interpret_block(cpu)?,
@@ -948,8 +1007,11 @@ impl Jit {
             cache_flushes: c.cache_flushes,
             code_bytes: c.code_bytes,
             translate_ms: c.translate_ns as f64 / 1e6,
+            translate_mean_us: c.translate_time.mean_us(),
+            translate_p99_us: c.translate_time.percentile_us(99.0),
             cold_blocks: c.cold_blocks,
             cold_instructions: c.cold_instructions,
+            translated_instructions: c.translated_instructions,
             jump_cache_hits: c.jump_cache_hits,
             block_map_hits: c.map_hits,
             slow_memory_accesses: self.ctx.slow_mem,
@@ -965,8 +1027,6 @@ impl Jit {
                 .take(40)
                 .map(|(m, n)| (m.to_string(), n))
                 .collect(),
-            translate_us_mean: mean_p99_us(&c.translate_samples).0,
-            translate_us_p99: mean_p99_us(&c.translate_samples).1,
             baseline: self.tiers.baseline.then(|| {
                 let b = &c.baseline;
                 let (mean, p99) = mean_p99_us(&b.translate_samples);
@@ -1002,6 +1062,19 @@ impl Jit {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn translation_time_histogram() {
+        let mut h = super::TimeHistogram::default();
+        assert_eq!((h.mean_us(), h.percentile_us(99.0)), (0.0, 0.0));
+        for _ in 0..99 {
+            h.record(3_000); // bucket [2048, 4096) ns
+        }
+        h.record(1_000_000); // bucket [2^19, 2^20) ns
+        assert!((h.mean_us() - (99.0 * 3.0 + 1000.0) / 100.0).abs() < 1e-9);
+        assert_eq!(h.percentile_us(99.0), 4.096);
+        assert_eq!(h.percentile_us(100.0), 1048.576);
+    }
+
     #[test]
     fn cache_limits_parse() {
         use super::parse_cache_limit as p;

@@ -205,6 +205,9 @@ impl Em {
         // jumped to (its own entry checks the budget); anything else returns.
         let out = self.label();
         let tag = (self.key.flags | BASELINE_JC_TAG) as i64;
+        let exec = TLB_TABLE + mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
+        let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
+        let exec_addend = exec + offset_of!(TlbEntry, addend) as i32;
         asm!(self.ops
             ; =>self.probe
             ; mov QWORD [rbx + PC], rax
@@ -217,6 +220,18 @@ impl Em {
             ; jne =>out
             ; mov rdx, QWORD tag
             ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
+            ; jne =>out
+            // The entry holds while the PC's exec TLB entry maps the page it was made for.
+            ; mov rdx, rax
+            ; shr rdx, 12
+            ; and edx, (TLB_ENTRIES - 1) as i32
+            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov rsi, rax
+            ; and rsi, PAGE_MASK as i32
+            ; cmp rsi, QWORD [rbx + rdx + exec_tag]
+            ; jne =>out
+            ; mov rsi, QWORD [rbx + rdx + exec_addend]
+            ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
             ; jne =>out
             ; jmp QWORD [rcx + offset_of!(JcEntry, f) as i32]
             ; =>out

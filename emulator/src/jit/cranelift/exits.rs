@@ -1,10 +1,11 @@
 //! Block exits: returning to the run loop, chaining to the next block through the jump
 //! cache, and the interpreter fallback (through the slow-path adapter).
 
-use super::{PC, Tx, flags, helpers};
+use super::{PC, TLB_IDX_BYTES, TLB_TABLE, Tx, flags, helpers};
 use crate::engine::Cpu;
 use crate::isa::Op;
 use crate::jit::{JC_SIZE, JcEntry, JitCtx};
+use crate::softmmu::{Access, PAGE_MASK, TLB_ENTRIES, TlbEntry, mmu_idx};
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I32, I64};
@@ -61,6 +62,21 @@ fn emit_chain(
     let d = b.ins().bxor(epc, pc);
     let fd = b.ins().bxor_imm_s(eflags, key_flags as i64);
     let d = b.ins().bor(d, fd);
+    // The PC must still map to the entry's host page: the exec TLB entry of its page has the
+    // entry's addend (jump cache entries survive TLB flushes).
+    let tslot = b.ins().ushr_imm_s(pc, 12);
+    let tslot = b.ins().band_imm_s(tslot, (TLB_ENTRIES - 1) as i64);
+    let tslot = b.ins().imul_imm_s(tslot, size_of::<TlbEntry>() as i64);
+    let t = b.ins().iadd(cpu, tslot);
+    let tbase = TLB_TABLE as usize + mmu_idx(key_flags, Access::Exec) * TLB_IDX_BYTES as usize;
+    let tag = ld(b, I64, t, tbase + offset_of!(TlbEntry, exec));
+    let page = b.ins().band_imm_s(pc, PAGE_MASK as i64);
+    let td = b.ins().bxor(tag, page);
+    let tadd = ld(b, I64, t, tbase + offset_of!(TlbEntry, addend));
+    let eadd = ld(b, I64, e, offset_of!(JcEntry, addend));
+    let ad = b.ins().bxor(tadd, eadd);
+    let d = b.ins().bor(d, td);
+    let d = b.ins().bor(d, ad);
     let hit = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
     b.ins().brif(hit, call, &[], out, &[]);
 

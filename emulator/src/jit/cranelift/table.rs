@@ -179,7 +179,31 @@ const FAMILIES: &[(Translate, &[Op])] = &[
         ],
     ),
     // system.rs: SPR moves and system instructions
-    (via!(system), &[Op::Mfspr, Op::Mtspr]),
+    (
+        via!(system),
+        &[
+            Op::Mfspr,
+            Op::Mtspr,
+            Op::Mftb,
+            Op::Sync,
+            Op::Eieio,
+            Op::Isync,
+            Op::Tw,
+            Op::Twi,
+            Op::Td,
+            Op::Tdi,
+            Op::Lbarx,
+            Op::Lharx,
+            Op::Lwarx,
+            Op::Ldarx,
+            Op::StbcxDot,
+            Op::SthcxDot,
+            Op::StwcxDot,
+            Op::StdcxDot,
+            Op::Dcbst,
+            Op::Dcbf,
+        ],
+    ),
     // vector.rs: VMX, VSX and FP register moves, loads and stores
     (
         via!(vector),
