@@ -13,7 +13,7 @@
 use ppc64emu::cpu::{Exception, ProgramKind, msr};
 use ppc64emu::engine::Cpu;
 use ppc64emu::isa::{ALL_OPS, Op, decode, disassemble};
-use ppc64emu::jit::{Jit, JitShared};
+use ppc64emu::jit::{Jit, JitShared, Tiers};
 use ppc64emu::softmmu::{Access, AddressSpace, PAGE_MASK, PageMapping};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -225,6 +225,8 @@ enum Engine {
     Interp,
     /// `Jit::run` with threshold 0 (every block translated before it runs).
     Jit,
+    /// `Jit::run` with the baseline tier alone at threshold 0.
+    Baseline,
 }
 
 /// Steps at most this many instructions (no case loops; this catches one that would).
@@ -426,10 +428,11 @@ fn replay(path: &Path, engine: Engine) -> usize {
     let mut by_insn = BTreeMap::<String, usize>::new();
     // One JIT (one code module) for the whole file, moved from case to case: building a
     // module costs more than translating a case's block.
-    let mut jit = (engine == Engine::Jit).then(|| {
+    let mut jit = (engine != Engine::Interp).then(|| {
         let mut scratch = Cpu::new(Box::new(ppc64emu::softmmu::FlatRam::new(0)));
         let mut j = Jit::attach(&mut scratch, JitShared::new());
-        j.threshold = 0;
+        let tiers = if engine == Engine::Baseline { Tiers::BASELINE } else { Tiers::CRANELIFT };
+        j.set_tiers(tiers, Some(0));
         j
     });
     for case in &cases {
@@ -442,7 +445,7 @@ fn replay(path: &Path, engine: Engine) -> usize {
     }
     if let Some(j) = &jit {
         // Every case starts with a translation (the map is emptied between cases).
-        let n = j.counters.blocks_translated;
+        let n = j.counters.blocks_translated + j.counters.baseline.blocks_translated;
         assert!(n >= cases.len() as u64, "{}: {n} blocks translated for {} cases", path.display(), cases.len());
     }
     if !failures.is_empty() {
@@ -479,9 +482,9 @@ fn replay_other_families(engine: Engine) {
 }
 
 /// One test per family and engine: `fixed_point` replays on the interpreter, `jit_fixed_point`
-/// the same cases under the JIT.
+/// the same cases under the JIT (Cranelift), `baseline_fixed_point` under the baseline tier.
 macro_rules! family_tests {
-    ($($interp:ident, $jit:ident, $family:literal;)*) => {$(
+    ($($interp:ident, $jit:ident, $baseline:ident, $family:literal;)*) => {$(
         #[test]
         fn $interp() {
             replay_family($family, Engine::Interp);
@@ -491,18 +494,24 @@ macro_rules! family_tests {
         fn $jit() {
             replay_family($family, Engine::Jit);
         }
+
+        #[cfg(target_arch = "x86_64")]
+        #[test]
+        fn $baseline() {
+            replay_family($family, Engine::Baseline);
+        }
     )*};
 }
 
 family_tests! {
-    fixed_point, jit_fixed_point, "fixed";
-    branch, jit_branch, "branch";
-    load_store, jit_load_store, "loadstore";
-    system, jit_system, "system";
-    floating_point, jit_floating_point, "fp";
-    vsx_floating_point, jit_vsx_floating_point, "vsx_fp";
-    vmx, jit_vmx, "vmx";
-    vsx, jit_vsx, "vsx";
+    fixed_point, jit_fixed_point, baseline_fixed_point, "fixed";
+    branch, jit_branch, baseline_branch, "branch";
+    load_store, jit_load_store, baseline_load_store, "loadstore";
+    system, jit_system, baseline_system, "system";
+    floating_point, jit_floating_point, baseline_floating_point, "fp";
+    vsx_floating_point, jit_vsx_floating_point, baseline_vsx_floating_point, "vsx_fp";
+    vmx, jit_vmx, baseline_vmx, "vmx";
+    vsx, jit_vsx, baseline_vsx, "vsx";
 }
 
 #[test]
@@ -513,6 +522,12 @@ fn other_families() {
 #[test]
 fn jit_other_families() {
     replay_other_families(Engine::Jit);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn baseline_other_families() {
+    replay_other_families(Engine::Baseline);
 }
 
 /// Mnemonics of each table file (`src/isa/table/<family>.insn`).
@@ -593,7 +608,7 @@ fn live_fuzz_against_qemu() {
     let mut failed = Vec::new();
     for f in families.split(',') {
         let path = out.join(format!("{f}.jsonl"));
-        for engine in [Engine::Interp, Engine::Jit] {
+        for engine in [Engine::Interp, Engine::Jit, Engine::Baseline] {
             if let Err(e) = std::panic::catch_unwind(|| replay(&path, engine)) {
                 failed.push(e.downcast_ref::<String>().cloned().unwrap_or_default());
             }

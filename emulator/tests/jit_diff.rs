@@ -5,7 +5,7 @@
 use ppc64emu::cpu::{Exception, msr};
 use ppc64emu::engine::Cpu;
 use ppc64emu::isa::{ALL_OPS, InsnFlags, Op};
-use ppc64emu::jit::{Jit, JitShared};
+use ppc64emu::jit::{Jit, JitShared, Tiers};
 use ppc64emu::softmmu::FlatRam;
 
 const RAM: usize = 1 << 20;
@@ -101,6 +101,18 @@ fn state(c: &mut Cpu) -> String {
     out + &format!("mem={h:#x}")
 }
 
+thread_local! {
+    /// The tiers `differential_tiered` runs, with the promotion threshold: Cranelift alone
+    /// unless a baseline twin (below) set them for its test thread.
+    static TIERS: std::cell::Cell<(Tiers, u32)> = const { std::cell::Cell::new((Tiers::CRANELIFT, 0)) };
+}
+
+/// Runs `test` with the tiers `tiers` (baseline blocks promoted after `promote` runs).
+fn with_tiers(tiers: Tiers, promote: u32, test: fn()) {
+    TIERS.set((tiers, promote));
+    test();
+}
+
 /// Runs the same program on both and compares everything; every block is translated on its
 /// first execution.
 fn differential(words: &[u32], le: bool, init: impl Fn(&mut Cpu)) -> (Option<Exception>, String) {
@@ -122,7 +134,9 @@ fn differential_tiered(
         c.st.pc = CODE;
     }
     let mut jit = Jit::attach(&mut b, JitShared::new());
-    jit.threshold = threshold;
+    let (tiers, promote) = TIERS.get();
+    jit.set_tiers(tiers, Some(threshold));
+    jit.promote_threshold = promote;
     let ea = run_interp(&mut a);
     let eb = run_jit(&mut b, &mut jit);
     let (sa, sb) = (state(&mut a), state(&mut b));
@@ -775,4 +789,93 @@ fn machine_wide_flush_replaces_every_module() {
         Err(Exception::Program(_))
     ));
     assert_eq!(jb.counters.cache_flushes, before + 1);
+}
+
+/// The baseline tier's twins of the tests above: the baseline tier alone at threshold 0, and
+/// both tiers with blocks promoted to Cranelift after a few baseline runs.
+#[cfg(target_arch = "x86_64")]
+mod baseline {
+    use super::*;
+
+    macro_rules! twins {
+        ($($name:ident: $tiers:expr, $promote:expr, $test:ident;)*) => {$(
+            #[test]
+            fn $name() {
+                with_tiers($tiers, $promote, $test);
+            }
+        )*};
+    }
+
+    twins! {
+        random_streams_in_both_byte_orders: Tiers::BASELINE, 0, random_streams_match_the_interpreter_in_both_byte_orders;
+        native_families: Tiers::BASELINE, 0, native_families_match_the_interpreter;
+        loop_with_memory_baseline: Tiers::BASELINE, 0, loop_with_memory;
+        loop_promoted_mid_run: Tiers::BOTH, 5, loop_changes_tier_mid_run;
+        random_streams_promoted: Tiers::BOTH, 2, random_streams_match_with_tiering;
+        store_into_own_block: Tiers::BASELINE, 0, store_into_own_block_takes_effect;
+        self_modifying_code: Tiers::BASELINE, 0, self_modifying_code_across_blocks;
+        self_modifying_code_promoted: Tiers::BOTH, 1, self_modifying_code_across_blocks;
+        divides_cr_fields_sprs_dcbz_byte_lanes: Tiers::BASELINE, 0, divides_cr_fields_sprs_dcbz_and_byte_lanes_match_the_interpreter;
+        vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
+        vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
+    }
+
+    /// The counted loop's block jumps to itself through a patched jump: the run loop sees it
+    /// once to link it, then only when the budget runs out.
+    #[test]
+    fn loop_blocks_are_linked() {
+        let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+        let mut c = cpu(true);
+        put_code(&mut c, CODE, &prog);
+        c.st.gpr[5] = DATA;
+        c.st.pc = CODE;
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        let e = jit.run(&mut c, 1_000_000, &|_| false);
+        assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+        assert_eq!(c.counters.instructions, 3 + 5 * 100);
+        // The first block to the loop, the loop's back edge, the loop to the end.
+        assert_eq!(jit.counters.baseline.links, 3);
+        // Lookups that found a block: the loop's second entry only; the other 98
+        // iterations ran through the patched jump.
+        assert_eq!(jit.counters.jump_cache_hits + jit.counters.map_hits, 1, "{:?}", jit.counters);
+    }
+
+    /// A small budget makes a linked loop come back to the run loop (as a kick would).
+    #[test]
+    fn linked_loops_return_when_the_budget_is_spent() {
+        let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+        let mut c = cpu(false);
+        put_code(&mut c, CODE, &prog);
+        c.st.gpr[5] = DATA;
+        c.st.pc = CODE;
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        jit.run(&mut c, 50, &|_| false).unwrap();
+        // Blocks are entered while budget is left: at most one loop iteration past 50.
+        let n = c.counters.instructions;
+        assert!((50..50 + 5).contains(&n), "{n}");
+        assert!(c.st.pc >= CODE && c.st.pc < CODE + 4 * prog.len() as u64);
+    }
+
+    /// Promoted blocks end up in Cranelift and compute the same.
+    #[test]
+    fn hot_blocks_are_promoted() {
+        let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+        let mut c = cpu(true);
+        put_code(&mut c, CODE, &prog);
+        c.st.gpr[5] = DATA;
+        for k in 0..100 {
+            c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, true).unwrap();
+        }
+        c.st.pc = CODE;
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BOTH, Some(0));
+        jit.promote_threshold = 10;
+        let e = jit.run(&mut c, 1_000_000, &|_| false);
+        assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+        assert_eq!(c.st.gpr[3], 5050);
+        assert_eq!(jit.counters.baseline.promotions, 1, "{:?}", jit.counters.baseline);
+        assert!(jit.counters.blocks_translated >= 1);
+    }
 }

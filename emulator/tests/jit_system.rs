@@ -7,6 +7,7 @@ use ppc64emu::machine::pseries::boot::{Console, RunOutcome, run_with};
 use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig};
 use ppc64emu::machine::pseries::loader::plan_from_files;
 use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
+use ppc64emu::jit::Tiers;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,8 +20,13 @@ fn run_tiered<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32) -> 
 }
 
 fn run_limited<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32, jit_cache_limit: u64) -> RunOutcome {
+    run_on_tiers::<S>(smp, accel, Tiers::CRANELIFT, jit_threshold, jit_cache_limit)
+}
+
+fn run_on_tiers<S: Strategy>(smp: usize, accel: AccelMode, jit_tiers: Tiers, jit_threshold: u32, jit_cache_limit: u64) -> RunOutcome {
     let cfg = MachineConfig {
-        jit_threshold,
+        jit_threshold: Some(jit_threshold),
+        jit_tiers,
         jit_cache_limit,
         smp,
         ram_bytes: 512 << 20,
@@ -90,5 +96,37 @@ fn tiny_code_cache_flushes_often_and_computes_the_same_checksum() {
             let jit = v.jit.as_ref().expect("JIT counters in the report");
             assert!(jit.cache_flushes > 1, "{strategy} smp={smp} vcpu{i}: {} flushes", jit.cache_flushes);
         }
+    }
+}
+
+/// The baseline tier forced (alone, threshold 0): the interpreter's checksum at N = 1, 2, 4,
+/// with every block translated by it and blocks linked.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn baseline_tier_computes_the_interpreters_checksum() {
+    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    for smp in [1, 2, 4] {
+        let o = run_on_tiers::<Baseline>(smp, AccelMode::Jit, Tiers::BASELINE, 0, ppc64emu::jit::CODE_CACHE_LIMIT);
+        assert_eq!(checksum(&o), reference, "baseline tier smp={smp}");
+        let jit = o.report.vcpus[0].jit.as_ref().expect("JIT counters in the report");
+        let b = jit.baseline.as_ref().expect("baseline counters in the report");
+        assert!(b.blocks_translated > 0 && b.links > 0, "{b:?}");
+        assert_eq!(jit.blocks_translated, 0, "no Cranelift translation without that tier");
+        assert_eq!(jit.cold_blocks, 0, "threshold 0 translates every block");
+    }
+    let o = run_on_tiers::<CputlbNoBql>(4, AccelMode::Jit, Tiers::BASELINE, 0, ppc64emu::jit::CODE_CACHE_LIMIT);
+    assert_eq!(checksum(&o), reference, "cputlb-no-bql smp=4");
+}
+
+/// Both tiers with a low promotion threshold, and the baseline code cache flushed often.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn baseline_then_cranelift_and_tiny_cache_compute_the_same_checksum() {
+    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    for smp in [1, 2] {
+        let o = run_on_tiers::<Baseline>(smp, AccelMode::Jit, Tiers::BOTH, 2, 64 << 10);
+        assert_eq!(checksum(&o), reference, "both tiers smp={smp}");
+        let jit = o.report.vcpus[0].jit.as_ref().expect("JIT counters");
+        assert!(jit.cache_flushes > 0, "64 KiB of baseline code flushes");
     }
 }

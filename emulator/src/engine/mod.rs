@@ -37,6 +37,10 @@ pub struct EngineConfig {
     pub tier: TierKind,
     /// Interpreted executions of a block before it is translated (`--jit-threshold`).
     pub jit_threshold: u32,
+    /// The translating tiers (`--jit-tiers`) and the baseline executions of a block before
+    /// it moves to Cranelift (`--jit-promote`).
+    pub jit_tiers: crate::jit::Tiers,
+    pub jit_promote: u32,
     /// Translated code bytes after which the code cache is flushed (`--jit-cache-limit`).
     pub jit_cache_limit: u64,
     /// Log each translated block with its disassembly (`PPC64EMU_LOG=jit`).
@@ -51,6 +55,8 @@ impl Default for EngineConfig {
         Self {
             tier: TierKind::Jit,
             jit_threshold: crate::jit::DEFAULT_THRESHOLD,
+            jit_tiers: crate::jit::Tiers::CRANELIFT,
+            jit_promote: crate::jit::DEFAULT_PROMOTE_THRESHOLD,
             jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
             trace: false,
             sole_vcpu: true,
@@ -106,7 +112,8 @@ impl Engine {
             TierKind::Interp => Tier::Interp,
             TierKind::Jit => {
                 let mut j = Jit::attach(&mut cpu, cache.unwrap_or_else(JitShared::new));
-                j.threshold = config.jit_threshold;
+                j.set_tiers(config.jit_tiers, Some(config.jit_threshold));
+                j.promote_threshold = config.jit_promote;
                 j.cache_limit = config.jit_cache_limit;
                 j.trace = config.trace;
                 j.self_flush = config.sole_vcpu;

@@ -216,6 +216,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         jit_cache_limit: opts.jit_cache_limit.unwrap_or(defaults.jit_cache_limit),
         trace: opts.trace,
         sole_vcpu: true,
+        ..defaults
     };
     let mut runner = Runner::new(&image, exe, &argv, &envp, &config).map_err(|e| (126, e))?;
     runner.process.strace = opts.strace;

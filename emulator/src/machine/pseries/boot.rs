@@ -124,7 +124,9 @@ pub fn run_with<S: Strategy>(
         } else {
             TierKind::Interp
         },
-        jit_threshold: config.jit_threshold,
+        jit_threshold: config.jit_threshold.unwrap_or(config.jit_tiers.default_threshold()),
+        jit_tiers: config.jit_tiers,
+        jit_promote: config.jit_promote,
         jit_cache_limit: config.jit_cache_limit,
         trace: std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "jit")),
         // Flushing the code cache of several vCPUs needs an exclusive section.

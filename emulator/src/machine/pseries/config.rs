@@ -77,8 +77,13 @@ pub struct MachineConfig {
     pub tlb_flush_mode: TlbFlushMode,
     pub tlb_flush_coalesce: bool,
     pub accel: AccelMode,
-    /// Interpreted executions of a block before the JIT translates it (0: at once).
-    pub jit_threshold: u32,
+    /// Interpreted executions of a block before the JIT translates it (0: at once; `None`:
+    /// the default of the first tier).
+    pub jit_threshold: Option<u32>,
+    /// The JIT's translating tiers (`--jit-tiers`).
+    pub jit_tiers: crate::jit::Tiers,
+    /// Baseline executions of a block before it moves to Cranelift (`--jit-promote`).
+    pub jit_promote: u32,
     /// Code bytes of a vCPU's JIT module after which the whole code cache is flushed.
     pub jit_cache_limit: u64,
     pub sync_profile: bool,
@@ -158,7 +163,9 @@ impl Default for MachineConfig {
             tlb_flush_mode: TlbFlushMode::Async,
             tlb_flush_coalesce: false,
             accel: AccelMode::Jit,
-            jit_threshold: crate::jit::DEFAULT_THRESHOLD,
+            jit_threshold: None,
+            jit_tiers: crate::jit::Tiers::BOTH,
+            jit_promote: crate::jit::DEFAULT_PROMOTE_THRESHOLD,
             jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
             sync_profile: false,
             timeout: None,
@@ -212,26 +219,8 @@ const FLAGS: &[&str] = &[
 ];
 /// Options that take a value.
 const VALUED: &[&str] = &[
-    "smp",
-    "m",
-    "M",
-    "machine",
-    "cpu",
-    "accel",
-    "display",
-    "serial",
-    "bios",
-    "kernel",
-    "initrd",
-    "append",
-    "report",
-    "tlb-flush-mode",
-    "timeout",
-    "dump-dtb",
-    "pin",
-    "jit-threshold",
-    "jit-cache-limit",
-    "rtc",
+    "smp", "m", "M", "machine", "cpu", "accel", "display", "serial", "bios", "kernel", "initrd", "append", "report",
+    "tlb-flush-mode", "timeout", "dump-dtb", "pin", "jit-threshold", "jit-cache-limit", "jit-tiers", "jit-promote", "rtc",
 ];
 
 /// Parses the arguments after the program name.
@@ -325,16 +314,11 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             "append" => cfg.append = value,
             "report" => cfg.report = Some(path(raw, v)?),
             "jit-threshold" => {
-                cfg.jit_threshold = v.parse().map_err(|_| {
-                    UsageError(format!(
-                        "--jit-threshold {v}: expected a count (0 = translate at once)"
-                    ))
-                })?
+                cfg.jit_threshold = Some(v.parse().map_err(|_| UsageError(format!("--jit-threshold {v}: expected a count (0 = translate at once)")))?)
             }
-            "jit-cache-limit" => {
-                cfg.jit_cache_limit = crate::jit::parse_cache_limit(v)
-                    .map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?
-            }
+            "jit-tiers" => cfg.jit_tiers = crate::jit::Tiers::parse(v).map_err(|e| UsageError(format!("--jit-tiers {v}: {e}")))?,
+            "jit-promote" => cfg.jit_promote = v.parse().map_err(|_| UsageError(format!("--jit-promote {v}: expected a count")))?,
+            "jit-cache-limit" => cfg.jit_cache_limit = crate::jit::parse_cache_limit(v).map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?,
             "dump-dtb" => cfg.dump_dtb = Some(path(raw, v)?),
             "tlb-flush-mode" => {
                 cfg.tlb_flush_mode = match v {
@@ -664,8 +648,13 @@ Ours:
                         (default async)
   --tlb-flush-coalesce  do not queue a flush on a vCPU that already has one pending
   --accel jit|interp    execution engine (default jit)
+  --jit-tiers baseline,cranelift   the JIT's translating tiers, one or both (default
+                        both; the baseline tier exists on x86-64 hosts only)
   --jit-threshold N     run a block N times in the interpreter before translating it
-                        (default 500; 0 translates every block on first execution)
+                        (default 2 with the baseline tier, else 500; 0 translates every
+                        block on first execution)
+  --jit-promote N       move a block from the baseline tier to Cranelift after N runs
+                        there (default 100000)
   --jit-cache-limit BYTES   flush the whole code cache when a vCPU's translated code
                         passes BYTES (suffixes K, M, G: KiB, MiB, GiB; default 256M)
   --sync-profile        time lock waits and holds (counts are always kept)
@@ -757,12 +746,15 @@ mod tests {
         assert_eq!(c.accel, AccelMode::Interp);
         assert_eq!(c.timeout, Some(Duration::from_millis(2500)));
         assert_eq!(c.dump_dtb.as_deref(), Some(std::path::Path::new("x.dtb")));
-        assert_eq!(
-            run("--tlb-flush-mode synced").tlb_flush_mode,
-            TlbFlushMode::Synced
-        );
-        assert_eq!(run("--jit-threshold 7").jit_threshold, 7);
-        assert_eq!(run("--jit-threshold=0").jit_threshold, 0);
+        assert_eq!(run("--tlb-flush-mode synced").tlb_flush_mode, TlbFlushMode::Synced);
+        assert_eq!(run("--jit-threshold 7").jit_threshold, Some(7));
+        assert_eq!(run("--jit-threshold=0").jit_threshold, Some(0));
+        assert_eq!(run("").jit_threshold, None);
+        assert_eq!(run("--jit-tiers cranelift").jit_tiers, crate::jit::Tiers::CRANELIFT);
+        assert_eq!(run("--jit-tiers=baseline").jit_tiers, crate::jit::Tiers::BASELINE);
+        assert_eq!(run("--jit-tiers baseline,cranelift").jit_tiers, crate::jit::Tiers::BOTH);
+        assert_eq!(run("").jit_tiers, crate::jit::Tiers::BOTH);
+        assert_eq!(run("--jit-promote 9").jit_promote, 9);
         assert_eq!(run("").jit_cache_limit, crate::jit::CODE_CACHE_LIMIT);
         assert_eq!(run("--jit-cache-limit 4096").jit_cache_limit, 4096);
         assert_eq!(run("--jit-cache-limit=64K").jit_cache_limit, 64 << 10);
@@ -829,6 +821,8 @@ mod tests {
         fails("-cpu power9", "power9");
         fails("-accel kvm", "kvm");
         fails("--jit-threshold lots", "expected a count");
+        fails("--jit-tiers fast", "unknown tier");
+        fails("--jit-promote -3", "expected a count");
         fails("--jit-threshold -1", "expected a count");
         fails("--jit-cache-limit lots", "expected a number of bytes");
         fails("--jit-cache-limit 0", "at least 1 byte");

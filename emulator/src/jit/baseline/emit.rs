@@ -1,0 +1,971 @@
+//! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers stay at their
+//! homes in `CpuState` (each instruction loads what it reads and stores what it writes), so
+//! that an interpreter call, a fault or an exit needs no write-back and a block can be left
+//! anywhere. Pinned host registers: `rbx` = `*mut Cpu`, `r12` = `*mut JitCtx`, `r13` = the
+//! effective address of the current load/store (callee-saved: it survives slow-path calls).
+//!
+//! The code is position independent (helpers are called through absolute addresses, only
+//! jumps inside the block are relative), so it is emitted into a buffer and then copied to
+//! its place in the shared code region. Direct exits to the block's own guest page end in a
+//! patchable `jmp rel32` (see [`super::Shared::link`]); other exits probe the vCPU's jump
+//! cache for a baseline block and return to the run loop when there is none.
+
+use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, helpers};
+use super::{BASELINE_JC_TAG, PROMOTE};
+use crate::cpu::{CpuState, msr};
+use crate::engine::Cpu;
+use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
+use crate::softmmu::{Access, PAGE_MASK, SoftMmu, TLB_ENTRIES, Tlb, TlbEntry, mmu_idx};
+use core::mem::offset_of;
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
+
+macro_rules! asm {
+    ($ops:expr; $($t:tt)*) => {
+        dynasm!($ops ; .arch x64 ; $($t)*)
+    };
+}
+
+const ST: i32 = offset_of!(Cpu, st) as i32;
+const fn gpr(r: u32) -> i32 {
+    ST + offset_of!(CpuState, gpr) as i32 + 8 * r as i32
+}
+const CR: i32 = ST + offset_of!(CpuState, cr) as i32;
+const CA: i32 = ST + offset_of!(CpuState, ca) as i32;
+const SO: i32 = ST + offset_of!(CpuState, so) as i32;
+const LR: i32 = ST + offset_of!(CpuState, lr) as i32;
+const CTR: i32 = ST + offset_of!(CpuState, ctr) as i32;
+const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
+const EVENTS: i32 = offset_of!(Cpu, events) as i32;
+const TLB_TABLE: i32 =
+    (offset_of!(Cpu, mmu) + offset_of!(SoftMmu, tlb) + offset_of!(Tlb, table)) as i32;
+const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
+const BUDGET: i32 = offset_of!(JitCtx, budget) as i32;
+const KICK: i32 = offset_of!(JitCtx, kick) as i32;
+const JC: i32 = offset_of!(JitCtx, jc) as i32;
+const RET: i32 = offset_of!(JitCtx, ret) as i32;
+const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
+const LINK: i32 = offset_of!(JitCtx, link) as i32;
+
+/// Code of one block.
+pub struct Emitted {
+    pub code: Vec<u8>,
+    /// Instructions translated natively / left to the interpreter.
+    pub native: u32,
+    pub fallbacks: u32,
+}
+
+/// Out-of-line exits, emitted after the block body.
+enum Cold {
+    /// The interpreter said stop (`rax` = its code, 1: fault, 2: after); `k` instructions
+    /// before it retired.
+    Interp { at: DynamicLabel, k: u32 },
+    /// A memory access at `pc` faulted: `k` instructions retired.
+    Fault { at: DynamicLabel, k: u32, pc: u64 },
+    /// Stop after instruction `k - 1` (a store wrote translated code); the next PC.
+    After { at: DynamicLabel, k: u32, next: u64 },
+}
+
+struct Em {
+    ops: VecAssembler<X64Relocation>,
+    key: BlockKey,
+    le: bool,
+    idx_read: i32,
+    idx_write: i32,
+    /// Index of the instruction being translated and its address.
+    k: u32,
+    pc: u64,
+    cold: Vec<Cold>,
+    /// Shared exit: `rax` = next PC, budget already charged.
+    probe: DynamicLabel,
+}
+
+/// The entry trampoline, `extern "C" fn(cpu, ctx, code)`: saves the callee-saved registers
+/// blocks use, pins the two pointers and jumps to the block; every exit pops and returns.
+pub fn trampoline() -> Vec<u8> {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    // Four pushes and eight bytes keep rsp 16-byte aligned for helper calls.
+    asm!(ops
+        ; push rbx
+        ; push r12
+        ; push r13
+        ; push r14
+        ; sub rsp, 8
+        ; mov rbx, rdi
+        ; mov r12, rsi
+        ; jmp rdx
+    );
+    ops.finalize().expect("trampoline")
+}
+
+/// Translates `words` (the block at `key.pc`). `counter`: address of the block's execution
+/// counter (the block asks for promotion when it goes negative), if it has one.
+pub fn emit(key: BlockKey, words: &[u32], counter: Option<usize>) -> Emitted {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let probe = ops.new_dynamic_label();
+    let mut e = Em {
+        ops,
+        key,
+        le: key.flags & msr::LE != 0,
+        idx_read: mmu_idx(key.flags, Access::Read) as i32,
+        idx_write: mmu_idx(key.flags, Access::Write) as i32,
+        k: 0,
+        pc: key.pc,
+        cold: Vec::new(),
+        probe,
+    };
+    e.entry(counter);
+    // 32-bit mode (rare: early boot) runs everything through the interpreter.
+    let native_ok = key.flags & msr::SF != 0;
+    let (mut native, mut fallbacks) = (0, 0);
+    let mut ended = false;
+    let mut last_fallback = false;
+    for (k, &w) in words.iter().enumerate() {
+        e.k = k as u32;
+        e.pc = key.pc.wrapping_add(4 * k as u64);
+        let op = decode(w);
+        let done = native_ok && e.native(op, Insn(w), &mut ended);
+        if done {
+            native += 1;
+        } else {
+            fallbacks += 1;
+            e.fallback(op, w);
+        }
+        last_fallback = !done;
+    }
+    if !ended {
+        let n = words.len() as u32;
+        if last_fallback {
+            // The interpreter left the next PC in `CpuState`.
+            asm!(e.ops ; sub QWORD [r12 + BUDGET], n as i32 ; mov rax, QWORD [rbx + PC] ; jmp =>e.probe);
+        } else {
+            e.exit_direct(n, key.pc.wrapping_add(4 * n as u64));
+        }
+    }
+    e.emit_cold();
+    Emitted {
+        code: e.ops.finalize().expect("block code"),
+        native,
+        fallbacks,
+    }
+}
+
+impl Em {
+    fn label(&mut self) -> DynamicLabel {
+        self.ops.new_dynamic_label()
+    }
+
+    fn epilogue(&mut self) {
+        asm!(self.ops ; add rsp, 8 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
+    }
+
+    fn store_pc(&mut self, pc: u64) {
+        asm!(self.ops ; mov rax, QWORD pc as i64 ; mov QWORD [rbx + PC], rax);
+    }
+
+    /// Block entry: the promotion counter, then the budget, the kick flag and pending
+    /// events, so that a vCPU leaves a chain of linked blocks promptly.
+    fn entry(&mut self, counter: Option<usize>) {
+        let stop = self.label();
+        let pc = self.key.pc;
+        if let Some(c) = counter {
+            let promote = self.label();
+            asm!(self.ops ; mov rax, QWORD c as i64 ; sub DWORD [rax], 1 ; js =>promote);
+            self.cold_promote(promote);
+        }
+        asm!(self.ops
+            ; cmp QWORD [r12 + BUDGET], 0
+            ; jle =>stop
+            ; mov rax, QWORD [r12 + KICK]
+            ; cmp BYTE [rax], 0
+            ; jne =>stop
+            ; cmp DWORD [rbx + EVENTS], 0
+            ; jne =>stop
+        );
+        // The stop path comes right after the body's first jump would: keep it out of line.
+        let body = self.label();
+        asm!(self.ops ; jmp =>body ; =>stop);
+        self.store_pc(pc);
+        self.epilogue();
+        asm!(self.ops ; =>body);
+    }
+
+    /// Placed inline but jumped over: the rare promotion request (retires nothing).
+    fn cold_promote(&mut self, at: DynamicLabel) {
+        let over = self.label();
+        asm!(self.ops ; jmp =>over ; =>at);
+        self.store_pc(self.key.pc);
+        asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
+        self.epilogue();
+        asm!(self.ops ; =>over);
+    }
+
+    fn emit_cold(&mut self) {
+        // The probe exit: `rax` = next PC. A baseline block for it in the jump cache is
+        // jumped to (its own entry checks the budget); anything else returns.
+        let out = self.label();
+        let tag = (self.key.flags | BASELINE_JC_TAG) as i64;
+        let exec = TLB_TABLE + mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
+        let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
+        let exec_addend = exec + offset_of!(TlbEntry, addend) as i32;
+        asm!(self.ops
+            ; =>self.probe
+            ; mov QWORD [rbx + PC], rax
+            ; mov rcx, rax
+            ; shr rcx, 2
+            ; and ecx, (JC_SIZE - 1) as i32
+            ; imul ecx, ecx, size_of::<JcEntry>() as i32
+            ; add rcx, QWORD [r12 + JC]
+            ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
+            ; jne =>out
+            ; mov rdx, QWORD tag
+            ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
+            ; jne =>out
+            // The entry holds while the PC's exec TLB entry maps the page it was made for.
+            ; mov rdx, rax
+            ; shr rdx, 12
+            ; and edx, (TLB_ENTRIES - 1) as i32
+            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov rsi, rax
+            ; and rsi, PAGE_MASK as i32
+            ; cmp rsi, QWORD [rbx + rdx + exec_tag]
+            ; jne =>out
+            ; mov rsi, QWORD [rbx + rdx + exec_addend]
+            ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
+            ; jne =>out
+            ; jmp QWORD [rcx + offset_of!(JcEntry, f) as i32]
+            ; =>out
+        );
+        self.epilogue();
+        for c in std::mem::take(&mut self.cold) {
+            match c {
+                Cold::Interp { at, k } => {
+                    // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
+                    asm!(self.ops ; =>at ; lea rax, [rax + k as i32 - 1] ; sub QWORD [r12 + BUDGET], rax);
+                    self.epilogue();
+                }
+                Cold::Fault { at, k, pc } => {
+                    asm!(self.ops ; =>at);
+                    self.store_pc(pc);
+                    asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
+                    self.epilogue();
+                }
+                Cold::After { at, k, next } => {
+                    asm!(self.ops ; =>at);
+                    self.store_pc(next);
+                    asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
+                    self.epilogue();
+                }
+            }
+        }
+    }
+
+    /// Leaves the block for `target` with `retired` instructions done. A target on the
+    /// block's own page gets a patchable jump (initially to the next instruction, which
+    /// returns with `JitCtx::link` naming the jump); others go through the probe.
+    fn exit_direct(&mut self, retired: u32, target: u64) {
+        asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32);
+        if target & PAGE_MASK != self.key.pc & PAGE_MASK {
+            asm!(self.ops ; mov rax, QWORD target as i64 ; jmp =>self.probe);
+            return;
+        }
+        // The displacement must be 4-byte aligned so that patching it is one atomic store.
+        while (self.ops.offset().0 + 1) % 4 != 0 {
+            asm!(self.ops ; nop);
+        }
+        let site = self.label();
+        self.ops.push(0xe9);
+        asm!(self.ops ; =>site);
+        self.ops.extend([0u8; 4]);
+        self.store_pc(target);
+        asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
+        self.epilogue();
+    }
+
+    /// Leaves the block for the PC in `rax` with `retired` instructions done.
+    fn exit_indirect(&mut self, retired: u32) {
+        asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32 ; jmp =>self.probe);
+    }
+
+    /// `helper(cpu, ctx, rdx, rcx, r8)`: the caller has set the three arguments.
+    fn call(&mut self, helper: usize) {
+        asm!(self.ops ; mov rdi, rbx ; mov rsi, r12 ; mov rax, QWORD helper as i64 ; call rax);
+    }
+
+    /// Runs the instruction in the interpreter (the registers are in `CpuState` already).
+    fn fallback(&mut self, op: Op, word: u32) {
+        self.store_pc(self.pc);
+        asm!(self.ops ; mov edx, word as i32 ; mov ecx, op as i32 ; xor r8d, r8d);
+        self.call(helpers::interp as *const () as usize);
+        let at = self.label();
+        asm!(self.ops ; mov rax, QWORD [r12 + RET] ; test rax, rax ; jnz =>at);
+        self.cold.push(Cold::Interp { at, k: self.k });
+    }
+
+    // --- CR ---
+
+    /// `ecx` = LT/GT/EQ (8/4/2) from the flags of a compare: signed or unsigned.
+    fn cmp_field(&mut self, signed: bool) {
+        asm!(self.ops ; mov ecx, 2 ; mov edx, 4);
+        if signed {
+            asm!(self.ops ; cmovg ecx, edx ; mov edx, 8 ; cmovl ecx, edx);
+        } else {
+            asm!(self.ops ; cmova ecx, edx ; mov edx, 8 ; cmovb ecx, edx);
+        }
+    }
+
+    /// CR field `bf` = `ecx` | XER[SO].
+    fn set_crf_with_so(&mut self, bf: u32) {
+        asm!(self.ops ; movzx edx, BYTE [rbx + SO] ; or ecx, edx);
+        self.insert_crf(bf);
+    }
+
+    /// CR field `bf` = `ecx` (4 bits); clobbers `edx`.
+    fn insert_crf(&mut self, bf: u32) {
+        let sh = 28 - 4 * bf as i8;
+        let keep = !(0xf_u32 << sh) as i32;
+        asm!(self.ops ; shl ecx, sh ; mov edx, DWORD [rbx + CR] ; and edx, keep ; or edx, ecx ; mov DWORD [rbx + CR], edx);
+    }
+
+    /// CR0 from `rax` (a recording instruction, 64-bit mode); keeps `rax`.
+    fn record(&mut self) {
+        asm!(self.ops ; test rax, rax);
+        self.cmp_field(true);
+        self.set_crf_with_so(0);
+    }
+
+    /// `rax` → GPR `r`, recording CR0 when `rc`.
+    fn set_rc(&mut self, r: u32, rc: bool) {
+        asm!(self.ops ; mov QWORD [rbx + gpr(r)], rax);
+        if rc {
+            self.record();
+        }
+    }
+
+    fn set_gpr(&mut self, r: u32) {
+        asm!(self.ops ; mov QWORD [rbx + gpr(r)], rax);
+    }
+
+    /// `rax &= m`, with the shortest encoding.
+    fn and_mask(&mut self, m: u64) {
+        if m == u64::MAX {
+        } else if m == 0xffff_ffff {
+            asm!(self.ops ; mov eax, eax);
+        } else if m as i64 == m as i32 as i64 {
+            asm!(self.ops ; and rax, m as i32);
+        } else {
+            asm!(self.ops ; mov rdx, QWORD m as i64 ; and rax, rdx);
+        }
+    }
+
+    /// `rax |= GPR[ra] & !m` (the insert of `rlwimi`/`rldimi`).
+    fn insert_under_mask(&mut self, ra: u32, m: u64) {
+        asm!(self.ops ; mov rdx, QWORD !m as i64 ; and rdx, QWORD [rbx + gpr(ra)] ; or rax, rdx);
+    }
+
+    // --- memory ---
+
+    /// Effective address into `r13`: `D(RA|0)`, `DS(RA|0)`, `(RA|0)+RB` (RA for updates).
+    fn ea(&mut self, op: Op, i: Insn, update: bool) {
+        let ops = op.info().operands;
+        let ra = i.ra();
+        let base = update || ra != 0;
+        let disp = if ops.contains(&Operand::DRa) {
+            Some(i.si())
+        } else if ops.contains(&Operand::DsRa) {
+            Some(i.ds())
+        } else {
+            None
+        };
+        match (disp, base) {
+            (Some(d), true) => asm!(self.ops ; mov r13, QWORD [rbx + gpr(ra)] ; add r13, d as i32),
+            (Some(d), false) => asm!(self.ops ; mov r13, d as i32),
+            (None, true) => {
+                asm!(self.ops ; mov r13, QWORD [rbx + gpr(i.rb())] ; add r13, QWORD [rbx + gpr(ra)])
+            }
+            (None, false) => asm!(self.ops ; mov r13, QWORD [rbx + gpr(i.rb())]),
+        }
+    }
+
+    /// TLB hit test for `size` bytes at `r13` in MMU index `idx` (`tag`: offset of the tag
+    /// in `TlbEntry`): jumps to `miss` unless the page is cached and the access aligned;
+    /// on a hit `rcx` = host address.
+    fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
+        let base = TLB_TABLE + idx * TLB_IDX_BYTES;
+        let (tag, addend) = (
+            base + tag as i32,
+            base + offset_of!(TlbEntry, addend) as i32,
+        );
+        asm!(self.ops
+            ; mov rax, r13
+            ; shr rax, 12
+            ; and eax, (TLB_ENTRIES - 1) as i32
+            ; shl eax, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov rcx, r13
+            ; and rcx, PAGE_MASK as i32
+            ; cmp rcx, QWORD [rbx + rax + tag]
+            ; jne =>miss
+        );
+        if size > 1 {
+            asm!(self.ops ; test r13d, (size - 1) as i32 ; jnz =>miss);
+        }
+        asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [rbx + rax + addend]);
+    }
+
+    /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
+    fn load(&mut self, size: u32, le: bool) {
+        let (miss, done) = (self.label(), self.label());
+        self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, miss);
+        match size {
+            1 => asm!(self.ops ; movzx eax, BYTE [rcx]),
+            2 => asm!(self.ops ; movzx eax, WORD [rcx]),
+            4 => asm!(self.ops ; mov eax, DWORD [rcx]),
+            _ => asm!(self.ops ; mov rax, QWORD [rcx]),
+        }
+        if !le {
+            match size {
+                2 => asm!(self.ops ; rol ax, 8),
+                4 => asm!(self.ops ; bswap eax),
+                8 => asm!(self.ops ; bswap rax),
+                _ => {}
+            }
+        }
+        asm!(self.ops ; jmp =>done ; =>miss ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
+        self.call(helpers::load as *const () as usize);
+        let fault = self.label();
+        asm!(self.ops ; cmp DWORD [r12 + FAULT], 0 ; jne =>fault ; mov rax, QWORD [r12 + RET] ; =>done);
+        self.cold.push(Cold::Fault {
+            at: fault,
+            k: self.k,
+            pc: self.pc,
+        });
+    }
+
+    /// Stores the low `size` bytes of GPR `rs` at `r13`; `r14` = non-zero when translated
+    /// code was written (the block must stop after this instruction).
+    fn store(&mut self, rs: u32, size: u32, le: bool) {
+        let (miss, done) = (self.label(), self.label());
+        self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, miss);
+        asm!(self.ops ; mov rax, QWORD [rbx + gpr(rs)]);
+        if !le {
+            match size {
+                2 => asm!(self.ops ; rol ax, 8),
+                4 => asm!(self.ops ; bswap eax),
+                8 => asm!(self.ops ; bswap rax),
+                _ => {}
+            }
+        }
+        match size {
+            1 => asm!(self.ops ; mov BYTE [rcx], al),
+            2 => asm!(self.ops ; mov WORD [rcx], ax),
+            4 => asm!(self.ops ; mov DWORD [rcx], eax),
+            _ => asm!(self.ops ; mov QWORD [rcx], rax),
+        }
+        asm!(self.ops
+            ; xor r14d, r14d
+            ; jmp =>done
+            ; =>miss
+            ; mov rdx, r13
+            ; mov rcx, QWORD [rbx + gpr(rs)]
+            ; mov r8d, (size | (le as u32) << 8) as i32
+        );
+        self.call(helpers::store as *const () as usize);
+        let fault = self.label();
+        asm!(self.ops ; mov r14, QWORD [r12 + RET] ; cmp r14, helpers::STOP_FAULT as i32 ; je =>fault ; =>done);
+        self.cold.push(Cold::Fault {
+            at: fault,
+            k: self.k,
+            pc: self.pc,
+        });
+    }
+
+    /// After a store: stop when it wrote translated code.
+    fn stop_after_if_r14(&mut self) {
+        let at = self.label();
+        asm!(self.ops ; test r14, r14 ; jnz =>at);
+        self.cold.push(Cold::After {
+            at,
+            k: self.k + 1,
+            next: self.pc.wrapping_add(4),
+        });
+    }
+
+    // --- branches ---
+
+    /// Jumps to `not_taken` unless the BO/BI condition holds (decrementing CTR when BO
+    /// says so). Keeps `rax`.
+    fn condition(&mut self, i: Insn, use_ctr: bool, not_taken: DynamicLabel) {
+        let bo = i.rt();
+        if use_ctr && bo & 4 == 0 {
+            asm!(self.ops ; sub QWORD [rbx + CTR], 1);
+            if bo & 2 != 0 {
+                asm!(self.ops ; jnz =>not_taken);
+            } else {
+                asm!(self.ops ; jz =>not_taken);
+            }
+        }
+        if bo & 0x10 == 0 {
+            asm!(self.ops ; bt DWORD [rbx + CR], (31 - i.ra()) as i8);
+            if bo & 8 != 0 {
+                asm!(self.ops ; jnc =>not_taken);
+            } else {
+                asm!(self.ops ; jc =>not_taken);
+            }
+        }
+    }
+
+    /// `tdi`/`twi`: the TO conditions tested inline; when one holds the interpreter runs the
+    /// instruction (and raises the trap).
+    fn trap_immediate(&mut self, op: Op, i: Insn) {
+        let to = i.rt();
+        if to == 0 {
+            return;
+        }
+        if op == Op::Twi {
+            asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(i.ra())]);
+        } else {
+            asm!(self.ops ; mov rax, QWORD [rbx + gpr(i.ra())]);
+        }
+        // Word traps compare sign-extended words, which keeps their unsigned order too.
+        let (trap, over) = (self.label(), self.label());
+        asm!(self.ops ; cmp rax, i.si() as i32);
+        if to & 16 != 0 {
+            asm!(self.ops ; jl =>trap);
+        }
+        if to & 8 != 0 {
+            asm!(self.ops ; jg =>trap);
+        }
+        if to & 4 != 0 {
+            asm!(self.ops ; je =>trap);
+        }
+        if to & 2 != 0 {
+            asm!(self.ops ; jb =>trap);
+        }
+        if to & 1 != 0 {
+            asm!(self.ops ; ja =>trap);
+        }
+        asm!(self.ops ; jmp =>over ; =>trap);
+        self.fallback(op, i.0);
+        asm!(self.ops ; =>over);
+    }
+
+    fn link_register(&mut self, i: Insn) {
+        if i.lk() {
+            asm!(self.ops ; mov rcx, QWORD self.pc.wrapping_add(4) as i64 ; mov QWORD [rbx + LR], rcx);
+        }
+    }
+
+    /// Translates one instruction natively; false leaves it to the interpreter. `ended`:
+    /// set when the instruction left the block (a branch).
+    fn native(&mut self, op: Op, i: Insn, ended: &mut bool) -> bool {
+        use Op::*;
+        let info = op.info();
+        let (rt, ra, rb) = (i.rt(), i.ra(), i.rb());
+        // Overflow-recording (OE) forms stay in the interpreter.
+        if info.flags.contains(InsnFlags::OE) && i.oe() {
+            return false;
+        }
+        let n = self.k + 1;
+        match op {
+            Addi | Addis => {
+                let imm = if op == Addis { i.si() << 16 } else { i.si() } as i32;
+                if ra == 0 {
+                    asm!(self.ops ; mov rax, imm);
+                } else {
+                    asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; add rax, imm);
+                }
+                self.set_gpr(rt);
+            }
+            Add => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; add rax, QWORD [rbx + gpr(rb)]);
+                self.set_rc(rt, i.rc());
+            }
+            Subf => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rb)] ; sub rax, QWORD [rbx + gpr(ra)]);
+                self.set_rc(rt, i.rc());
+            }
+            Neg => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; neg rax);
+                self.set_rc(rt, i.rc());
+            }
+            Addic | AddicDot | Subfic | Addc | Adde | Addze | Addme | Subfc | Subfe | Subfze
+            | Subfme => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)]);
+                if matches!(op, Subfic | Subfc | Subfe | Subfze | Subfme) {
+                    asm!(self.ops ; not rax);
+                }
+                match op {
+                    Addic | AddicDot | Subfic => asm!(self.ops ; mov rcx, i.si() as i32),
+                    Addc | Adde | Subfc | Subfe => asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)]),
+                    Addze | Subfze => asm!(self.ops ; xor ecx, ecx),
+                    _ => asm!(self.ops ; mov rcx, -1),
+                }
+                match op {
+                    Addic | AddicDot | Addc => asm!(self.ops ; add rax, rcx),
+                    Subfic | Subfc => asm!(self.ops ; stc ; adc rax, rcx),
+                    _ => asm!(self.ops ; movzx edx, BYTE [rbx + CA] ; bt edx, 0 ; adc rax, rcx),
+                }
+                asm!(self.ops ; setc BYTE [rbx + CA]);
+                let rc = op == AddicDot || (!matches!(op, Addic | Subfic) && i.rc());
+                self.set_rc(rt, rc);
+            }
+            Mulli => {
+                asm!(self.ops ; imul rax, QWORD [rbx + gpr(ra)], i.si() as i32);
+                self.set_gpr(rt);
+            }
+            Mulld => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; imul rax, QWORD [rbx + gpr(rb)]);
+                self.set_rc(rt, i.rc());
+            }
+            Mullw => {
+                asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(ra)] ; movsxd rcx, DWORD [rbx + gpr(rb)] ; imul rax, rcx);
+                self.set_rc(rt, i.rc());
+            }
+            Mulhd | Mulhdu => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)]);
+                if op == Mulhd {
+                    asm!(self.ops ; imul QWORD [rbx + gpr(rb)]);
+                } else {
+                    asm!(self.ops ; mul QWORD [rbx + gpr(rb)]);
+                }
+                asm!(self.ops ; mov rax, rdx);
+                self.set_rc(rt, i.rc());
+            }
+            Mulhw | Mulhwu => {
+                // The high word of the 64-bit product, zero-extended.
+                if op == Mulhw {
+                    asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(ra)] ; movsxd rcx, DWORD [rbx + gpr(rb)]);
+                } else {
+                    asm!(self.ops ; mov eax, DWORD [rbx + gpr(ra)] ; mov ecx, DWORD [rbx + gpr(rb)]);
+                }
+                asm!(self.ops ; imul rax, rcx ; shr rax, 32);
+                self.set_rc(rt, i.rc());
+            }
+            And | Or | Xor | Nand | Nor | Andc | Orc | Eqv => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)] ; mov rcx, QWORD [rbx + gpr(rb)]);
+                if matches!(op, Andc | Orc) {
+                    asm!(self.ops ; not rcx);
+                }
+                match op {
+                    And | Nand | Andc => asm!(self.ops ; and rax, rcx),
+                    Or | Nor | Orc => asm!(self.ops ; or rax, rcx),
+                    _ => asm!(self.ops ; xor rax, rcx),
+                }
+                if matches!(op, Nand | Nor | Eqv) {
+                    asm!(self.ops ; not rax);
+                }
+                self.set_rc(ra, i.rc());
+            }
+            Ori | Oris | Xori | Xoris | AndiDot | AndisDot => {
+                let ui = i.ui() as u32;
+                let imm = if matches!(op, Oris | Xoris | AndisDot) {
+                    ui << 16
+                } else {
+                    ui
+                };
+                // `mov ecx, imm` zero-extends: the immediate is unsigned.
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)] ; mov ecx, imm as i32);
+                match op {
+                    Ori | Oris => asm!(self.ops ; or rax, rcx),
+                    Xori | Xoris => asm!(self.ops ; xor rax, rcx),
+                    _ => asm!(self.ops ; and rax, rcx),
+                }
+                self.set_rc(ra, matches!(op, AndiDot | AndisDot));
+            }
+            Extsb => {
+                asm!(self.ops ; movsx rax, BYTE [rbx + gpr(rt)]);
+                self.set_rc(ra, i.rc());
+            }
+            Extsh => {
+                asm!(self.ops ; movsx rax, WORD [rbx + gpr(rt)]);
+                self.set_rc(ra, i.rc());
+            }
+            Extsw => {
+                asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(rt)]);
+                self.set_rc(ra, i.rc());
+            }
+            Cntlzw | Cntlzd => {
+                // bsr leaves ZF set for a zero source: count -1 then, giving 32 / 64.
+                if op == Cntlzw {
+                    asm!(self.ops ; mov eax, DWORD [rbx + gpr(rt)] ; bsr eax, eax ; mov ecx, -1 ; cmovz eax, ecx ; neg eax ; add eax, 31);
+                } else {
+                    asm!(self.ops ; bsr rax, QWORD [rbx + gpr(rt)] ; mov rcx, -1 ; cmovz rax, rcx ; neg rax ; add rax, 63);
+                }
+                self.set_rc(ra, i.rc());
+            }
+            Sld | Srd => {
+                // x86 masks the count to 6 bits; bit 0x40 of RB makes the result 0.
+                asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; mov rax, QWORD [rbx + gpr(rt)]);
+                if op == Sld {
+                    asm!(self.ops ; shl rax, cl);
+                } else {
+                    asm!(self.ops ; shr rax, cl);
+                }
+                asm!(self.ops ; xor edx, edx ; test ecx, 0x40 ; cmovnz rax, rdx);
+                self.set_rc(ra, i.rc());
+            }
+            Slw | Srw => {
+                asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; mov eax, DWORD [rbx + gpr(rt)]);
+                if op == Slw {
+                    asm!(self.ops ; shl eax, cl);
+                } else {
+                    asm!(self.ops ; shr eax, cl);
+                }
+                asm!(self.ops ; xor edx, edx ; test ecx, 0x20 ; cmovnz eax, edx);
+                self.set_rc(ra, i.rc());
+            }
+            Srawi | Sradi | Sraw => {
+                // CA: the source is negative and 1 bits were shifted out (shifting the
+                // result back does not give the source).
+                match op {
+                    Srawi | Sraw => asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(rt)]),
+                    _ => asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)]),
+                }
+                asm!(self.ops ; mov rdx, rax);
+                match op {
+                    Sraw => asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; and ecx, 0x3f),
+                    Srawi => asm!(self.ops ; mov ecx, i.sh() as i32),
+                    _ => asm!(self.ops ; mov ecx, i.sh6() as i32),
+                }
+                asm!(self.ops
+                    ; sar rax, cl
+                    ; mov r8, rax
+                    ; shl r8, cl
+                    ; cmp r8, rdx
+                    ; setne r8b
+                    ; test rdx, rdx
+                    ; sets dl
+                    ; and dl, r8b
+                    ; mov BYTE [rbx + CA], dl
+                );
+                self.set_rc(ra, i.rc());
+            }
+            Rlwinm | Rlwnm | Rlwimi => {
+                let m = crate::interp::mask64(i.mb() + 32, i.me() + 32);
+                asm!(self.ops ; mov eax, DWORD [rbx + gpr(rt)]);
+                if op == Rlwnm {
+                    asm!(self.ops ; mov ecx, DWORD [rbx + gpr(rb)]);
+                }
+                if m >> 32 == 0 {
+                    // The mask keeps only the low word: a 32-bit rotate is enough.
+                    if op == Rlwnm {
+                        asm!(self.ops ; rol eax, cl);
+                    } else if i.sh() != 0 {
+                        asm!(self.ops ; rol eax, i.sh() as i8);
+                    }
+                } else {
+                    // The word doubled, rotated as a doubleword (ROTL32 of the ISA).
+                    asm!(self.ops ; mov edx, eax ; shl rdx, 32 ; or rax, rdx);
+                    if op == Rlwnm {
+                        asm!(self.ops ; and ecx, 0x1f ; rol rax, cl);
+                    } else if i.sh() != 0 {
+                        asm!(self.ops ; rol rax, i.sh() as i8);
+                    }
+                }
+                self.and_mask(m);
+                if op == Rlwimi {
+                    self.insert_under_mask(ra, m);
+                }
+                self.set_rc(ra, i.rc());
+            }
+            Rldicl | Rldicr | Rldic | Rldimi | Rldcl | Rldcr => {
+                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)]);
+                if matches!(op, Rldcl | Rldcr) {
+                    asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; rol rax, cl);
+                } else if i.sh6() != 0 {
+                    asm!(self.ops ; rol rax, i.sh6() as i8);
+                }
+                let m = match op {
+                    Rldicl | Rldcl => crate::interp::mask64(i.mb6(), 63),
+                    Rldicr | Rldcr => crate::interp::mask64(0, i.mb6()),
+                    _ => crate::interp::mask64(i.mb6(), 63 - i.sh6()),
+                };
+                self.and_mask(m);
+                if op == Rldimi {
+                    self.insert_under_mask(ra, m);
+                }
+                self.set_rc(ra, i.rc());
+            }
+            Cmp | Cmpl => {
+                if i.l10() != 0 {
+                    asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; cmp rax, QWORD [rbx + gpr(rb)]);
+                } else {
+                    asm!(self.ops ; mov eax, DWORD [rbx + gpr(ra)] ; cmp eax, DWORD [rbx + gpr(rb)]);
+                }
+                self.cmp_field(op == Cmp);
+                self.set_crf_with_so(i.bf());
+            }
+            Cmpi | Cmpli => {
+                let imm = if op == Cmpi {
+                    i.si() as i32
+                } else {
+                    i.ui() as i32
+                };
+                if i.l10() != 0 {
+                    asm!(self.ops ; cmp QWORD [rbx + gpr(ra)], imm);
+                } else {
+                    asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm);
+                }
+                self.cmp_field(op == Cmpi);
+                self.set_crf_with_so(i.bf());
+            }
+            Isel => {
+                if ra == 0 {
+                    asm!(self.ops ; xor ecx, ecx);
+                } else {
+                    asm!(self.ops ; mov rcx, QWORD [rbx + gpr(ra)]);
+                }
+                asm!(self.ops
+                    ; mov rax, QWORD [rbx + gpr(rb)]
+                    ; bt DWORD [rbx + CR], (31 - i.frc()) as i8
+                    ; cmovc rax, rcx
+                );
+                self.set_gpr(rt);
+            }
+            Crand | Cror | Crxor | Crnand | Crnor | Creqv | Crandc | Crorc => {
+                asm!(self.ops
+                    ; mov eax, DWORD [rbx + CR]
+                    ; mov ecx, eax
+                    ; shr ecx, (31 - ra) as i8
+                    ; mov edx, eax
+                    ; shr edx, (31 - rb) as i8
+                );
+                if matches!(op, Crandc | Crorc) {
+                    asm!(self.ops ; not edx);
+                }
+                match op {
+                    Crand | Crnand | Crandc => asm!(self.ops ; and ecx, edx),
+                    Cror | Crnor | Crorc => asm!(self.ops ; or ecx, edx),
+                    _ => asm!(self.ops ; xor ecx, edx),
+                }
+                if matches!(op, Crnand | Crnor | Creqv) {
+                    asm!(self.ops ; not ecx);
+                }
+                let sh = (31 - rt) as i8;
+                asm!(self.ops
+                    ; and ecx, 1
+                    ; shl ecx, sh
+                    ; and eax, !(1u32 << sh) as i32
+                    ; or eax, ecx
+                    ; mov DWORD [rbx + CR], eax
+                );
+            }
+            Mcrf => {
+                asm!(self.ops ; mov ecx, DWORD [rbx + CR] ; shr ecx, (28 - 4 * i.bfa()) as i8 ; and ecx, 0xf);
+                self.insert_crf(i.bf());
+            }
+            Mfcr => {
+                asm!(self.ops ; mov eax, DWORD [rbx + CR]);
+                self.set_gpr(rt);
+            }
+            Mtcrf | Mtocrf | Mfocrf => {
+                let fxm = i.fxm();
+                let m: u32 = (0..8)
+                    .filter(|k| fxm & (0x80 >> k) != 0)
+                    .map(|k| 0xf << (28 - 4 * k))
+                    .fold(0, |a, b| a | b);
+                if op != Mtcrf && fxm.count_ones() != 1 {
+                    // The interpreter leaves everything as it was.
+                } else if op == Mfocrf {
+                    asm!(self.ops ; mov eax, DWORD [rbx + CR] ; and eax, m as i32);
+                    self.set_gpr(rt);
+                } else {
+                    asm!(self.ops
+                        ; mov eax, DWORD [rbx + gpr(rt)]
+                        ; and eax, m as i32
+                        ; mov ecx, DWORD [rbx + CR]
+                        ; and ecx, !m as i32
+                        ; or ecx, eax
+                        ; mov DWORD [rbx + CR], ecx
+                    );
+                }
+            }
+            Mfspr | Mtspr if matches!(i.spr(), 8 | 9) => {
+                let home = if i.spr() == 8 { LR } else { CTR };
+                if op == Mfspr {
+                    asm!(self.ops ; mov rax, QWORD [rbx + home]);
+                    self.set_gpr(rt);
+                } else {
+                    asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)] ; mov QWORD [rbx + home], rax);
+                }
+            }
+            B => {
+                let base = if i.aa() != 0 { 0 } else { self.pc };
+                self.link_register(i);
+                self.exit_direct(n, base.wrapping_add(i.li() as u64));
+                *ended = true;
+            }
+            Bc => {
+                let base = if i.aa() != 0 { 0 } else { self.pc };
+                self.link_register(i);
+                let nt = self.label();
+                self.condition(i, true, nt);
+                self.exit_direct(n, base.wrapping_add(i.bd() as u64));
+                asm!(self.ops ; =>nt);
+                self.exit_direct(n, self.pc.wrapping_add(4));
+                *ended = true;
+            }
+            Bclr | Bcctr if op == Bclr || i.rt() & 4 != 0 => {
+                // The target is read before LK updates LR.
+                let home = if op == Bclr { LR } else { CTR };
+                asm!(self.ops ; mov rax, QWORD [rbx + home] ; and rax, -4);
+                self.link_register(i);
+                let nt = self.label();
+                self.condition(i, op == Bclr, nt);
+                self.exit_indirect(n);
+                asm!(self.ops ; =>nt);
+                self.exit_direct(n, self.pc.wrapping_add(4));
+                *ended = true;
+            }
+            Lbz | Lbzu | Lbzx | Lbzux | Lhz | Lhzu | Lhzx | Lhzux | Lha | Lhau | Lhax | Lhaux
+            | Lwz | Lwzu | Lwzx | Lwzux | Lwa | Lwax | Lwaux | Ld | Ldu | Ldx | Ldux | Lhbrx
+            | Lwbrx | Ldbrx => {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && (ra == 0 || ra == rt) {
+                    return false;
+                }
+                let size = info.size as u32;
+                let reversed = matches!(op, Lhbrx | Lwbrx | Ldbrx);
+                self.ea(op, i, update);
+                self.load(size, self.le != reversed);
+                if info.flags.contains(InsnFlags::ALGEBRAIC) {
+                    match size {
+                        2 => asm!(self.ops ; movsx rax, ax),
+                        4 => asm!(self.ops ; movsxd rax, eax),
+                        _ => {}
+                    }
+                }
+                self.set_gpr(rt);
+                if update {
+                    asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
+                }
+            }
+            Stb | Stbu | Stbx | Stbux | Sth | Sthu | Sthx | Sthux | Stw | Stwu | Stwx | Stwux
+            | Std | Stdu | Stdx | Stdux | Sthbrx | Stwbrx | Stdbrx => {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && ra == 0 {
+                    return false;
+                }
+                let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
+                self.ea(op, i, update);
+                self.store(rt, info.size as u32, self.le != reversed);
+                if update {
+                    asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
+                }
+                // Also as the last instruction: the exit must not jump on into stale code.
+                self.stop_after_if_r14();
+            }
+            // Cache hints have no architectural effect (and never fault).
+            Dcbt | Dcbtst => {}
+            // The host orders memory as strongly as the interpreter's fences ask (x86 TSO:
+            // only `sync`'s sequentially consistent fence needs an instruction); `ptesync`
+            // also performs a pending TLB flush, in the interpreter.
+            Sync if i.l_sync() == 1 => {}
+            Sync if i.l_sync() != 2 => asm!(self.ops ; mfence),
+            Eieio => {}
+            Tdi | Twi => self.trap_immediate(op, i),
+            _ => return false,
+        }
+        true
+    }
+}

@@ -1,0 +1,195 @@
+//! The baseline tier: guest blocks translated straight to x86-64 in one pass ([`emit`]),
+//! for code that runs a few times. A translation costs a few microseconds (TCG's class)
+//! instead of Cranelift's few hundred; blocks that stay hot are promoted to Cranelift.
+//!
+//! Translations live in one code region per machine ([`Shared`]), so a block is translated
+//! once and run by every vCPU; placing one is an atomic bump, running one takes no lock.
+//!
+//! Linking (TCG's `goto_tb`): a direct exit to the block's own guest page ends in a `jmp
+//! rel32` that first jumps to the next instruction, which returns to the run loop with
+//! `JitCtx::link` naming the jump. When the run loop's next block is a baseline block of
+//! the same MSR state it patches the jump to go there ([`Shared::link`]): later executions
+//! go from block to block without the run loop, and the links survive TLB flushes. That is
+//! safe because the target has the source's guest page, and the source is only ever entered
+//! under the page mapping it was translated for (from the run loop's lookup, which checks
+//! the mapping, or from a block of the same page, by induction), so the target's mapping
+//! holds as well. A block that is dropped (its code written, or promoted) has its incoming
+//! jumps reset first ([`Shared::kill`]). Other exits probe the vCPU's jump cache.
+
+mod arena;
+mod emit;
+
+use super::{BlockKey, JitCtx};
+use crate::engine::Cpu;
+use arena::Region;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// `JitCtx::link` when the block asks to be promoted to the optimizing tier.
+pub const PROMOTE: u64 = 1;
+/// Set in `JcEntry::flags` of jump cache entries that hold a baseline block (no MSR bit of
+/// the block key: an optimized block's chain never matches one).
+pub const BASELINE_JC_TAG: u64 = 1 << 62;
+
+/// Virtual reservation of the code region (committed as used; the code cache limit flushes
+/// well before it by default).
+const CODE_RESERVE: usize = 1 << 30;
+/// One 4-byte promotion counter per block.
+const COUNTER_RESERVE: usize = 64 << 20;
+
+type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
+
+/// What the machine keeps about a placed block (under `Shared::blocks`).
+struct BlockMeta {
+    flags: u64,
+    live: bool,
+    /// Patched jumps (their displacement's address) that lead here.
+    incoming: Vec<usize>,
+}
+
+/// A new translation.
+pub struct Translated {
+    pub entry: usize,
+    pub bytes: usize,
+    pub native: u32,
+    pub fallbacks: u32,
+}
+
+/// The machine's baseline code: region, trampoline, and the blocks' link bookkeeping.
+pub struct Shared {
+    code: Region,
+    counters: Region,
+    trampoline: Trampoline,
+    trampoline_len: usize,
+    blocks: Mutex<HashMap<usize, BlockMeta>>,
+    pub links: AtomicU64,
+}
+
+impl Shared {
+    /// `None` when the host refuses the mappings (the machine goes on without this tier).
+    pub fn new() -> Option<Self> {
+        let code = Region::new(CODE_RESERVE, true).ok()?;
+        let counters = Region::new(COUNTER_RESERVE, false).ok()?;
+        let t = emit::trampoline();
+        let p = code.alloc(t.len(), 16)?;
+        // SAFETY: `p` has room for `t`, freshly allocated.
+        unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len()) };
+        // SAFETY: the bytes just placed are a function of this signature (`emit::trampoline`).
+        let trampoline = unsafe { std::mem::transmute::<*mut u8, Trampoline>(p) };
+        let trampoline_len = code.used();
+        Some(Self {
+            code,
+            counters,
+            trampoline,
+            trampoline_len,
+            blocks: Mutex::new(HashMap::new()),
+            links: AtomicU64::new(0),
+        })
+    }
+
+    /// Translates the block `words` at `key`; `promote_after`: executions after which the
+    /// block asks to be promoted (none: never). `None` when the region is full (the caller
+    /// asks for a code cache flush).
+    pub fn translate(
+        &self,
+        key: BlockKey,
+        words: &[u32],
+        promote_after: Option<u32>,
+    ) -> Option<Translated> {
+        let counter = match promote_after {
+            Some(n) => {
+                let c = self.counters.alloc(4, 4)?;
+                // SAFETY: 4 fresh, aligned bytes of the counter region.
+                unsafe {
+                    (*(c as *const AtomicU32)).store(n.min(i32::MAX as u32), Ordering::Relaxed)
+                };
+                Some(c as usize)
+            }
+            None => None,
+        };
+        let e = emit::emit(key, words, counter);
+        let p = self.code.alloc(e.code.len(), 16)?;
+        // SAFETY: `p` has room for the code; nothing runs it before it is published (the
+        // caller inserts it into the block map after this returns).
+        unsafe { std::ptr::copy_nonoverlapping(e.code.as_ptr(), p, e.code.len()) };
+        let entry = p as usize;
+        self.blocks.lock().insert(
+            entry,
+            BlockMeta {
+                flags: key.flags,
+                live: true,
+                incoming: Vec::new(),
+            },
+        );
+        Some(Translated {
+            entry,
+            bytes: e.code.len(),
+            native: e.native,
+            fallbacks: e.fallbacks,
+        })
+    }
+
+    /// Runs baseline code from `entry` until a block returns.
+    ///
+    /// # Safety
+    /// `entry` is a live translation of this region for `cpu`'s current state, and `ctx` is
+    /// that vCPU's context (its jump cache holds only live blocks).
+    pub unsafe fn enter(&self, cpu: &mut Cpu, ctx: &mut JitCtx, entry: usize) {
+        unsafe { (self.trampoline)(cpu, ctx, entry) }
+    }
+
+    /// Patches the jump whose displacement is at `site` (from `JitCtx::link`) to go to the
+    /// block at `target`, when that block is live and has the MSR state `flags` of the
+    /// jump's block. True when linked.
+    pub fn link(&self, site: usize, target: usize, flags: u64) -> bool {
+        if !self.code.contains(site) || site % 4 != 0 {
+            return false;
+        }
+        let mut blocks = self.blocks.lock();
+        let Some(m) = blocks
+            .get_mut(&target)
+            .filter(|m| m.live && m.flags == flags)
+        else {
+            return false;
+        };
+        let disp = (target as i64 - (site as i64 + 4)) as i32;
+        // SAFETY: `site` is the aligned displacement of one of this region's exits (only
+        // `emit` stores addresses into `JitCtx::link`); one aligned store is atomic for
+        // vCPUs executing the jump meanwhile.
+        unsafe { (*(site as *const AtomicU32)).store(disp as u32, Ordering::Release) };
+        m.incoming.push(site);
+        self.links.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// The block at `entry` is dropped: jumps to it return to the run loop again.
+    pub fn kill(&self, entry: usize) {
+        let mut blocks = self.blocks.lock();
+        if let Some(m) = blocks.get_mut(&entry) {
+            m.live = false;
+            for &site in &m.incoming {
+                // SAFETY: as in `link`; displacement 0 is the unlinked jump.
+                unsafe { (*(site as *const AtomicU32)).store(0, Ordering::Release) };
+            }
+            m.incoming.clear();
+        }
+    }
+
+    /// Code bytes placed since the last flush.
+    pub fn used(&self) -> u64 {
+        (self.code.used() - self.trampoline_len) as u64
+    }
+
+    /// Forgets every block. The caller guarantees that no vCPU runs baseline code and that
+    /// no map or jump cache leads to any (the machine's exclusive section of a flush).
+    pub fn flush(&self) {
+        let mut blocks = self.blocks.lock();
+        blocks.clear();
+        self.code.reset(self.trampoline_len);
+        self.counters.reset(0);
+    }
+}
+
+#[cfg(test)]
+mod tests;
