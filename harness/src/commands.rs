@@ -17,7 +17,8 @@ use crate::runner::{EmulatorCmd, GuestSpec, find_in_path};
 use crate::sizes::{self, Mode};
 use crate::sweep::{self, Sweep};
 use crate::util::{file_stamp, now_rfc3339, parse_cpu_list, sha256_file, unix_now};
-use crate::{compare, host, merge, reference, report};
+use crate::workload::{Workload, check_file};
+use crate::{compare, guest, host, merge, reference, report};
 
 /// Exit code of a sweep that finished with failed runs.
 pub const EXIT_FAILED_RUNS: i32 = 3;
@@ -78,12 +79,115 @@ fn parse_pairs(items: &[String], what: &str) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-fn normalise_checksum(s: &str) -> Result<String> {
+/// `--expect-checksum` in the form the workload's result line has: mkbench's `0x…`, a Linux
+/// guest's bare SHA-256.
+fn normalise_checksum(workload: Workload, s: &str) -> Result<String> {
     let hex = s.trim().trim_start_matches("0x").trim_start_matches("0X");
     if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         bail!("--expect-checksum {s:?} is not a hexadecimal number");
     }
+    if workload.is_linux() {
+        if hex.len() != 64 {
+            bail!("--expect-checksum {s:?}: the {workload} checksum is a SHA-256 (64 hexadecimal digits)");
+        }
+        return Ok(hex.to_ascii_lowercase());
+    }
     Ok(format!("0x{}", hex.to_ascii_lowercase()))
+}
+
+/// What a sweep asks of its guest.
+struct GuestRequest<'a> {
+    workload: Workload,
+    size: sizes::GuestSize,
+    memory: &'a str,
+    /// `--kernel`, `--bios` and `--expect-checksum` as given.
+    kernel: Option<PathBuf>,
+    bios: Option<PathBuf>,
+    with_peers: bool,
+    expect_checksum: Option<&'a str>,
+}
+
+/// The guest of a sweep, ready to run: what every emulator boots and what the results file
+/// records about it.
+struct PreparedGuest {
+    spec: GuestSpec,
+    info: WorkloadInfo,
+}
+
+/// Resolves the guest image: mkbench's ELF (and the peers' boot ROM), or a Linux workload's
+/// kernel and initramfs, built when missing (guest.rs).
+fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
+    let expected_checksum = g.expect_checksum.map(|c| normalise_checksum(g.workload, c)).transpose()?;
+    let size = g.size;
+    if g.workload.is_linux() {
+        let img = guest::ensure_image(repo, g.workload, size.units, size.size, false)?;
+        let kernel = g.kernel.unwrap_or_else(|| img.kernel.clone());
+        if !kernel.is_file() {
+            bail!("kernel {} not found (pass --kernel PATH)", kernel.display());
+        }
+        let spec = GuestSpec {
+            workload: g.workload,
+            kernel,
+            initrd: Some(img.initrd.clone()),
+            bios: None,
+            memory: g.memory.into(),
+            units: size.units,
+            size: size.size,
+            seed: size.seed,
+        };
+        let info = WorkloadInfo {
+            name: g.workload.name().into(),
+            image: crate::util::stored_path(repo, &img.initrd),
+            image_sha256: img.manifest.initrd_sha256.clone(),
+            bios: None,
+            bios_sha256: None,
+            bootargs: spec.bootargs_template(),
+            units: size.units,
+            size: size.size,
+            seed: size.seed,
+            expected_checksum,
+            manifest: Some(img.manifest),
+        };
+        return Ok(PreparedGuest { spec, info });
+    }
+    let kernel = g.kernel.unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
+    if !kernel.is_file() {
+        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+    }
+    let bios = g.bios.or_else(|| g.with_peers.then(|| repo.join(DEFAULT_BIOS)));
+    if g.with_peers
+        && let Some(b) = &bios
+        && !b.is_file()
+    {
+        bail!("boot ROM {} for the peers not found (pass --bios PATH)", b.display());
+    }
+    let spec = GuestSpec {
+        workload: g.workload,
+        kernel: kernel.clone(),
+        initrd: None,
+        bios: bios.clone(),
+        memory: g.memory.into(),
+        units: size.units,
+        size: size.size,
+        seed: size.seed,
+    };
+    let info = WorkloadInfo {
+        name: g.workload.name().into(),
+        image: crate::util::stored_path(repo, &kernel),
+        image_sha256: sha256_file(&kernel)?,
+        bios: if g.with_peers { bios.as_ref().map(|b| crate::util::stored_path(repo, b)) } else { None },
+        bios_sha256: match (&bios, g.with_peers) {
+            (Some(b), true) => Some(sha256_file(b)?),
+            _ => None,
+        },
+        bootargs: spec.bootargs_template(),
+        units: size.units,
+        size: size.size,
+        seed: size.seed,
+        expected_checksum,
+        manifest: None,
+    };
+    Ok(PreparedGuest { spec, info })
 }
 
 struct Resolved {
@@ -95,6 +199,7 @@ struct Resolved {
     guest: sizes::GuestSize,
     timeout_s: f64,
     budget_s: Option<f64>,
+    memory: &'static str,
     share: Option<Share>,
 }
 
@@ -106,7 +211,7 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
     } else {
         Mode::Default
     };
-    let preset = sizes::preset(base_mode, host_cores);
+    let preset = sizes::preset(a.workload, base_mode, host_cores);
     let custom = a.cpus.is_some() || a.units.is_some() || a.size.is_some() || a.seed.is_some() || a.reps.is_some();
     let mut variants = a.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     // `--variants none`: peers only (e.g. to calibrate the guest on QEMU).
@@ -157,6 +262,7 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         guest,
         timeout_s,
         budget_s,
+        memory: preset.memory,
         share: a.only.as_deref().map(parse_share).transpose()?,
     })
 }
@@ -202,18 +308,19 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         print_plan(&r);
         return Ok(0);
     }
-    // Cheap checks first: a missing guest should not cost a build.
-    let kernel = a.kernel.as_deref().map(user_path).unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
-    if !kernel.is_file() {
-        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
-    }
-    let bios = a.bios.as_deref().map(user_path).or_else(|| (!r.peers.is_empty()).then(|| repo.join(DEFAULT_BIOS)));
-    if !r.peers.is_empty()
-        && let Some(b) = &bios
-        && !b.is_file()
-    {
-        bail!("boot ROM {} for the peers not found (pass --bios PATH)", b.display());
-    }
+    // Cheap checks first: a missing guest should not cost a build (a Linux image is built here).
+    let prepared = prepare_guest(
+        repo,
+        GuestRequest {
+            workload: a.workload,
+            size: r.guest,
+            memory: r.memory,
+            kernel: a.kernel.as_deref().map(user_path),
+            bios: a.bios.as_deref().map(user_path),
+            with_peers: !r.peers.is_empty(),
+            expect_checksum: a.expect_checksum.as_deref(),
+        },
+    )?;
     let mut emulators = Vec::new();
     let mut builds = BTreeMap::new();
     let mut peer_cmds = Vec::new();
@@ -264,14 +371,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     if out.exists() {
         bail!("{} already exists: continue it with --resume {0}, or choose another --name/-o", out.display());
     }
-    let guest = GuestSpec {
-        kernel: kernel.clone(),
-        bios: bios.clone(),
-        memory: sizes::GUEST_MEMORY.into(),
-        units: r.guest.units,
-        size: r.guest.size,
-        seed: r.guest.seed,
-    };
+    let PreparedGuest { spec: guest, info: workload } = prepared;
     let mut all_variants = r.variants.clone();
     all_variants.extend(r.peers.iter().map(|p| p.0.clone()));
     let now = now_rfc3339();
@@ -290,27 +390,13 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             reps: r.reps,
             pin: a.pin,
             timeout_s: r.timeout_s,
-            memory: sizes::GUEST_MEMORY.into(),
+            memory: r.memory.into(),
             order: "interleaved".into(),
             share: r.share,
             emulator_args: a.emu_args.as_deref().map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default(),
         },
         builds,
-        workload: WorkloadInfo {
-            name: "mkbench".into(),
-            image: crate::util::stored_path(repo, &kernel),
-            image_sha256: sha256_file(&kernel)?,
-            bios: if r.peers.is_empty() { None } else { bios.as_ref().map(|b| crate::util::stored_path(repo, b)) },
-            bios_sha256: match (&bios, r.peers.is_empty()) {
-                (Some(b), false) => Some(sha256_file(b)?),
-                _ => None,
-            },
-            bootargs: guest.bootargs_template(),
-            units: r.guest.units,
-            size: r.guest.size,
-            seed: r.guest.seed,
-            expected_checksum: a.expect_checksum.as_deref().map(normalise_checksum).transpose()?,
-        },
+        workload,
         runs: Vec::new(),
         merged_from: Vec::new(),
     };
@@ -368,12 +454,28 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
         emulators.push(EmulatorCmd { label: v.clone(), kind: b.kind, program: bin });
     }
     let w = &file.workload;
-    let kernel = crate::util::resolve_stored(repo, &w.image);
-    if sha256_file(&kernel).ok().as_deref() != Some(w.image_sha256.as_str()) {
-        bail!("the guest image {} is missing or changed since the sweep started", kernel.display());
+    let Some(workload) = Workload::from_name(&w.name) else {
+        bail!("{}: unknown workload {:?}", path.display(), w.name);
+    };
+    let image = crate::util::resolve_stored(repo, &w.image);
+    if sha256_file(&image).ok().as_deref() != Some(w.image_sha256.as_str()) {
+        bail!("the guest image {} is missing or changed since the sweep started", image.display());
     }
+    let (kernel, initrd) = match &w.manifest {
+        Some(m) => {
+            let k = crate::util::resolve_stored(repo, &m.kernel);
+            if sha256_file(&k).ok().as_deref() != Some(m.kernel_sha256.as_str()) {
+                bail!("the guest kernel {} is missing or changed since the sweep started", k.display());
+            }
+            (k, Some(image))
+        }
+        None if workload.is_linux() => bail!("{}: a {workload} sweep without its image manifest", path.display()),
+        None => (image, None),
+    };
     let guest = GuestSpec {
+        workload,
         kernel,
+        initrd,
         bios: w.bios.as_ref().map(|b| crate::util::resolve_stored(repo, b)),
         memory: file.config.memory.clone(),
         units: w.units,
@@ -441,7 +543,7 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     if a.files.is_empty() && a.reference.is_none() {
         bail!("nothing to plot: give results files and/or --reference posted");
     }
-    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_results(&user_path(p))).collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_checked(p, a.workload)).collect::<Result<_>>()?;
     let analyses: Vec<_> = files.iter().map(|f| analyze(f, a.relative_to.as_deref())).collect::<Result<_>>()?;
     let labelled: Vec<Labelled> = files
         .iter()
@@ -482,15 +584,23 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// Loads a results file named on the command line, refusing another workload than `--workload`.
+fn load_checked(p: &Path, workload: Option<Workload>) -> Result<ResultsFile> {
+    let path = user_path(p);
+    let f = load_results(&path)?;
+    check_file(workload, &f, &path)?;
+    Ok(f)
+}
+
 pub fn report(a: &ReportArgs) -> Result<i32> {
-    let f = load_results(&user_path(&a.file))?;
+    let f = load_checked(&a.file, a.workload)?;
     print!("{}", report::render(&f, a.relative_to.as_deref(), a.top)?);
     Ok(0)
 }
 
 pub fn compare(a: &CompareArgs) -> Result<i32> {
-    let old = load_results(&user_path(&a.old))?;
-    let new = load_results(&user_path(&a.new))?;
+    let old = load_checked(&a.old, a.workload)?;
+    let new = load_checked(&a.new, a.workload)?;
     let c = compare::compare(&old, &new)?;
     print!("{}", compare::render_compare(&old, &new, &c, a.alpha));
     if let Some(o) = &a.output {
@@ -533,8 +643,8 @@ pub fn gate(repo: &Path, a: &GateArgs) -> Result<i32> {
     let summary = a.summary.as_deref().map(user_path);
     match (&a.base, &a.candidate, &a.base_rev, &a.candidate_rev) {
         (Some(b), Some(c), None, None) => {
-            let base = load_results(&user_path(b))?;
-            let cand = load_results(&user_path(c))?;
+            let base = load_checked(b, a.workload)?;
+            let cand = load_checked(c, a.workload)?;
             emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary.as_deref())
         }
         (None, None, Some(br), Some(cr)) => gate_revs(repo, a, br, cr, threshold, summary.as_deref()),
@@ -587,10 +697,25 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
             summary,
         );
     }
-    let kernel = a.kernel.as_deref().map(user_path).unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
-    if !kernel.is_file() {
-        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
-    }
+    let workload = a.workload.unwrap_or_default();
+    let quick = sizes::preset(workload, Mode::Quick, host::logical_cores());
+    let size = sizes::GuestSize {
+        units: a.units.unwrap_or(quick.guest.units),
+        size: a.size.unwrap_or(quick.guest.size),
+        seed: quick.guest.seed,
+    };
+    let PreparedGuest { spec: guest, info: workload_info } = prepare_guest(
+        repo,
+        GuestRequest {
+            workload,
+            size,
+            memory: quick.memory,
+            kernel: a.kernel.as_deref().map(user_path),
+            bios: None,
+            with_peers: false,
+            expect_checksum: None,
+        },
+    )?;
     let base_commit = crate::git::resolve(repo, base_rev)?;
     let cand_commit = crate::git::resolve(repo, cand_rev)?;
     let mut emulators = Vec::new();
@@ -607,15 +732,6 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
         }
     }
     let host = host::collect();
-    let g = sizes::QUICK_GUEST;
-    let guest = GuestSpec {
-        kernel: kernel.clone(),
-        bios: None,
-        memory: sizes::GUEST_MEMORY.into(),
-        units: a.units.unwrap_or(g.units),
-        size: a.size.unwrap_or(g.size),
-        seed: g.seed,
-    };
     let name = format!(
         "gate-{}-{}-{}",
         crate::util::short_rev(&base_commit),
@@ -638,25 +754,14 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
             cpus,
             reps,
             pin: a.pin,
-            timeout_s: a.timeout.unwrap_or(sizes::QUICK_TIMEOUT_S),
-            memory: sizes::GUEST_MEMORY.into(),
+            timeout_s: a.timeout.unwrap_or(quick.timeout_s),
+            memory: quick.memory.into(),
             order: "interleaved".into(),
             share: None,
             emulator_args: Vec::new(),
         },
         builds,
-        workload: WorkloadInfo {
-            name: "mkbench".into(),
-            image: crate::util::stored_path(repo, &kernel),
-            image_sha256: sha256_file(&kernel)?,
-            bios: None,
-            bios_sha256: None,
-            bootargs: guest.bootargs_template(),
-            units: guest.units,
-            size: guest.size,
-            seed: guest.seed,
-            expected_checksum: None,
-        },
+        workload: workload_info,
         runs: Vec::new(),
         merged_from: Vec::new(),
     };
@@ -682,10 +787,49 @@ fn gate_revs(repo: &Path, a: &GateArgs, base_rev: &str, cand_rev: &str, threshol
     emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary)
 }
 
+// ---------------------------------------------------------------- guest images
+
+pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
+    match c {
+        GuestCommand::Build(a) => {
+            if !a.workload.is_linux() {
+                bail!("{} is bundled (workloads/mkbench/mkbench.elf): there is no image to build", a.workload);
+            }
+            let mode = if a.quick {
+                Mode::Quick
+            } else if a.full {
+                Mode::Full
+            } else {
+                Mode::Default
+            };
+            let p = sizes::preset(a.workload, mode, host::logical_cores());
+            let (units, size) = (a.units.unwrap_or(p.guest.units), a.size.unwrap_or(p.guest.size));
+            if units == 0 || size == 0 {
+                bail!("--units and --size must be at least 1");
+            }
+            let img = guest::ensure_image(repo, a.workload, units, size, a.force)?;
+            let m = &img.manifest;
+            println!("kernel\t{}\t{}", img.kernel.display(), m.kernel_sha256);
+            println!("initrd\t{}\t{}", img.initrd.display(), m.initrd_sha256);
+            println!("manifest\t{}", img.initrd.with_file_name("manifest.json").display());
+            eprintln!(
+                "lockscale: {} image, {} files × {} functions, {} packages from Debian {}, {} MB",
+                m.workload,
+                m.units,
+                m.size,
+                m.packages.len(),
+                m.suite,
+                m.initrd_bytes / 1_000_000
+            );
+            Ok(0)
+        }
+    }
+}
+
 // ---------------------------------------------------------------- merge, schema
 
 pub fn merge(a: &MergeArgs) -> Result<i32> {
-    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_results(&user_path(p))).collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_checked(p, a.workload)).collect::<Result<_>>()?;
     let out = user_path(&a.output);
     let name = a.name.clone().unwrap_or_else(|| out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "merged".into()));
     let mut merged = merge::merge(&files, &merge::MergeOptions { name, allow_mixed_hosts: a.allow_mixed_hosts, allow_mixed_builds: a.allow_mixed_builds })?;

@@ -23,6 +23,7 @@ fn main() {
         Command::Gate(a) => commands::gate(&repo, a),
         Command::Merge(a) => commands::merge(a),
         Command::Schema(a) => commands::schema(&repo, a),
+        Command::Guest(c) => commands::guest(&repo, c),
     };
     match result {
         Ok(code) => std::process::exit(code),
