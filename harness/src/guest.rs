@@ -72,6 +72,10 @@ pub struct GuestManifest {
     pub size: u32,
     /// When the image was written (UTC, RFC 3339).
     pub built: String,
+    /// SHA-256 of /init (workloads/linux/init.sh) and of the generated project: an image built
+    /// from an older /init or generator is stale and gets rebuilt.
+    #[serde(default)]
+    pub inputs_sha256: String,
 }
 
 /// A built image: what to boot and what it is.
@@ -585,6 +589,20 @@ fn load_checked(repo: &Path, dir: &Path) -> Result<Option<GuestImage>> {
     }))
 }
 
+/// What the image's own files are made from: /init and the project.
+fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
+    let init = repo.join(INIT_SCRIPT);
+    let mut all = fs::read(&init)
+        .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
+    if workload == Workload::LinuxMake {
+        for (path, text) in generate_project(units, size).0 {
+            all.extend(path.into_bytes());
+            all.extend(text.into_bytes());
+        }
+    }
+    Ok(crate::util::sha256_hex(&all))
+}
+
 /// The image of a workload and size: the cached one when its manifest checks out, else built
 /// (`force` rebuilds; the unpacked packages are reused either way).
 pub fn ensure_image(
@@ -602,8 +620,15 @@ pub fn ensure_image(
         Workload::LinuxMake => {}
     }
     let dir = image_dir(repo, workload, units, size);
+    let inputs = inputs_sha256(repo, workload, units, size)?;
     if !force && let Some(img) = load_checked(repo, &dir)? {
-        return Ok(img);
+        if img.manifest.inputs_sha256 == inputs {
+            return Ok(img);
+        }
+        eprintln!(
+            "lockscale: {} was built from another /init or project generator; rebuilding",
+            img.initrd.display()
+        );
     }
     let root = ensure_rootfs(repo)?;
     let kernel = find_kernel(&root)?;
@@ -632,6 +657,7 @@ pub fn ensure_image(
         units,
         size,
         built: now_rfc3339(),
+        inputs_sha256: inputs,
     };
     let mut text = serde_json::to_string_pretty(&manifest)?;
     text.push('\n');
