@@ -136,9 +136,15 @@ pub const GUEST_MEMORY: &str = "1G";
 /// (../reference/linux-make-rates.md); the HPT is sized from it (2^24 bytes).
 pub const LINUX_GUEST_MEMORY: &str = "2G";
 /// `linux-make --quick`: N = 1 and 2, sized so that the sweep of the three strategies and
-/// QEMU stays within about ten minutes on a 2-core host.
-pub const LINUX_QUICK_GUEST: GuestSize = GuestSize { units: 4, size: 4, seed: 1 };
-pub const LINUX_QUICK_REPS: u32 = 2;
+/// QEMU stays within about ten minutes on a 2-core host. Measured on the 2-core host (release
+/// build, baseline, load 0.2–3.8; guest clock): the 4 × 4 image boots to /init in 28–34 s and
+/// makes in 85 s at N = 1, 68 s at N = 2 (QEMU 7.2: 64 s at N = 1 with load 11, 21 s boot), so
+/// one repetition of that sweep is ≈ 13 min; the quick image is therefore 2 × 2 (3 compiles and
+/// a link, estimated ≈ 45 s of make at N = 1 on ours, ≈ 75 s a run with the boot) with one
+/// repetition: 6 runs of ours and 2 of QEMU ≈ 9 min. Re-measure with
+/// `lockscale sweep --workload linux-make --quick --peer qemu=qemu-system-ppc64`.
+pub const LINUX_QUICK_GUEST: GuestSize = GuestSize { units: 2, size: 2, seed: 1 };
+pub const LINUX_QUICK_REPS: u32 = 1;
 /// `linux-make` default: the calibration project's shape (16 files × 12 functions + main.c).
 pub const LINUX_DEFAULT_GUEST: GuestSize = GuestSize { units: 16, size: 12, seed: 1 };
 pub const LINUX_DEFAULT_REPS: u32 = 3;
