@@ -331,7 +331,7 @@ fn run(g: Guest) -> (Vec<u64>, HashMap<&'static str, u64>) {
         let cfg = MachineConfig {
             smp: g.smp,
             accel,
-            jit_threshold: 0,
+            jit_threshold: Some(0),
             rtc: g.rtc,
             timeout: Some(Duration::from_secs(10)),
             ..MachineConfig::default()

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::model::PinPolicy;
+use crate::workload::Workload;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -125,6 +126,47 @@ both exist); -o also draws the measured curves with the projected ones dashed."
 
     /// Write the JSON Schema of the results file (default results/schema.json).
     Schema(SchemaArgs),
+
+    /// Linux guest images: `lockscale guest build linux-make`.
+    #[command(subcommand)]
+    Guest(GuestCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GuestCommand {
+    /// Build (or check the cached) guest image of a Linux workload.
+    #[command(long_about = "Builds the kernel and initramfs of a Linux workload from Debian's \
+ppc64el packages: `mmdebstrap --variant=extract` unpacks linux-image-powerpc64le, \
+busybox-static, make, gcc, binutils and libc6-dev (and their dependencies) into \
+target/guest-cache/debian-ppc64el/ without running anything of them or touching the host's apt; \
+the initramfs (that tree without docs, modules and sanitizer runtimes, workloads/linux/init.sh \
+as /init, the generated project under /proj) goes to target/guest-cache/<workload>/u<U>-s<S>/ \
+with a manifest.json (packages and versions, kernel and image SHA-256). A cached image is \
+checked against its manifest and reused; --force rebuilds it. Prints the kernel, initramfs and \
+manifest paths. Needs mmdebstrap (apt-get install mmdebstrap) the first time. `sweep --workload \
+linux-make` builds the image it needs by itself.")]
+    Build(GuestBuildArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GuestBuildArgs {
+    /// The workload (linux-make or kernel-make).
+    pub workload: Workload,
+    /// The size of `sweep --quick`.
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// The size of `sweep --full`.
+    #[arg(long)]
+    pub full: bool,
+    /// Project files (overrides the preset).
+    #[arg(long)]
+    pub units: Option<u32>,
+    /// Functions per file (overrides the preset).
+    #[arg(long)]
+    pub size: Option<u32>,
+    /// Rebuild the image even when the cached one checks out.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -143,6 +185,10 @@ pub struct BuildArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
+    /// The guest: the bundled mkbench, or a Linux guest built from Debian packages (its image is
+    /// built when missing, see `lockscale guest build`).
+    #[arg(long, value_enum, default_value_t = Workload::Mkbench)]
+    pub workload: Workload,
     #[command(flatten)]
     pub plan_args: PlanArgs,
     /// Smoke test: N = 1 and 2, 3 repetitions, a small guest (about a minute).
@@ -225,7 +271,8 @@ pub struct PlanArgs {
     /// that outlives it by a grace period. Default 300 (quick and gate 120, full 3600).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Guest image (default workloads/mkbench/mkbench.elf of the working tree).
+    /// Guest image (default workloads/mkbench/mkbench.elf of the working tree; for a Linux
+    /// workload the kernel of its built image).
     #[arg(long, value_name = "PATH")]
     pub kernel: Option<PathBuf>,
     /// Pinning for every emulator: auto = compact when N ≤ host cores, else none.
@@ -235,6 +282,9 @@ pub struct PlanArgs {
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
+    /// Refuse results files of another workload.
+    #[arg(long, value_enum)]
+    pub workload: Option<Workload>,
     /// Results files (several: one set of curves each).
     pub files: Vec<PathBuf>,
     /// Output file, .png or .svg (default plots/<name of the first file>.png).
@@ -300,6 +350,9 @@ pub struct ProjectArgs {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
+    /// Refuse results files of another workload.
+    #[arg(long, value_enum)]
+    pub workload: Option<Workload>,
     /// Results file.
     pub file: PathBuf,
     /// Append the projection tables (`lockscale project`).
@@ -317,6 +370,9 @@ pub struct ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
+    /// Refuse results files of another workload.
+    #[arg(long, value_enum)]
+    pub workload: Option<Workload>,
     pub old: PathBuf,
     pub new: PathBuf,
     /// Significance level for the verdict column.
@@ -329,6 +385,10 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct GateArgs {
+    /// File form: refuse results files of another workload. Revision form: the guest to run
+    /// (default mkbench).
+    #[arg(long, value_enum)]
+    pub workload: Option<Workload>,
     /// Base results file.
     #[arg(long, value_name = "FILE", requires = "candidate", conflicts_with_all = ["base_rev", "candidate_rev"])]
     pub base: Option<PathBuf>,
@@ -360,6 +420,9 @@ pub struct GateArgs {
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
+    /// Refuse results files of another workload.
+    #[arg(long, value_enum)]
+    pub workload: Option<Workload>,
     /// Results files to combine.
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,

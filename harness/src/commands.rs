@@ -17,7 +17,8 @@ use crate::runner::{EmulatorCmd, GuestSpec, find_in_path};
 use crate::sizes::{self, Mode};
 use crate::sweep::{self, Sweep};
 use crate::util::{file_stamp, now_rfc3339, parse_cpu_list, sha256_file, unix_now};
-use crate::{compare, host, merge, reference, report};
+use crate::workload::{Workload, check_file};
+use crate::{compare, guest, host, merge, reference, report};
 
 /// Exit code of a sweep that finished with failed runs.
 pub const EXIT_FAILED_RUNS: i32 = 3;
@@ -101,12 +102,115 @@ fn parse_pairs(items: &[String], what: &str) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-fn normalise_checksum(s: &str) -> Result<String> {
+/// `--expect-checksum` in the form the workload's result line has: mkbench's `0x…`, a Linux
+/// guest's bare SHA-256.
+fn normalise_checksum(workload: Workload, s: &str) -> Result<String> {
     let hex = s.trim().trim_start_matches("0x").trim_start_matches("0X");
     if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         bail!("--expect-checksum {s:?} is not a hexadecimal number");
     }
+    if workload.is_linux() {
+        if hex.len() != 64 {
+            bail!("--expect-checksum {s:?}: the {workload} checksum is a SHA-256 (64 hexadecimal digits)");
+        }
+        return Ok(hex.to_ascii_lowercase());
+    }
     Ok(format!("0x{}", hex.to_ascii_lowercase()))
+}
+
+/// What a sweep asks of its guest.
+struct GuestRequest<'a> {
+    workload: Workload,
+    size: sizes::GuestSize,
+    memory: &'a str,
+    /// `--kernel`, `--bios` and `--expect-checksum` as given.
+    kernel: Option<PathBuf>,
+    bios: Option<PathBuf>,
+    with_peers: bool,
+    expect_checksum: Option<&'a str>,
+}
+
+/// The guest of a sweep, ready to run: what every emulator boots and what the results file
+/// records about it.
+struct PreparedGuest {
+    spec: GuestSpec,
+    info: WorkloadInfo,
+}
+
+/// Resolves the guest image: mkbench's ELF (and the peers' boot ROM), or a Linux workload's
+/// kernel and initramfs, built when missing (guest.rs).
+fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
+    let expected_checksum = g.expect_checksum.map(|c| normalise_checksum(g.workload, c)).transpose()?;
+    let size = g.size;
+    if g.workload.is_linux() {
+        let img = guest::ensure_image(repo, g.workload, size.units, size.size, false)?;
+        let kernel = g.kernel.unwrap_or_else(|| img.kernel.clone());
+        if !kernel.is_file() {
+            bail!("kernel {} not found (pass --kernel PATH)", kernel.display());
+        }
+        let spec = GuestSpec {
+            workload: g.workload,
+            kernel,
+            initrd: Some(img.initrd.clone()),
+            bios: None,
+            memory: g.memory.into(),
+            units: size.units,
+            size: size.size,
+            seed: size.seed,
+        };
+        let info = WorkloadInfo {
+            name: g.workload.name().into(),
+            image: crate::util::stored_path(repo, &img.initrd),
+            image_sha256: img.manifest.initrd_sha256.clone(),
+            bios: None,
+            bios_sha256: None,
+            bootargs: spec.bootargs_template(),
+            units: size.units,
+            size: size.size,
+            seed: size.seed,
+            expected_checksum,
+            manifest: Some(img.manifest),
+        };
+        return Ok(PreparedGuest { spec, info });
+    }
+    let kernel = g.kernel.unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
+    if !kernel.is_file() {
+        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+    }
+    let bios = g.bios.or_else(|| g.with_peers.then(|| repo.join(DEFAULT_BIOS)));
+    if g.with_peers
+        && let Some(b) = &bios
+        && !b.is_file()
+    {
+        bail!("boot ROM {} for the peers not found (pass --bios PATH)", b.display());
+    }
+    let spec = GuestSpec {
+        workload: g.workload,
+        kernel: kernel.clone(),
+        initrd: None,
+        bios: bios.clone(),
+        memory: g.memory.into(),
+        units: size.units,
+        size: size.size,
+        seed: size.seed,
+    };
+    let info = WorkloadInfo {
+        name: g.workload.name().into(),
+        image: crate::util::stored_path(repo, &kernel),
+        image_sha256: sha256_file(&kernel)?,
+        bios: if g.with_peers { bios.as_ref().map(|b| crate::util::stored_path(repo, b)) } else { None },
+        bios_sha256: match (&bios, g.with_peers) {
+            (Some(b), true) => Some(sha256_file(b)?),
+            _ => None,
+        },
+        bootargs: spec.bootargs_template(),
+        units: size.units,
+        size: size.size,
+        seed: size.seed,
+        expected_checksum,
+        manifest: None,
+    };
+    Ok(PreparedGuest { spec, info })
 }
 
 struct Resolved {
@@ -118,6 +222,7 @@ struct Resolved {
     guest: sizes::GuestSize,
     timeout_s: f64,
     budget_s: Option<f64>,
+    memory: &'static str,
     share: Option<Share>,
 }
 
@@ -130,16 +235,9 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
     } else {
         Mode::Default
     };
-    let preset = sizes::preset(base_mode, host_cores);
-    let custom = p.cpus.is_some()
-        || p.units.is_some()
-        || p.size.is_some()
-        || p.seed.is_some()
-        || p.reps.is_some();
-    let mut variants = p
-        .variants
-        .clone()
-        .unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    let preset = sizes::preset(a.workload, base_mode, host_cores);
+    let custom = p.cpus.is_some() || p.units.is_some() || p.size.is_some() || p.seed.is_some() || p.reps.is_some();
+    let mut variants = p.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     // `--variants none`: peers only (e.g. to calibrate the guest on QEMU).
     if variants == ["none"] {
         variants.clear();
@@ -188,6 +286,7 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         guest,
         timeout_s,
         budget_s,
+        memory: preset.memory,
         share: a.only.as_deref().map(parse_share).transpose()?,
     })
 }
@@ -246,33 +345,19 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         print_plan(&r);
         return Ok(0);
     }
-    // Cheap checks first: a missing guest should not cost a build.
-    let kernel = a
-        .plan_args
-        .kernel
-        .as_deref()
-        .map(user_path)
-        .unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
-    if !kernel.is_file() {
-        bail!(
-            "guest image {} not found (pass --kernel PATH)",
-            kernel.display()
-        );
-    }
-    let bios = a
-        .bios
-        .as_deref()
-        .map(user_path)
-        .or_else(|| (!r.peers.is_empty()).then(|| repo.join(DEFAULT_BIOS)));
-    if !r.peers.is_empty()
-        && let Some(b) = &bios
-        && !b.is_file()
-    {
-        bail!(
-            "boot ROM {} for the peers not found (pass --bios PATH)",
-            b.display()
-        );
-    }
+    // Cheap checks first: a missing guest should not cost a build (a Linux image is built here).
+    let prepared = prepare_guest(
+        repo,
+        GuestRequest {
+            workload: a.workload,
+            size: r.guest,
+            memory: r.memory,
+            kernel: a.plan_args.kernel.as_deref().map(user_path),
+            bios: a.bios.as_deref().map(user_path),
+            with_peers: !r.peers.is_empty(),
+            expect_checksum: a.expect_checksum.as_deref(),
+        },
+    )?;
     let mut emulators = Vec::new();
     let mut builds = BTreeMap::new();
     let mut peer_cmds = Vec::new();
@@ -368,19 +453,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             out.display()
         );
     }
-    let guest = GuestSpec {
-        kernel: kernel.clone(),
-        // Only peers are given the boot ROM.
-        bios: if r.peers.is_empty() {
-            None
-        } else {
-            bios.clone()
-        },
-        memory: sizes::GUEST_MEMORY.into(),
-        units: r.guest.units,
-        size: r.guest.size,
-        seed: r.guest.seed,
-    };
+    let PreparedGuest { spec: guest, info: workload } = prepared;
     let mut all_variants = r.variants.clone();
     all_variants.extend(r.peers.iter().map(|p| p.0.clone()));
     let config = SweepConfig {
@@ -390,7 +463,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         reps: r.reps,
         pin: a.plan_args.pin,
         timeout_s: r.timeout_s,
-        memory: sizes::GUEST_MEMORY.into(),
+        memory: r.memory.into(),
         order: "interleaved".into(),
         share: r.share,
         emulator_args: a
@@ -399,12 +472,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             .map(|s| s.split_whitespace().map(String::from).collect())
             .unwrap_or_default(),
     };
-    let expected = a
-        .expect_checksum
-        .as_deref()
-        .map(normalise_checksum)
-        .transpose()?;
-    let mut file = new_results_file(repo, &name, host, config, builds, &guest, expected)?;
+    let mut file = new_results_file(repo, &name, host, config, builds, workload);
     let s = Sweep {
         path: out,
         work_dir: repo.join("target/lockscale/runs").join(&name),
@@ -424,11 +492,10 @@ fn new_results_file(
     host: HostInfo,
     config: SweepConfig,
     builds: BTreeMap<String, BuildInfo>,
-    guest: &GuestSpec,
-    expected_checksum: Option<String>,
-) -> Result<ResultsFile> {
+    workload: WorkloadInfo,
+) -> ResultsFile {
     let now = now_rfc3339();
-    Ok(ResultsFile {
+    ResultsFile {
         schema: SCHEMA_ID.into(),
         name: name.into(),
         created: now.clone(),
@@ -441,24 +508,10 @@ fn new_results_file(
         host,
         config,
         builds,
-        workload: WorkloadInfo {
-            name: "mkbench".into(),
-            image: crate::util::stored_path(repo, &guest.kernel),
-            image_sha256: sha256_file(&guest.kernel)?,
-            bios: guest
-                .bios
-                .as_ref()
-                .map(|b| crate::util::stored_path(repo, b)),
-            bios_sha256: guest.bios.as_deref().map(sha256_file).transpose()?,
-            bootargs: guest.bootargs_template(),
-            units: guest.units,
-            size: guest.size,
-            seed: guest.seed,
-            expected_checksum,
-        },
+        workload,
         runs: Vec::new(),
         merged_from: Vec::new(),
-    })
+    }
 }
 
 fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
@@ -521,19 +574,29 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
         });
     }
     let w = &file.workload;
-    let kernel = crate::util::resolve_stored(repo, &w.image);
-    if sha256_file(&kernel).ok().as_deref() != Some(w.image_sha256.as_str()) {
-        bail!(
-            "the guest image {} is missing or changed since the sweep started",
-            kernel.display()
-        );
+    let Some(workload) = Workload::from_name(&w.name) else {
+        bail!("{}: unknown workload {:?}", path.display(), w.name);
+    };
+    let image = crate::util::resolve_stored(repo, &w.image);
+    if sha256_file(&image).ok().as_deref() != Some(w.image_sha256.as_str()) {
+        bail!("the guest image {} is missing or changed since the sweep started", image.display());
     }
+    let (kernel, initrd) = match &w.manifest {
+        Some(m) => {
+            let k = crate::util::resolve_stored(repo, &m.kernel);
+            if sha256_file(&k).ok().as_deref() != Some(m.kernel_sha256.as_str()) {
+                bail!("the guest kernel {} is missing or changed since the sweep started", k.display());
+            }
+            (k, Some(image))
+        }
+        None if workload.is_linux() => bail!("{}: a {workload} sweep without its image manifest", path.display()),
+        None => (image, None),
+    };
     let guest = GuestSpec {
+        workload,
         kernel,
-        bios: w
-            .bios
-            .as_ref()
-            .map(|b| crate::util::resolve_stored(repo, b)),
+        initrd,
+        bios: w.bios.as_ref().map(|b| crate::util::resolve_stored(repo, b)),
         memory: file.config.memory.clone(),
         units: w.units,
         size: w.size,
@@ -624,15 +687,8 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     if a.files.is_empty() && a.reference.is_none() {
         bail!("nothing to plot: give results files and/or --reference posted");
     }
-    let files: Vec<ResultsFile> = a
-        .files
-        .iter()
-        .map(|p| load_results(&user_path(p)))
-        .collect::<Result<_>>()?;
-    let analyses: Vec<_> = files
-        .iter()
-        .map(|f| analyze(f, a.relative_to.as_deref()))
-        .collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_checked(p, a.workload)).collect::<Result<_>>()?;
+    let analyses: Vec<_> = files.iter().map(|f| analyze(f, a.relative_to.as_deref())).collect::<Result<_>>()?;
     let labelled: Vec<Labelled> = files
         .iter()
         .zip(&analyses)
@@ -716,8 +772,16 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// Loads a results file named on the command line, refusing another workload than `--workload`.
+fn load_checked(p: &Path, workload: Option<Workload>) -> Result<ResultsFile> {
+    let path = user_path(p);
+    let f = load_results(&path)?;
+    check_file(workload, &f, &path)?;
+    Ok(f)
+}
+
 pub fn report(a: &ReportArgs) -> Result<i32> {
-    let f = load_results(&user_path(&a.file))?;
+    let f = load_checked(&a.file, a.workload)?;
     print!("{}", report::render(&f, a.relative_to.as_deref(), a.top)?);
     if a.project {
         print!(
@@ -765,8 +829,8 @@ pub fn project(a: &ProjectArgs) -> Result<i32> {
 
 pub fn compare(a: &CompareArgs) -> Result<i32> {
     compare::check_alpha(a.alpha)?;
-    let old = load_results(&user_path(&a.old))?;
-    let new = load_results(&user_path(&a.new))?;
+    let old = load_checked(&a.old, a.workload)?;
+    let new = load_checked(&a.new, a.workload)?;
     let c = compare::compare(&old, &new)?;
     print!("{}", compare::render_compare(&old, &new, &c, a.alpha));
     if let Some(o) = &a.output {
@@ -854,8 +918,8 @@ pub fn gate(repo: &Path, a: &GateArgs) -> Result<i32> {
                     given.join(", ")
                 );
             }
-            let base = load_results(&user_path(b))?;
-            let cand = load_results(&user_path(c))?;
+            let base = load_checked(b, a.workload)?;
+            let cand = load_checked(c, a.workload)?;
             emit_gate(
                 &compare::gate(&base, &cand, threshold, a.alpha)?,
                 summary.as_deref(),
@@ -935,17 +999,25 @@ fn gate_revs(
             summary,
         );
     }
-    let kernel = p
-        .kernel
-        .as_deref()
-        .map(user_path)
-        .unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
-    if !kernel.is_file() {
-        bail!(
-            "guest image {} not found (pass --kernel PATH)",
-            kernel.display()
-        );
-    }
+    let workload = a.workload.unwrap_or_default();
+    let quick = sizes::preset(workload, Mode::Quick, host::logical_cores());
+    let size = sizes::GuestSize {
+        units: p.units.unwrap_or(quick.guest.units),
+        size: p.size.unwrap_or(quick.guest.size),
+        seed: p.seed.unwrap_or(quick.guest.seed),
+    };
+    let PreparedGuest { spec: guest, info: workload_info } = prepare_guest(
+        repo,
+        GuestRequest {
+            workload,
+            size,
+            memory: quick.memory,
+            kernel: p.kernel.as_deref().map(user_path),
+            bios: None,
+            with_peers: false,
+            expect_checksum: None,
+        },
+    )?;
     let base_commit = crate::git::resolve(repo, base_rev)?;
     let cand_commit = crate::git::resolve(repo, cand_rev)?;
     let mut emulators = Vec::new();
@@ -974,15 +1046,6 @@ fn gate_revs(
         }
     }
     let host = host::collect();
-    let g = sizes::QUICK_GUEST;
-    let guest = GuestSpec {
-        kernel: kernel.clone(),
-        bios: None,
-        memory: sizes::GUEST_MEMORY.into(),
-        units: p.units.unwrap_or(g.units),
-        size: p.size.unwrap_or(g.size),
-        seed: p.seed.unwrap_or(g.seed),
-    };
     let name = format!(
         "gate-{}-{}-{}",
         crate::util::short_rev(&base_commit),
@@ -1000,13 +1063,13 @@ fn gate_revs(
         cpus,
         reps,
         pin: p.pin,
-        timeout_s: p.timeout.unwrap_or(sizes::QUICK_TIMEOUT_S),
-        memory: sizes::GUEST_MEMORY.into(),
+        timeout_s: p.timeout.unwrap_or(quick.timeout_s),
+        memory: quick.memory.into(),
         order: "interleaved".into(),
         share: None,
         emulator_args: Vec::new(),
     };
-    let mut file = new_results_file(repo, &name, host, config, builds, &guest, None)?;
+    let mut file = new_results_file(repo, &name, host, config, builds, workload_info);
     let s = Sweep {
         path: out_dir.join(format!("{name}.json")),
         work_dir: repo.join("target/lockscale/runs").join(&name),
@@ -1033,14 +1096,49 @@ fn gate_revs(
     emit_gate(&compare::gate(&base, &cand, threshold, a.alpha)?, summary)
 }
 
+// ---------------------------------------------------------------- guest images
+
+pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
+    match c {
+        GuestCommand::Build(a) => {
+            if !a.workload.is_linux() {
+                bail!("{} is bundled (workloads/mkbench/mkbench.elf): there is no image to build", a.workload);
+            }
+            let mode = if a.quick {
+                Mode::Quick
+            } else if a.full {
+                Mode::Full
+            } else {
+                Mode::Default
+            };
+            let p = sizes::preset(a.workload, mode, host::logical_cores());
+            let (units, size) = (a.units.unwrap_or(p.guest.units), a.size.unwrap_or(p.guest.size));
+            if units == 0 || size == 0 {
+                bail!("--units and --size must be at least 1");
+            }
+            let img = guest::ensure_image(repo, a.workload, units, size, a.force)?;
+            let m = &img.manifest;
+            println!("kernel\t{}\t{}", img.kernel.display(), m.kernel_sha256);
+            println!("initrd\t{}\t{}", img.initrd.display(), m.initrd_sha256);
+            println!("manifest\t{}", img.initrd.with_file_name("manifest.json").display());
+            eprintln!(
+                "lockscale: {} image, {} files × {} functions, {} packages from Debian {}, {} MB",
+                m.workload,
+                m.units,
+                m.size,
+                m.packages.len(),
+                m.suite,
+                m.initrd_bytes / 1_000_000
+            );
+            Ok(0)
+        }
+    }
+}
+
 // ---------------------------------------------------------------- merge, schema
 
 pub fn merge(a: &MergeArgs) -> Result<i32> {
-    let files: Vec<ResultsFile> = a
-        .files
-        .iter()
-        .map(|p| load_results(&user_path(p)))
-        .collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_checked(p, a.workload)).collect::<Result<_>>()?;
     let out = user_path(&a.output);
     let name = a.name.clone().unwrap_or_else(|| {
         out.file_stem()

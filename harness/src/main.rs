@@ -28,6 +28,7 @@ fn main() {
         Command::Project(a) => commands::project(a),
         Command::Merge(a) => commands::merge(a),
         Command::Schema(a) => commands::schema(&repo, a),
+        Command::Guest(c) => commands::guest(&repo, c),
     };
     match result {
         Ok(code) => std::process::exit(code),

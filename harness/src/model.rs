@@ -145,9 +145,10 @@ pub enum BuildKind {
 /// The guest every emulator of the sweep ran.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct WorkloadInfo {
-    /// `mkbench`.
+    /// `mkbench`, `linux-make` or `kernel-make`.
     pub name: String,
-    /// Path of the guest image (`-kernel`).
+    /// Path of the guest image: mkbench's ELF (`-kernel`), a Linux guest's initramfs
+    /// (`-initrd`; its kernel is in `manifest`).
     pub image: String,
     pub image_sha256: String,
     /// Boot ROM for qemu-style peers (`-bios`), when peers ran.
@@ -160,6 +161,9 @@ pub struct WorkloadInfo {
     pub seed: u32,
     /// The checksum every run must print: the first successful run's, or given on the command line.
     pub expected_checksum: Option<String>,
+    /// A Linux guest's manifest: packages and versions, kernel and initramfs SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<crate::guest::GuestManifest>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -197,7 +201,7 @@ pub struct Run {
     pub timed_out: bool,
     /// The guest's checksum (`0x…`).
     pub checksum: Option<String>,
-    /// The parsed `MKBENCH-RESULT` line.
+    /// The parsed `MKBENCH-RESULT` (or `LINUX-MAKE-RESULT`) line.
     pub result: Option<GuestResult>,
     /// `MKBENCH-STATS` key=value pairs, when the guest printed any.
     #[serde(default)]
@@ -216,7 +220,8 @@ pub struct Run {
     pub log: Option<String>,
 }
 
-/// The guest's `MKBENCH-RESULT` line.
+/// The guest's `MKBENCH-RESULT` line, or a Linux guest's `LINUX-MAKE-RESULT` line (whose
+/// `elapsed_ns` is stored as `elapsed_tb` with `tb_hz` = 10^9; see resultline.rs).
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct GuestResult {
     pub cpus: u32,

@@ -5,6 +5,12 @@
 //! `MKBENCH-RESULT cpus=N jobs=J units=U size=S checksum=0x… elapsed_tb=T tb_hz=HZ …`.
 //! `MKBENCH-STATS key=value …` lines may precede it, and `MKBENCH-ERROR reason` reports a
 //! failed self-check.
+//!
+//! The Linux guests (workloads/linux/init.sh) print
+//! `LINUX-MAKE-RESULT cpus=N jobs=J workload=W units=U size=S elapsed_ns=T checksum=<SHA-256>`
+//! (time from the guest's clock, checksum of the build outputs) or `LINUX-MAKE-ERROR reason`.
+//! Both forms become one [`GuestResult`]: a Linux line's time is kept as `elapsed_tb` ticks of
+//! a 1 GHz clock (`tb_hz` = 10^9), its checksum as 64 lower-case hex digits without `0x`.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +21,11 @@ use crate::model::GuestResult;
 const RESULT_TAG: &str = "MKBENCH-RESULT";
 const STATS_TAG: &str = "MKBENCH-STATS";
 const ERROR_TAG: &str = "MKBENCH-ERROR";
+const LINUX_RESULT_TAG: &str = "LINUX-MAKE-RESULT";
+const LINUX_STATS_TAG: &str = "LINUX-MAKE-STATS";
+const LINUX_ERROR_TAG: &str = "LINUX-MAKE-ERROR";
+/// The clock of a Linux result line's `elapsed_ns`.
+pub const NS_PER_S: u64 = 1_000_000_000;
 
 /// Everything the harness reads from a run's console.
 #[derive(Debug, Default, PartialEq)]
@@ -50,9 +61,11 @@ pub fn scan<'a>(lines: impl IntoIterator<Item = &'a str>) -> GuestOutput {
         let line = raw.trim_end_matches(['\r', '\n']);
         if let Some(rest) = after_tag(line, RESULT_TAG) {
             out.result = Some(parse_result(rest).map_err(|e| format!("{e:#}")));
-        } else if let Some(rest) = after_tag(line, STATS_TAG) {
+        } else if let Some(rest) = after_tag(line, LINUX_RESULT_TAG) {
+            out.result = Some(parse_linux_result(rest).map_err(|e| format!("{e:#}")));
+        } else if let Some(rest) = after_tag(line, STATS_TAG).or_else(|| after_tag(line, LINUX_STATS_TAG)) {
             out.stats.extend(key_values(rest));
-        } else if let Some(rest) = after_tag(line, ERROR_TAG) {
+        } else if let Some(rest) = after_tag(line, ERROR_TAG).or_else(|| after_tag(line, LINUX_ERROR_TAG)) {
             out.error = Some(if rest.is_empty() { "(no reason given)".into() } else { rest.to_string() });
         }
     }
@@ -100,6 +113,29 @@ pub fn parse_result(rest: &str) -> Result<GuestResult> {
     Ok(r)
 }
 
+/// Parses the part of a Linux guest's result line after the tag. `workload=` stays among the
+/// counters, where the runner checks it against the image.
+pub fn parse_linux_result(rest: &str) -> Result<GuestResult> {
+    let mut kv = key_values(rest);
+    let checksum = kv.remove("checksum").ok_or_else(|| anyhow!("missing checksum="))?;
+    if checksum.len() != 64 || !checksum.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!("checksum={checksum} is not a SHA-256 (64 hexadecimal digits)");
+    }
+    if !kv.contains_key("workload") {
+        bail!("missing workload=");
+    }
+    Ok(GuestResult {
+        cpus: take_u32(&mut kv, "cpus")?,
+        jobs: take_u32(&mut kv, "jobs")?,
+        units: take_u32(&mut kv, "units")?,
+        size: take_u32(&mut kv, "size")?,
+        checksum: checksum.to_ascii_lowercase(),
+        elapsed_tb: take_u64(&mut kv, "elapsed_ns")?,
+        tb_hz: NS_PER_S,
+        counters: kv,
+    })
+}
+
 impl GuestResult {
     /// Guest-measured elapsed seconds.
     pub fn elapsed_s(&self) -> f64 {
@@ -140,6 +176,34 @@ mod tests {
         assert!(out.result.unwrap().is_err());
         let out = scan(["MKBENCH-RESULT cpus=1 jobs=1 units=1 size=1 checksum=0x1 elapsed_tb=5 tb_hz=0"]);
         assert!(out.result.unwrap().is_err());
+    }
+
+    const SHA: &str = "3f0a3b5c1d2e4f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8";
+
+    #[test]
+    fn parses_linux_result_line() {
+        let line = format!(
+            "LINUX-MAKE-RESULT cpus=2 jobs=2 workload=linux-make units=4 size=3 elapsed_ns=1500000000 checksum={}",
+            SHA.to_uppercase()
+        );
+        let out = scan(["[    3.1] Run /init as init process", line.as_str(), "reboot: Power down"]);
+        let r = out.result.unwrap().unwrap();
+        assert_eq!((r.cpus, r.jobs, r.units, r.size), (2, 2, 4, 3));
+        assert_eq!(r.checksum, SHA);
+        assert_eq!(r.elapsed_s(), 1.5);
+        assert_eq!(r.counters["workload"], "linux-make");
+    }
+
+    #[test]
+    fn rejects_bad_linux_lines() {
+        let short = "LINUX-MAKE-RESULT cpus=1 jobs=1 workload=linux-make units=1 size=1 elapsed_ns=5 checksum=0xabc";
+        assert!(scan([short]).result.unwrap().unwrap_err().contains("SHA-256"));
+        let no_time = format!("LINUX-MAKE-RESULT cpus=1 jobs=1 workload=linux-make units=1 size=1 checksum={SHA}");
+        assert!(scan([no_time.as_str()]).result.unwrap().unwrap_err().contains("elapsed_ns"));
+        let no_wl = format!("LINUX-MAKE-RESULT cpus=1 jobs=1 units=1 size=1 elapsed_ns=5 checksum={SHA}");
+        assert!(scan([no_wl.as_str()]).result.unwrap().unwrap_err().contains("workload"));
+        let out = scan(["LINUX-MAKE-ERROR make -j2 failed with status 2"]);
+        assert_eq!(out.error.as_deref(), Some("make -j2 failed with status 2"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::model::{BuildKind, Run, RunStatus};
 use crate::resultline;
+use crate::workload::Workload;
 
 /// How one emulator of a sweep is started.
 #[derive(Clone, Debug)]
@@ -26,7 +27,10 @@ pub struct EmulatorCmd {
 /// The guest and run parameters shared by every emulator of a sweep.
 #[derive(Clone, Debug)]
 pub struct GuestSpec {
+    pub workload: Workload,
     pub kernel: PathBuf,
+    /// The initramfs of a Linux guest (`-initrd`).
+    pub initrd: Option<PathBuf>,
     /// Boot ROM for qemu-style peers.
     pub bios: Option<PathBuf>,
     pub memory: String,
@@ -36,14 +40,19 @@ pub struct GuestSpec {
 }
 
 impl GuestSpec {
-    /// Bootargs for N vCPUs: `jobs=N units=U size=S seed=X`.
+    /// Bootargs for N vCPUs: mkbench's `jobs=N units=U size=S seed=X`; a Linux guest's size
+    /// is in its image, so it gets the console and `jobs=N` only.
     pub fn bootargs(&self, cpus: u32) -> String {
-        format!("jobs={cpus} units={} size={} seed={}", self.units, self.size, self.seed)
+        self.bootargs_template().replace("{N}", &cpus.to_string())
     }
 
     /// The bootargs template stored in the results file.
     pub fn bootargs_template(&self) -> String {
-        format!("jobs={{N}} units={} size={} seed={}", self.units, self.size, self.seed)
+        if self.workload.is_linux() {
+            "console=hvc0 quiet jobs={N}".into()
+        } else {
+            format!("jobs={{N}} units={} size={} seed={}", self.units, self.size, self.seed)
+        }
     }
 }
 
@@ -75,7 +84,8 @@ pub struct RunRequest {
 ///
 /// Peers get the qemu-style command line, whatever their name:
 /// `<cmd> -M pseries -cpu power8 -accel tcg,thread=multi -smp N -m 1G -nographic -no-reboot
-/// -bios ROM -kernel K -append "…"`; with compact pinning the harness runs the peer under
+/// -bios ROM -kernel K -append "…"`; a Linux guest boots through QEMU's built-in firmware
+/// (`-M pseries,x-vof=on -vga none`, no -bios) with `-initrd I`, on ours too. With compact pinning the harness runs the peer under
 /// `taskset -c 0-(N-1)` (when `taskset` exists, and never past the host's cores), since peers
 /// have no pinning option of their own.
 pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> Vec<String> {
@@ -86,9 +96,15 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
     match emu.kind {
         BuildKind::Ours => {
             v.push(emu.program.display().to_string());
-            for a in ["-smp", &smp, "-m", &guest.memory, "-nographic", "-kernel", &kernel, "-append", &append] {
+            for a in ["-smp", &smp, "-m", &guest.memory, "-nographic", "-kernel", &kernel] {
                 v.push(a.to_string());
             }
+            if let Some(i) = &guest.initrd {
+                v.push("-initrd".into());
+                v.push(i.display().to_string());
+            }
+            v.push("-append".into());
+            v.push(append);
             v.push("--report".into());
             v.push(req.report_path.display().to_string());
             v.push("--pin".into());
@@ -105,13 +121,23 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
                 v.push(if n == 1 { "0".into() } else { format!("0-{}", n - 1) });
             }
             v.push(emu.program.display().to_string());
-            let bios = guest.bios.as_ref().map(|b| b.display().to_string());
-            let mut args = vec!["-M", "pseries", "-cpu", "power8", "-accel", "tcg,thread=multi", "-smp", &smp];
+            let bios = guest.bios.as_ref().filter(|_| guest.initrd.is_none()).map(|b| b.display().to_string());
+            let initrd = guest.initrd.as_ref().map(|i| i.display().to_string());
+            let machine = if initrd.is_some() { "pseries,x-vof=on" } else { "pseries" };
+            let mut args = vec!["-M", machine, "-cpu", "power8", "-accel", "tcg,thread=multi", "-smp", &smp];
             args.extend(["-m", &guest.memory, "-nographic", "-no-reboot"]);
+            if initrd.is_some() {
+                // Without it QEMU's built-in firmware wants a VGA ROM that a minimal install lacks.
+                args.extend(["-vga", "none"]);
+            }
             if let Some(b) = &bios {
                 args.extend(["-bios", b]);
             }
-            args.extend(["-kernel", &kernel, "-append", &append]);
+            args.extend(["-kernel", &kernel]);
+            if let Some(i) = &initrd {
+                args.extend(["-initrd", i]);
+            }
+            args.extend(["-append", &append]);
             v.extend(args.into_iter().map(String::from));
         }
     }
@@ -294,6 +320,14 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
             Some(format!("emulator exited with {} after the result line{hint}", describe_exit(code, signal)))
         } else if r.cpus != req.cpus {
             Some(format!("result line says cpus={} but the run had -smp {}", r.cpus, req.cpus))
+        } else if r.jobs != req.cpus {
+            Some(format!("result line says jobs={} but the guest was asked for jobs={}", r.jobs, req.cpus))
+        } else if guest.workload.is_linux() && r.counters.get("workload").map(String::as_str) != Some(guest.workload.name()) {
+            Some(format!(
+                "result line says workload={} but the image is {}",
+                r.counters.get("workload").map(String::as_str).unwrap_or("(none)"),
+                guest.workload
+            ))
         } else if r.units != guest.units || r.size != guest.size {
             Some(format!(
                 "result line says units={} size={} but the guest was asked for units={} size={}",
@@ -446,6 +480,8 @@ mod tests {
 
     fn guest() -> GuestSpec {
         GuestSpec {
+            workload: Workload::Mkbench,
+            initrd: None,
             kernel: "k.elf".into(),
             bios: Some("rom.bin".into()),
             memory: "1G".into(),
@@ -475,6 +511,28 @@ mod tests {
             "qemu-system-ppc64 -M pseries -cpu power8 -accel tcg,thread=multi -smp 4 -m 1G -nographic \
              -no-reboot -bios rom.bin -kernel k.elf -append 'jobs=4 units=8 size=10 seed=3'"
         );
+    }
+
+    #[test]
+    fn linux_guest_command_lines() {
+        let mut g = guest();
+        g.workload = Workload::LinuxMake;
+        g.kernel = "vmlinux".into();
+        g.initrd = Some("initrd.cpio".into());
+        g.memory = "2G".into();
+        let ours = EmulatorCmd { label: "baseline".into(), kind: BuildKind::Ours, program: "/b/ppc64emu".into() };
+        assert_eq!(
+            shell_words(&command_line(&ours, &g, &req())),
+            "/b/ppc64emu -smp 4 -m 2G -nographic -kernel vmlinux -initrd initrd.cpio -append 'console=hvc0 quiet jobs=4' \
+             --report /tmp/r.json --pin none --timeout 60"
+        );
+        let peer = EmulatorCmd { label: "qemu".into(), kind: BuildKind::Peer, program: "qemu-system-ppc64".into() };
+        assert_eq!(
+            shell_words(&command_line(&peer, &g, &req())),
+            "qemu-system-ppc64 -M pseries,x-vof=on -cpu power8 -accel tcg,thread=multi -smp 4 -m 2G -nographic \
+             -no-reboot -vga none -kernel vmlinux -initrd initrd.cpio -append 'console=hvc0 quiet jobs=4'"
+        );
+        assert_eq!(g.bootargs_template(), "console=hvc0 quiet jobs={N}");
     }
 
     #[test]

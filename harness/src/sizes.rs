@@ -71,6 +71,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::workload::Workload;
+
 /// Guest work for one sweep: `units=` compile units of `size=` work each, seeded by `seed=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GuestSize {
@@ -122,6 +124,38 @@ pub const QUICK_BUDGET_S: f64 = 60.0;
 /// Guest memory for every emulator in a sweep.
 pub const GUEST_MEMORY: &str = "1G";
 
+// ------------------------------------------------------------------ the Linux guests
+//
+// `linux-make` (see guest.rs and workloads/linux/README.md): Debian's kernel and gcc compile a
+// generated project of `units` files × `size` functions, plus main.c, and link it; the
+// guest's clock times `make -j N` alone (not the boot). What one compile costs is mostly gcc
+// starting up (cc1, as, collect2, ld), so `units` sets the work and `size` its grain.
+// Measurements: workloads/linux/README.md ("Sizes").
+
+/// Guest memory of the Linux guests, as the calibration runs on QEMU had it
+/// (../reference/linux-make-rates.md); the HPT is sized from it (2^24 bytes).
+pub const LINUX_GUEST_MEMORY: &str = "2G";
+/// `linux-make --quick`: N = 1 and 2, sized so that the sweep of the three strategies and
+/// QEMU stays within about ten minutes on a 2-core host. Measured on the 2-core host (release
+/// build, baseline, load 0.2–3.8; guest clock): the 4 × 4 image boots to /init in 28–34 s and
+/// makes in 85 s at N = 1, 68 s at N = 2 (QEMU 7.2: 64 s at N = 1 with load 11, 21 s boot), so
+/// one repetition of that sweep is ≈ 13 min; the quick image is therefore 2 × 2 (3 compiles and
+/// a link, estimated ≈ 45 s of make at N = 1 on ours, ≈ 75 s a run with the boot) with one
+/// repetition: 6 runs of ours and 2 of QEMU ≈ 9 min. Re-measure with
+/// `lockscale sweep --workload linux-make --quick --peer qemu=qemu-system-ppc64`.
+pub const LINUX_QUICK_GUEST: GuestSize = GuestSize { units: 2, size: 2, seed: 1 };
+pub const LINUX_QUICK_REPS: u32 = 1;
+/// `linux-make` default: the calibration project's shape (16 files × 12 functions + main.c).
+pub const LINUX_DEFAULT_GUEST: GuestSize = GuestSize { units: 16, size: 12, seed: 1 };
+pub const LINUX_DEFAULT_REPS: u32 = 3;
+/// `linux-make --full`: 8 × 28 files so that the job graph never limits N = 28.
+pub const LINUX_FULL_GUEST: GuestSize = GuestSize { units: 8 * 28, size: 12, seed: 1 };
+/// Per-run timeouts of the Linux guests (boot included).
+pub const LINUX_QUICK_TIMEOUT_S: f64 = 600.0;
+pub const LINUX_DEFAULT_TIMEOUT_S: f64 = 1800.0;
+pub const LINUX_FULL_TIMEOUT_S: f64 = 4.0 * 3600.0;
+pub const LINUX_QUICK_BUDGET_S: f64 = 600.0;
+
 /// Repetitions per side for `gate --base-rev/--candidate-rev` when not told otherwise.
 pub const GATE_REPS: u32 = 5;
 
@@ -154,9 +188,14 @@ pub struct Preset {
     pub cpus: Vec<u32>,
     pub timeout_s: f64,
     pub budget_s: Option<f64>,
+    /// Guest memory (`-m`).
+    pub memory: &'static str,
 }
 
-pub fn preset(mode: Mode, host_logical_cores: u32) -> Preset {
+pub fn preset(workload: Workload, mode: Mode, host_logical_cores: u32) -> Preset {
+    if workload.is_linux() {
+        return linux_preset(mode, host_logical_cores);
+    }
     match mode {
         Mode::Quick => Preset {
             guest: QUICK_GUEST,
@@ -164,6 +203,7 @@ pub fn preset(mode: Mode, host_logical_cores: u32) -> Preset {
             cpus: QUICK_CPUS.to_vec(),
             timeout_s: QUICK_TIMEOUT_S,
             budget_s: Some(QUICK_BUDGET_S),
+            memory: GUEST_MEMORY,
         },
         Mode::Full => Preset {
             guest: FULL_GUEST,
@@ -171,6 +211,7 @@ pub fn preset(mode: Mode, host_logical_cores: u32) -> Preset {
             cpus: FULL_CPUS.to_vec(),
             timeout_s: FULL_TIMEOUT_S,
             budget_s: None,
+            memory: GUEST_MEMORY,
         },
         Mode::Default | Mode::Custom => Preset {
             guest: DEFAULT_GUEST,
@@ -178,6 +219,36 @@ pub fn preset(mode: Mode, host_logical_cores: u32) -> Preset {
             cpus: default_cpus(host_logical_cores),
             timeout_s: DEFAULT_TIMEOUT_S,
             budget_s: Some(DEFAULT_BUDGET_S),
+            memory: GUEST_MEMORY,
+        },
+    }
+}
+
+fn linux_preset(mode: Mode, host_logical_cores: u32) -> Preset {
+    match mode {
+        Mode::Quick => Preset {
+            guest: LINUX_QUICK_GUEST,
+            reps: LINUX_QUICK_REPS,
+            cpus: QUICK_CPUS.to_vec(),
+            timeout_s: LINUX_QUICK_TIMEOUT_S,
+            budget_s: Some(LINUX_QUICK_BUDGET_S),
+            memory: LINUX_GUEST_MEMORY,
+        },
+        Mode::Full => Preset {
+            guest: LINUX_FULL_GUEST,
+            reps: FULL_REPS,
+            cpus: FULL_CPUS.to_vec(),
+            timeout_s: LINUX_FULL_TIMEOUT_S,
+            budget_s: None,
+            memory: LINUX_GUEST_MEMORY,
+        },
+        Mode::Default | Mode::Custom => Preset {
+            guest: LINUX_DEFAULT_GUEST,
+            reps: LINUX_DEFAULT_REPS,
+            cpus: default_cpus(host_logical_cores),
+            timeout_s: LINUX_DEFAULT_TIMEOUT_S,
+            budget_s: None,
+            memory: LINUX_GUEST_MEMORY,
         },
     }
 }
@@ -200,6 +271,17 @@ mod tests {
     const _: () = assert!(DEFAULT_GUEST.units >= 4 * 4);
     // --quick runs N = 2: two directories, so that two links can run side by side.
     const _: () = assert!(QUICK_GUEST.units >= 2 * 4);
+
+    // linux-make --quick at N = 2: two files to compile side by side.
+    const _: () = assert!(LINUX_QUICK_GUEST.units >= 2);
+    const _: () = assert!(LINUX_FULL_GUEST.units >= 8 * 28);
+
+    #[test]
+    fn linux_presets_use_their_own_guest() {
+        let q = preset(Workload::LinuxMake, Mode::Quick, 2);
+        assert_eq!((q.guest, q.memory, q.cpus), (LINUX_QUICK_GUEST, LINUX_GUEST_MEMORY, vec![1, 2]));
+        assert_eq!(preset(Workload::Mkbench, Mode::Quick, 2).guest, QUICK_GUEST);
+    }
 
     #[test]
     fn full_sweep_reaches_28() {

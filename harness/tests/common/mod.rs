@@ -181,6 +181,7 @@ pub fn synthetic(name: &str, times: &[(&str, u32, Vec<f64>)]) -> ResultsFile {
             size: 10,
             seed: 1,
             expected_checksum: Some("0xabc".into()),
+            manifest: None,
         },
         runs,
         merged_from: vec![],

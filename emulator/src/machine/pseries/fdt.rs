@@ -263,7 +263,11 @@ mod tests {
 
     #[test]
     fn hpt_size_follows_ram() {
+        // What qemu-system-ppc64 7.2 -M pseries,dumpdtb=F -cpu power8 -m … writes.
         assert_eq!(hpt_shift(1 << 30), 23, "QEMU: 1 GiB → ibm,pft-size 0x17");
+        assert_eq!(hpt_shift(2 << 30), 24, "QEMU: 2 GiB → ibm,pft-size 0x18");
+        assert_eq!(hpt_shift(4 << 30), 25, "QEMU: 4 GiB → ibm,pft-size 0x19");
+        assert_eq!(hpt_shift(16 << 30), 27, "QEMU: 16 GiB → ibm,pft-size 0x1b");
         assert_eq!(hpt_shift(512 << 20), 22);
         assert_eq!(hpt_shift(3 << 30), 25, "rounded up to a power of two");
         assert_eq!(hpt_shift(16 << 20), 18, "minimum architected size");

@@ -1,0 +1,780 @@
+//! Linux guest images, built from nothing in one command (`lockscale guest build linux-make`,
+//! also run by `sweep` when the image is missing):
+//!
+//! 1. `mmdebstrap --variant=extract` of Debian's ppc64el packages ([`PACKAGES`]) into
+//!    `target/guest-cache/debian-ppc64el/rootfs`: the packages are unpacked, nothing of them
+//!    runs, and the host's apt configuration is not touched (mmdebstrap keeps its own).
+//! 2. An initramfs (newc cpio, written with the `cpio` crate) of that tree without what a
+//!    compile never reads (docs, modules, sanitizer runtimes, LTO), plus workloads/linux/init.sh
+//!    as /init and the workload's project under /proj, in
+//!    `target/guest-cache/<workload>/u<U>-s<S>/initrd.cpio`.
+//! 3. A manifest next to it (packages and versions, kernel and image SHA-256) that every
+//!    results file of a sweep records.
+//!
+//! Nothing downloaded is committed. Every archive entry has uid 0, mtime 0 and a fixed order,
+//! so the same packages and project give the same image bytes.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::util::{now_rfc3339, sha256_file, stored_path, write_atomic};
+use crate::workload::Workload;
+
+/// The Debian suite the packages come from.
+pub const SUITE: &str = "stable";
+/// What the guest needs: the kernel, a shell and its tools, and a C toolchain.
+pub const PACKAGES: &[&str] = &[
+    "linux-image-powerpc64le",
+    "busybox-static",
+    "make",
+    "gcc",
+    "binutils",
+    "libc6-dev",
+];
+/// The guest's /init, shared by the Linux workloads.
+pub const INIT_SCRIPT: &str = "workloads/linux/init.sh";
+
+/// One Debian package of the image.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PackageVersion {
+    pub name: String,
+    pub version: String,
+}
+
+/// What an image is made of; stored next to the image and in every results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GuestManifest {
+    /// `linux-make` or `kernel-make`.
+    pub workload: String,
+    /// Debian suite and architecture, e.g. `stable/ppc64el`.
+    pub suite: String,
+    /// Every package unpacked into the root file system (the requested ones and their
+    /// dependencies), sorted by name.
+    pub packages: Vec<PackageVersion>,
+    /// The kernel every emulator boots (`-kernel`).
+    pub kernel: String,
+    pub kernel_sha256: String,
+    /// The initramfs (`-initrd`).
+    pub initrd: String,
+    pub initrd_sha256: String,
+    pub initrd_bytes: u64,
+    /// Entries in the archive.
+    pub entries: u64,
+    /// Project size (`--units`, `--size`); 0 when the workload has none.
+    pub units: u32,
+    pub size: u32,
+    /// When the image was written (UTC, RFC 3339).
+    pub built: String,
+    /// SHA-256 of /init (workloads/linux/init.sh) and of the generated project: an image built
+    /// from an older /init or generator is stale and gets rebuilt.
+    #[serde(default)]
+    pub inputs_sha256: String,
+}
+
+/// A built image: what to boot and what it is.
+#[derive(Clone, Debug)]
+pub struct GuestImage {
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub manifest: GuestManifest,
+}
+
+fn cache_root(repo: &Path) -> PathBuf {
+    repo.join("target/guest-cache")
+}
+
+fn rootfs_dir(repo: &Path) -> PathBuf {
+    cache_root(repo).join("debian-ppc64el/rootfs")
+}
+
+fn packages_list(repo: &Path) -> PathBuf {
+    cache_root(repo).join("debian-ppc64el/packages.txt")
+}
+
+/// Where the image of a workload and size lives.
+pub fn image_dir(repo: &Path, workload: Workload, units: u32, size: u32) -> PathBuf {
+    cache_root(repo)
+        .join(workload.name())
+        .join(format!("u{units}-s{size}"))
+}
+
+fn need_tool(name: &str, why: &str) -> Result<PathBuf> {
+    crate::runner::find_in_path(name)
+        .with_context(|| format!("{name} not found: {why} needs it; install it with `apt-get install {name}` (Debian/Ubuntu)"))
+}
+
+/// The Debian archive the host's apt already uses (first URI that is not a security archive),
+/// so that the packages come from where this machine's packages come from.
+fn host_debian_mirror() -> Option<String> {
+    let mut uris = Vec::new();
+    if let Ok(dir) = fs::read_dir("/etc/apt/sources.list.d") {
+        let mut files: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for f in files
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "sources"))
+        {
+            for line in fs::read_to_string(&f).unwrap_or_default().lines() {
+                if let Some(rest) = line.trim().strip_prefix("URIs:") {
+                    uris.extend(rest.split_whitespace().map(String::from));
+                }
+            }
+        }
+    }
+    for line in fs::read_to_string("/etc/apt/sources.list")
+        .unwrap_or_default()
+        .lines()
+    {
+        let mut it = line.split_whitespace();
+        if it.next() == Some("deb") {
+            // `deb [options] URI suite …`
+            if let Some(uri) = it.find(|w| !w.starts_with('[') && !w.ends_with(']')) {
+                uris.push(uri.to_string());
+            }
+        }
+    }
+    uris.into_iter().find(|u| !u.contains("-security"))
+}
+
+/// Unpacks the packages into the cache, unless already there. Returns the root directory.
+fn ensure_rootfs(repo: &Path) -> Result<PathBuf> {
+    let root = rootfs_dir(repo);
+    let list = packages_list(repo);
+    if find_kernel(&root).is_ok() && list.is_file() {
+        return Ok(root);
+    }
+    need_tool(
+        "mmdebstrap",
+        "building a Linux guest image (it unpacks Debian's ppc64el packages)",
+    )?;
+    let tmp = root.with_extension("tmp");
+    if tmp.exists() {
+        fs::remove_dir_all(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
+    }
+    fs::create_dir_all(tmp.parent().expect("cache dir")).ok();
+    let list_tmp = list.with_extension("tmp");
+    let mut cmd = Command::new("mmdebstrap");
+    cmd.arg("--variant=extract")
+        .arg("--arch=ppc64el")
+        .arg(format!("--include={}", PACKAGES.join(",")))
+        .args(
+            ["doc", "man", "locale", "info"]
+                .map(|d| format!("--dpkgopt=path-exclude=/usr/share/{d}/*")),
+        )
+        // The .deb files mmdebstrap fetched name every package and version (name_version_arch.deb).
+        .arg(format!(
+            "--extract-hook=ls \"$1\"/var/cache/apt/archives/ > '{}'",
+            list_tmp.display()
+        ))
+        .arg(SUITE)
+        .arg(&tmp);
+    if let Some(m) = host_debian_mirror() {
+        cmd.arg(m);
+    }
+    eprintln!(
+        "lockscale: unpacking Debian {SUITE} ppc64el packages ({}) with mmdebstrap…",
+        PACKAGES.join(", ")
+    );
+    // mmdebstrap's progress goes to stderr, keeping stdout for results.
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::io::stderr().as_fd_owned()?))
+        .status()
+        .context("starting mmdebstrap")?;
+    if !status.success() {
+        bail!("mmdebstrap failed ({status}); see its messages above");
+    }
+    if root.exists() {
+        fs::remove_dir_all(&root).with_context(|| format!("removing {}", root.display()))?;
+    }
+    fs::rename(&tmp, &root)?;
+    fs::rename(&list_tmp, &list)?;
+    find_kernel(&root)?;
+    Ok(root)
+}
+
+trait StderrFd {
+    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd>;
+}
+
+impl StderrFd for std::io::Stderr {
+    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        Ok(self.as_fd().try_clone_to_owned()?)
+    }
+}
+
+/// The kernel of the unpacked tree: `boot/vmlinux-<version>`.
+fn find_kernel(root: &Path) -> Result<PathBuf> {
+    let boot = root.join("boot");
+    let mut found: Vec<PathBuf> = fs::read_dir(&boot)
+        .with_context(|| format!("no {}", boot.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinux-"))
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .with_context(|| format!("no vmlinux-* in {}", boot.display()))
+}
+
+/// Parses the list of fetched `.deb` file names (`name_version_arch.deb`, `:` written `%3a`).
+pub fn parse_package_list(text: &str) -> Vec<PackageVersion> {
+    let mut v: Vec<PackageVersion> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_suffix(".deb"))
+        .filter_map(|stem| {
+            let mut parts = stem.splitn(3, '_');
+            let name = parts.next()?;
+            let version = parts.next()?;
+            Some(PackageVersion {
+                name: name.to_string(),
+                version: version.replace("%3a", ":").replace("%3A", ":"),
+            })
+        })
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
+/// Parts of the unpacked tree that no compile reads: leaving them out keeps the initramfs
+/// (which lives in guest RAM twice while it unpacks) at about 140 MB.
+fn excluded(rel: &str) -> bool {
+    const TREES: &[&str] = &[
+        "boot",
+        "var",
+        "dev",
+        "etc/initramfs-tools",
+        "usr/share",
+        "usr/lib/modules",
+        "usr/lib/systemd",
+        "usr/lib/udev",
+        "usr/lib/dracut",
+        "usr/lib/klibc",
+        "usr/lib/powerpc64le-linux-gnu/gconv",
+    ];
+    if TREES
+        .iter()
+        .any(|t| rel == *t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/')))
+    {
+        return true;
+    }
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    // Sanitizer runtimes and link-time optimisation: not used by `gcc -O2`.
+    ["libasan", "liblsan", "libtsan", "libubsan", "libhwasan"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || name == "lto1"
+        || name.contains("lto-dump")
+}
+
+/// One entry of the archive.
+enum Node {
+    Dir,
+    File { src: PathBuf, mode: u32 },
+    Bytes { data: Vec<u8>, mode: u32 },
+    Symlink(String),
+    CharDev { major: u32, minor: u32, mode: u32 },
+}
+
+/// A deterministic generated C project: `units` files of `size` functions each, a main.c
+/// calling every function and printing a checksum, and a Makefile with one compile per file
+/// and a link. Returns (path under the project, contents) and the build outputs.
+pub fn generate_project(units: u32, size: u32) -> (Vec<(String, String)>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut objs = Vec::new();
+    for u in 0..units {
+        let mut s = format!(
+            "/* unit {u} of the linux-make project (generated by lockscale) */\n#include <stdint.h>\n#include <string.h>\n\n\
+             struct u{u}_state {{ uint64_t acc[8]; uint32_t hist[32]; }};\n\n\
+             static uint64_t u{u}_rot(uint64_t v, unsigned r) {{ return (v << r) | (v >> (64 - r)); }}\n"
+        );
+        for f in 0..size {
+            // Constants differ per function so that nothing folds across functions.
+            let h = mix(u64::from(u) << 32 | u64::from(f));
+            let (k1, k2, rounds, mul) = (
+                h & 0xffff_ffff,
+                (h >> 32) & 0xff,
+                8 + (h >> 40) % 24,
+                (h >> 8) | 1,
+            );
+            s.push_str(&format!(
+                "\nuint64_t u{u}_f{f}(uint64_t seed)\n{{\n\
+                 \x20   struct u{u}_state st;\n\
+                 \x20   memset(&st, 0, sizeof st);\n\
+                 \x20   uint64_t v = seed ^ {k1}u;\n\
+                 \x20   for (unsigned n = 0; n < {rounds}; n++) {{\n\
+                 \x20       v = v * {mul}ull + (n ^ {k2}u);\n\
+                 \x20       st.acc[n & 7] += u{u}_rot(v, n % 61 + 1);\n\
+                 \x20       st.hist[(v >> 59) ^ (n & 31)]++;\n\
+                 \x20       switch ((v >> 17) & 3) {{\n\
+                 \x20       case 0: v ^= st.acc[(n + 1) & 7] >> 3; break;\n\
+                 \x20       case 1: v += (uint64_t)st.hist[n & 31] * {k2}u; break;\n\
+                 \x20       case 2: v = u{u}_rot(v, (n & 15) + 1) - st.acc[n & 7]; break;\n\
+                 \x20       default: v = ~v + (v % ({k2}u + 3)); break;\n\
+                 \x20       }}\n\
+                 \x20       if (st.acc[(n + 3) & 7] & 1)\n\
+                 \x20           v ^= st.acc[(n + 5) & 7];\n\
+                 \x20       else\n\
+                 \x20           v += st.hist[(n * 7) & 31];\n\
+                 \x20   }}\n\
+                 \x20   uint64_t out = v;\n\
+                 \x20   for (unsigned k = 0; k < 8; k++)\n\
+                 \x20       out = out * 31 + st.acc[k];\n\
+                 \x20   for (unsigned k = 0; k < 32; k++)\n\
+                 \x20       out ^= (uint64_t)st.hist[k] << (k % 48);\n\
+                 \x20   return out;\n}}\n"
+            ));
+        }
+        files.push((format!("u{u}.c"), s));
+        objs.push(format!("u{u}.o"));
+    }
+    let mut main = String::from(
+        "/* linux-make project: calls every function (generated by lockscale) */\n#include <stdint.h>\n#include <stdio.h>\n\n",
+    );
+    for u in 0..units {
+        for f in 0..size {
+            main.push_str(&format!("uint64_t u{u}_f{f}(uint64_t);\n"));
+        }
+    }
+    main.push_str("\nint main(void)\n{\n    uint64_t s = 1;\n");
+    for u in 0..units {
+        for f in 0..size {
+            main.push_str(&format!("    s = u{u}_f{f}(s) ^ (s >> 7);\n"));
+        }
+    }
+    main.push_str("    printf(\"linux-make program checksum %016llx\\n\", (unsigned long long)s);\n    return 0;\n}\n");
+    files.push(("main.c".into(), main));
+    objs.push("main.o".into());
+    let makefile = format!(
+        "# linux-make project (generated by lockscale): one compile per unit, one link\n\
+         CC = gcc\nCFLAGS = -O2\nOBJS = {}\n\nprog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
+        objs.join(" ")
+    );
+    files.push(("Makefile".into(), makefile));
+    let mut outputs = objs;
+    outputs.push("prog".into());
+    (files, outputs)
+}
+
+/// SplitMix64's finaliser: spreads the project's per-function constants.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The archive's entries: the unpacked tree minus [`excluded`], the usual merged-/usr links,
+/// /init, /dev/console and the project.
+fn collect_entries(
+    repo: &Path,
+    root: &Path,
+    workload: Workload,
+    units: u32,
+    size: u32,
+) -> Result<BTreeMap<String, Node>> {
+    let mut nodes = BTreeMap::new();
+    let mut walk = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .min_depth(1)
+        .into_iter();
+    while let Some(e) = walk.next() {
+        let e = e.with_context(|| format!("reading {}", root.display()))?;
+        let rel = e
+            .path()
+            .strip_prefix(root)
+            .expect("under root")
+            .to_string_lossy()
+            .into_owned();
+        if excluded(&rel) {
+            if e.file_type().is_dir() {
+                walk.skip_current_dir();
+            }
+            continue;
+        }
+        let ft = e.file_type();
+        let node = if ft.is_dir() {
+            Node::Dir
+        } else if ft.is_symlink() {
+            Node::Symlink(fs::read_link(e.path())?.to_string_lossy().into_owned())
+        } else if ft.is_file() {
+            use std::os::unix::fs::PermissionsExt;
+            Node::File {
+                src: e.path().to_path_buf(),
+                mode: e.metadata()?.permissions().mode() & 0o7777,
+            }
+        } else {
+            continue; // no device nodes or fifos come from packages unpacked without running them
+        };
+        nodes.insert(rel, node);
+    }
+    for d in ["bin", "sbin", "lib", "lib64"] {
+        nodes
+            .entry(d.into())
+            .or_insert_with(|| Node::Symlink(format!("usr/{d}")));
+    }
+    nodes
+        .entry("usr/bin/sh".into())
+        .or_insert_with(|| Node::Symlink("busybox".into()));
+    nodes
+        .entry("usr/bin/cc".into())
+        .or_insert_with(|| Node::Symlink("gcc".into()));
+    for d in ["dev", "proc", "sys", "tmp", "proj"] {
+        nodes.insert(d.into(), Node::Dir);
+    }
+    nodes.insert(
+        "dev/console".into(),
+        Node::CharDev {
+            major: 5,
+            minor: 1,
+            mode: 0o600,
+        },
+    );
+    let init = repo.join(INIT_SCRIPT);
+    let init = fs::read(&init)
+        .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
+    nodes.insert(
+        "init".into(),
+        Node::Bytes {
+            data: init,
+            mode: 0o755,
+        },
+    );
+    let (files, outputs) = match workload {
+        Workload::LinuxMake => generate_project(units, size),
+        Workload::KernelMake => {
+            bail!("the kernel-make image is not built yet (see workloads/linux/README.md)")
+        }
+        Workload::Mkbench => bail!("mkbench is not a Linux guest: it needs no image"),
+    };
+    for (path, text) in files {
+        nodes.insert(
+            format!("proj/{path}"),
+            Node::Bytes {
+                data: text.into_bytes(),
+                mode: 0o644,
+            },
+        );
+    }
+    let params = format!(
+        "WORKLOAD={}\nUNITS={units}\nSIZE={size}\nMAKEFLAGS_EXTRA=\n",
+        workload.name()
+    );
+    nodes.insert(
+        "proj/params".into(),
+        Node::Bytes {
+            data: params.into_bytes(),
+            mode: 0o644,
+        },
+    );
+    nodes.insert(
+        "proj/outputs".into(),
+        Node::Bytes {
+            data: (outputs.join("\n") + "\n").into_bytes(),
+            mode: 0o644,
+        },
+    );
+    Ok(nodes)
+}
+
+/// Writes the archive (BTreeMap order puts every directory before what it holds).
+fn write_cpio(out: &Path, nodes: &BTreeMap<String, Node>) -> Result<u64> {
+    use cpio::newc::{Builder, ModeFileType, trailer};
+    let mut w = BufWriter::new(
+        fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
+    );
+    for (ino, (name, node)) in (1u32..).zip(nodes) {
+        let b = Builder::new(name).ino(ino).uid(0).gid(0).mtime(0);
+        let too_big = || format!("{name} is over 4 GiB, more than a newc archive holds");
+        w = match node {
+            Node::Dir => b
+                .mode(u32::from(ModeFileType::Directory) | 0o755)
+                .nlink(2)
+                .write(w, 0)
+                .finish()?,
+            Node::Symlink(target) => {
+                let mut e = b
+                    .mode(u32::from(ModeFileType::Symlink) | 0o777)
+                    .nlink(1)
+                    .write(w, target.len() as u32);
+                e.write_all(target.as_bytes())?;
+                e.finish()?
+            }
+            Node::CharDev { major, minor, mode } => b
+                .mode(u32::from(ModeFileType::Char) | mode)
+                .nlink(1)
+                .rdev_major(*major)
+                .rdev_minor(*minor)
+                .write(w, 0)
+                .finish()?,
+            Node::Bytes { data, mode } => {
+                let len = u32::try_from(data.len()).ok().with_context(too_big)?;
+                let mut e = b
+                    .mode(u32::from(ModeFileType::Regular) | mode)
+                    .nlink(1)
+                    .write(w, len);
+                e.write_all(data)?;
+                e.finish()?
+            }
+            Node::File { src, mode } => {
+                let mut f =
+                    fs::File::open(src).with_context(|| format!("reading {}", src.display()))?;
+                let len = u32::try_from(f.metadata()?.len())
+                    .ok()
+                    .with_context(too_big)?;
+                let mut e = b
+                    .mode(u32::from(ModeFileType::Regular) | mode)
+                    .nlink(1)
+                    .write(w, len);
+                let copied = std::io::copy(&mut f, &mut e)?;
+                if copied != u64::from(len) {
+                    bail!("{} changed while being archived", src.display());
+                }
+                e.finish()?
+            }
+        };
+    }
+    let mut w = trailer(w)?;
+    w.flush()?;
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(nodes.len() as u64)
+}
+
+/// Reads an image's manifest and checks the image against it.
+fn load_checked(repo: &Path, dir: &Path) -> Result<Option<GuestImage>> {
+    let mpath = dir.join("manifest.json");
+    let ipath = dir.join("initrd.cpio");
+    if !mpath.is_file() {
+        return Ok(None);
+    }
+    let m: GuestManifest = serde_json::from_slice(&fs::read(&mpath)?)
+        .with_context(|| format!("{} is not a guest manifest", mpath.display()))?;
+    let kernel = crate::util::resolve_stored(repo, &m.kernel);
+    for (what, path, want) in [
+        ("image", &ipath, &m.initrd_sha256),
+        ("kernel", &kernel, &m.kernel_sha256),
+    ] {
+        if !path.is_file() {
+            bail!(
+                "the guest {what} {} is missing; rebuild with `lockscale guest build {} --force`",
+                path.display(),
+                m.workload
+            );
+        }
+        if &sha256_file(path)? != want {
+            bail!(
+                "the guest {what} {} does not match its manifest's SHA-256 (corrupt or changed); rebuild with \
+                 `lockscale guest build {} --force`",
+                path.display(),
+                m.workload
+            );
+        }
+    }
+    Ok(Some(GuestImage {
+        kernel,
+        initrd: ipath,
+        manifest: m,
+    }))
+}
+
+/// What the image's own files are made from: /init and the project.
+fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
+    let init = repo.join(INIT_SCRIPT);
+    let mut all = fs::read(&init)
+        .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
+    if workload == Workload::LinuxMake {
+        for (path, text) in generate_project(units, size).0 {
+            all.extend(path.into_bytes());
+            all.extend(text.into_bytes());
+        }
+    }
+    Ok(crate::util::sha256_hex(&all))
+}
+
+/// The image of a workload and size: the cached one when its manifest checks out, else built
+/// (`force` rebuilds; the unpacked packages are reused either way).
+pub fn ensure_image(
+    repo: &Path,
+    workload: Workload,
+    units: u32,
+    size: u32,
+    force: bool,
+) -> Result<GuestImage> {
+    match workload {
+        Workload::Mkbench => bail!("{workload} is not a Linux guest: it needs no image"),
+        Workload::KernelMake => {
+            bail!("the kernel-make image is not built yet (see workloads/linux/README.md)")
+        }
+        Workload::LinuxMake => {}
+    }
+    let dir = image_dir(repo, workload, units, size);
+    let inputs = inputs_sha256(repo, workload, units, size)?;
+    if !force && let Some(img) = load_checked(repo, &dir)? {
+        if img.manifest.inputs_sha256 == inputs {
+            return Ok(img);
+        }
+        eprintln!(
+            "lockscale: {} was built from another /init or project generator; rebuilding",
+            img.initrd.display()
+        );
+    }
+    let root = ensure_rootfs(repo)?;
+    let kernel = find_kernel(&root)?;
+    let packages = parse_package_list(&fs::read_to_string(packages_list(repo))?);
+    let nodes = collect_entries(repo, &root, workload, units, size)?;
+    fs::create_dir_all(&dir)?;
+    let ipath = dir.join("initrd.cpio");
+    let tmp = dir.join(".initrd.cpio.tmp");
+    eprintln!(
+        "lockscale: writing {} ({} entries)…",
+        ipath.display(),
+        nodes.len()
+    );
+    let entries = write_cpio(&tmp, &nodes)?;
+    fs::rename(&tmp, &ipath)?;
+    let manifest = GuestManifest {
+        workload: workload.name().into(),
+        suite: format!("{SUITE}/ppc64el"),
+        packages,
+        kernel: stored_path(repo, &kernel),
+        kernel_sha256: sha256_file(&kernel)?,
+        initrd: stored_path(repo, &ipath),
+        initrd_sha256: sha256_file(&ipath)?,
+        initrd_bytes: fs::metadata(&ipath)?.len(),
+        entries,
+        units,
+        size,
+        built: now_rfc3339(),
+        inputs_sha256: inputs,
+    };
+    let mut text = serde_json::to_string_pretty(&manifest)?;
+    text.push('\n');
+    write_atomic(&dir.join("manifest.json"), text.as_bytes())?;
+    Ok(GuestImage {
+        kernel,
+        initrd: ipath,
+        manifest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_list_names_and_versions() {
+        let v = parse_package_list(
+            "make_4.4.1-2_ppc64el.deb\nbusybox-static_1%3a1.37.0-6+b9_ppc64el.deb\nnot-a-deb\n",
+        );
+        assert_eq!(
+            v,
+            vec![
+                PackageVersion {
+                    name: "busybox-static".into(),
+                    version: "1:1.37.0-6+b9".into()
+                },
+                PackageVersion {
+                    name: "make".into(),
+                    version: "4.4.1-2".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn exclusions_match_whole_components() {
+        assert!(excluded("usr/share"));
+        assert!(excluded("usr/share/zoneinfo/UTC"));
+        assert!(!excluded("usr/shared-thing"));
+        assert!(excluded("usr/lib/gcc/powerpc64le-linux-gnu/14/libasan.so"));
+        assert!(excluded("usr/libexec/gcc/powerpc64le-linux-gnu/14/lto1"));
+        assert!(!excluded("usr/libexec/gcc/powerpc64le-linux-gnu/14/cc1"));
+        assert!(!excluded("usr/bin/gcc"));
+    }
+
+    #[test]
+    fn project_is_deterministic_and_sized() {
+        let (a, outs) = generate_project(3, 2);
+        assert_eq!(a, generate_project(3, 2).0);
+        let names: Vec<&str> = a.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(names, ["u0.c", "u1.c", "u2.c", "main.c", "Makefile"]);
+        assert_eq!(outs, ["u0.o", "u1.o", "u2.o", "main.o", "prog"]);
+        assert_eq!(a[1].1.matches("uint64_t u1_f").count(), 2);
+        assert_eq!(a[3].1.matches("s = u").count(), 6);
+        assert!(a[4].1.contains("\t$(CC) $(CFLAGS) -c $< -o $@"));
+        // Different sizes give different sources.
+        assert_ne!(generate_project(3, 3).0[0], a[0]);
+    }
+
+    #[test]
+    fn archive_round_trips_through_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.txt");
+        fs::write(&f, b"hello").unwrap();
+        let mut nodes = BTreeMap::new();
+        nodes.insert("bin".to_string(), Node::Symlink("usr/bin".into()));
+        nodes.insert("dev".to_string(), Node::Dir);
+        nodes.insert(
+            "dev/console".to_string(),
+            Node::CharDev {
+                major: 5,
+                minor: 1,
+                mode: 0o600,
+            },
+        );
+        nodes.insert(
+            "init".to_string(),
+            Node::Bytes {
+                data: b"#!/bin/sh\n".to_vec(),
+                mode: 0o755,
+            },
+        );
+        nodes.insert(
+            "usr/a.txt".to_string(),
+            Node::File {
+                src: f,
+                mode: 0o644,
+            },
+        );
+        let out = dir.path().join("x.cpio");
+        assert_eq!(write_cpio(&out, &nodes).unwrap(), 5);
+        let mut r = std::io::BufReader::new(fs::File::open(&out).unwrap());
+        let mut seen = Vec::new();
+        loop {
+            let e = cpio::newc::Reader::new(r).unwrap();
+            if e.entry().is_trailer() {
+                break;
+            }
+            let (name, mode, rdev) = (
+                e.entry().name().to_string(),
+                e.entry().mode(),
+                e.entry().rdev_major(),
+            );
+            let mut data = Vec::new();
+            let mut e = e;
+            std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+            seen.push((name, mode, rdev, data));
+            r = e.finish().unwrap();
+        }
+        assert_eq!(seen.len(), 5);
+        assert_eq!(seen[0], ("bin".into(), 0o120777, 0, b"usr/bin".to_vec()));
+        assert_eq!(seen[2], ("dev/console".into(), 0o020600, 5, vec![]));
+        assert_eq!(seen[3].3, b"#!/bin/sh\n");
+        assert_eq!(
+            seen[4],
+            ("usr/a.txt".into(), 0o100644, 0, b"hello".to_vec())
+        );
+    }
+}
