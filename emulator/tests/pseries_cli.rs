@@ -128,3 +128,12 @@ fn dump_dtb_to_an_unwritable_place_is_a_host_error() {
     assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
     assert!(stderr(&o).contains("cannot write the device tree"), "{}", stderr(&o));
 }
+
+#[test]
+fn an_unwritable_report_path_is_refused_before_the_guest_runs() {
+    // The full-size guest would run for seconds and print its progress; the refusal comes first.
+    let o = emu(&["-kernel", &mkbench(), "-append", "units=64 size=400", "--report", "/nonexistent/dir/r.json"]);
+    assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
+    assert!(stderr(&o).contains("cannot write the run report"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "the guest ran: {}", String::from_utf8_lossy(&o.stdout));
+}

@@ -60,12 +60,20 @@ pub struct RunOutcome {
 
 /// Boots `plan` with the binary's strategy and runs it until it stops.
 pub fn run(config: MachineConfig, plan: BootPlan) -> anyhow::Result<MachineExit> {
+    let report_error =
+        |path: &std::path::Path, e: std::io::Error| anyhow::anyhow!("cannot write the run report to '{}': {e}", path.display());
+    // Checked before the run: a report that cannot be written would be lost after it.
+    if let Some(path) = &config.report {
+        let existed = path.exists();
+        std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(|e| report_error(path, e))?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
+    }
     let out = run_with::<crate::sync::Selected>(&config, &plan, Console::Stdout)?;
     if let Some(path) = &config.report {
         let json = serde_json::to_string_pretty(&out.report)?;
-        std::fs::write(path, json).map_err(|e| {
-            anyhow::anyhow!("cannot write the run report to '{}': {e}", path.display())
-        })?;
+        std::fs::write(path, json).map_err(|e| report_error(path, e))?;
     }
     if config.sync_profile {
         eprintln!("{}", out.report.lock_table);
