@@ -1,6 +1,7 @@
 //! Cost of the cross-vCPU protocols per strategy, through the real exec loop:
 //! - `flush_round_trip`: queue a TLB-flush job on a halted vCPU and wait until it has run;
 //! - `kick_wake`: raise an interrupt on a halted vCPU and wait until it has handled it.
+//!
 //! The target vCPU runs `accel::exec::vcpu_thread` with a runner that halts at once.
 
 use criterion::{Criterion, criterion_group, criterion_main};

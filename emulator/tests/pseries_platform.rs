@@ -293,10 +293,10 @@ impl Guest {
     }
 }
 
-fn strategies() -> Vec<(
-    &'static str,
-    fn(&MachineConfig, &ppc64emu::machine::pseries::loader::BootPlan) -> (MachineExit, Vec<u8>),
-)> {
+/// Runs a boot plan on one strategy: how the machine stopped and its console.
+type RunOn = fn(&MachineConfig, &ppc64emu::machine::pseries::loader::BootPlan) -> (MachineExit, Vec<u8>);
+
+fn strategies() -> Vec<(&'static str, RunOn)> {
     fn go<S: Strategy>(
         cfg: &MachineConfig,
         p: &ppc64emu::machine::pseries::loader::BootPlan,

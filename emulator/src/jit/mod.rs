@@ -118,11 +118,14 @@ pub struct BlockKey {
     pub flags: u64,
 }
 
+/// Physical page → the blocks on it, each with its byte range in the page.
+type PageBlocks = FxHashMap<u64, Vec<(BlockKey, u16, u16)>>;
+
 /// Machine-wide JIT state shared by the vCPUs and their address spaces.
 pub struct JitShared {
     map: RwLock<FxHashMap<BlockKey, usize>>,
     /// Physical page → blocks on it with their byte range in the page.
-    pages: Mutex<FxHashMap<u64, Vec<(BlockKey, u16, u16)>>>,
+    pages: Mutex<PageBlocks>,
     /// One bit per hashed physical page: may hold translated code. False positives only send
     /// stores to the slow path; bits are cleared when the code cache is flushed.
     filter: Box<[AtomicU64]>,
@@ -231,11 +234,10 @@ impl JitShared {
     /// A dropped map value: a baseline block's incoming links are reset.
     fn kill_baseline(&self, _f: usize) {
         #[cfg(target_arch = "x86_64")]
-        if _f & BASELINE_MAP_TAG != 0 {
-            if let Some(b) = &self.baseline {
+        if _f & BASELINE_MAP_TAG != 0
+            && let Some(b) = &self.baseline {
                 b.kill(_f & !BASELINE_MAP_TAG);
             }
-        }
     }
 
     /// Bytes of baseline code placed since the last flush.
@@ -1055,7 +1057,7 @@ impl Jit {
             .filter(|(_, n)| **n > 0)
             .map(|(k, n)| (crate::isa::ALL_OPS[k].info().mnemonic, *n))
             .collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|e| std::cmp::Reverse(e.1));
         v
     }
 }

@@ -270,7 +270,7 @@ impl Em {
             return;
         }
         // The displacement must be 4-byte aligned so that patching it is one atomic store.
-        while (self.ops.offset().0 + 1) % 4 != 0 {
+        while !(self.ops.offset().0 + 1).is_multiple_of(4) {
             asm!(self.ops ; nop);
         }
         let site = self.label();

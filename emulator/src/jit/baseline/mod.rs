@@ -143,7 +143,7 @@ impl Shared {
     /// block at `target`, when that block is live and has the MSR state `flags` of the
     /// jump's block. True when linked.
     pub fn link(&self, site: usize, target: usize, flags: u64) -> bool {
-        if !self.code.contains(site) || site % 4 != 0 {
+        if !self.code.contains(site) || !site.is_multiple_of(4) {
             return false;
         }
         let mut blocks = self.blocks.lock();

@@ -166,7 +166,7 @@ impl Tx<'_> {
         self.b.ins().extractlane(v, 1 - k)
     }
 
-    fn from_dwords(&mut self, hi: Value, lo: Value) -> Value {
+    fn join_dwords(&mut self, hi: Value, lo: Value) -> Value {
         let v = self.b.ins().scalar_to_vector(I64X2, lo);
         self.b.ins().insertlane(v, hi, 1)
     }
@@ -180,7 +180,7 @@ impl Tx<'_> {
     /// `CpuState::set_fpr`: doubleword 0, and doubleword 1 zeroed.
     fn set_fpr(&mut self, n: u32, d: Value) {
         let zero = self.iconst(0);
-        let v = self.from_dwords(d, zero);
+        let v = self.join_dwords(d, zero);
         self.set_vsr(n, v);
     }
 
@@ -646,7 +646,7 @@ impl Tx<'_> {
                     Lxvd2x => (i.xt(), first, second),
                     _ => (i.xt(), self.word_order(first), self.word_order(second)),
                 };
-                let v = self.from_dwords(hi, lo);
+                let v = self.join_dwords(hi, lo);
                 self.set_vsr(t, v);
             }
             Stvx | Stvxl | Stxvd2x | Stxvw4x => {
@@ -673,7 +673,7 @@ impl Tx<'_> {
             Lxvdsx => {
                 let ea = self.ea(op, i, false);
                 let d = self.load(ea, 8, self.le);
-                let v = self.from_dwords(d, d);
+                let v = self.join_dwords(d, d);
                 self.set_vsr(i.xt(), v);
             }
             Lxsdx | Lxsiwax | Lxsiwzx | Lxsspx => {

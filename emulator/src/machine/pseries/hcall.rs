@@ -586,14 +586,13 @@ fn page_init(c: &mut Call<'_>) -> i64 {
         if c.mem.read(src, &mut page).is_err() {
             return H_PARAMETER;
         }
-    } else if flags & H_ZERO_PAGE == 0 {
-        if flags & (H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE) == 0
-            || c.mem.read(dst, &mut page).is_err()
+    } else if flags & H_ZERO_PAGE == 0
+        && (flags & (H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE) == 0
+            || c.mem.read(dst, &mut page).is_err())
         {
             return H_SUCCESS;
         }
         // Rewriting the page unchanged is what drops translated code of it.
-    }
     if c.mem.write(dst, &page).is_err() {
         H_PARAMETER
     } else {
