@@ -48,9 +48,32 @@ const OPERANDS: &[&str] = &[
 
 /// Flags the data files may use, in the order of their bit in `InsnFlags`.
 const FLAGS: &[&str] = &[
-    "rc", "rc21", "oe", "lk", "aa", "priv", "hv", "load", "store", "update", "indexed", "algebraic",
-    "byterev", "reserve", "conditional", "branch", "fp", "vec", "vsx", "sets_ca", "reads_ca", "sync",
-    "cache", "sets_cr", "sets_fpscr", "ends_block",
+    "rc",
+    "rc21",
+    "oe",
+    "lk",
+    "aa",
+    "priv",
+    "hv",
+    "load",
+    "store",
+    "update",
+    "indexed",
+    "algebraic",
+    "byterev",
+    "reserve",
+    "conditional",
+    "branch",
+    "fp",
+    "vec",
+    "vsx",
+    "sets_ca",
+    "reads_ca",
+    "sync",
+    "cache",
+    "sets_cr",
+    "sets_fpscr",
+    "ends_block",
 ];
 
 struct Insn {
@@ -68,7 +91,11 @@ struct Insn {
 
 fn bits(first: u32, last: u32) -> u32 {
     let width = last - first + 1;
-    let ones = if width == 32 { u32::MAX } else { (1u32 << width) - 1 };
+    let ones = if width == 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
     ones << (31 - last)
 }
 
@@ -100,7 +127,9 @@ fn parse_line(line: &str, origin: &str) -> Result<Insn, String> {
         Some((p, x)) => (p, Some(x)),
         None => (opcode, None),
     };
-    let primary: u32 = primary.parse().map_err(|_| format!("bad primary opcode `{primary}`"))?;
+    let primary: u32 = primary
+        .parse()
+        .map_err(|_| format!("bad primary opcode `{primary}`"))?;
     if primary > 63 {
         return Err("primary opcode > 63".into());
     }
@@ -108,7 +137,9 @@ fn parse_line(line: &str, origin: &str) -> Result<Insn, String> {
     let mut value = primary << 26;
     match (xo_field, xo) {
         (Some((a, b)), Some(x)) => {
-            let x: u32 = x.parse().map_err(|_| format!("bad extended opcode `{x}`"))?;
+            let x: u32 = x
+                .parse()
+                .map_err(|_| format!("bad extended opcode `{x}`"))?;
             if x >= 1 << (b - a + 1) {
                 return Err(format!("extended opcode {x} does not fit bits {a}-{b}"));
             }
@@ -132,7 +163,10 @@ fn parse_line(line: &str, origin: &str) -> Result<Insn, String> {
                 Some((a, b)) => (a.parse::<u32>(), b.parse::<u32>()),
                 None => (range.parse::<u32>(), range.parse::<u32>()),
             };
-            let (a, b) = (a.map_err(|_| "bad fix range")?, b.map_err(|_| "bad fix range")?);
+            let (a, b) = (
+                a.map_err(|_| "bad fix range")?,
+                b.map_err(|_| "bad fix range")?,
+            );
             if a > b || b > 31 {
                 return Err(format!("bad fix range {range}"));
             }
@@ -219,10 +253,16 @@ fn main() {
     let mut seen = BTreeMap::new();
     for i in &insns {
         if let Some(prev) = seen.insert(i.mnemonic.clone(), i.origin.clone()) {
-            errors.push(format!("{}: `{}` already described at {prev}", i.origin, i.mnemonic));
+            errors.push(format!(
+                "{}: `{}` already described at {prev}",
+                i.origin, i.mnemonic
+            ));
         }
         if flag_bits(i) & i.mask != 0 {
-            errors.push(format!("{}: a flag bit of `{}` is also an opcode bit", i.origin, i.mnemonic));
+            errors.push(format!(
+                "{}: a flag bit of `{}` is also an opcode bit",
+                i.origin, i.mnemonic
+            ));
         }
     }
     // Two instructions whose encodings overlap must differ in specificity; the more
@@ -230,7 +270,9 @@ fn main() {
     for (a, x) in insns.iter().enumerate() {
         for y in &insns[a + 1..] {
             let common = x.mask & y.mask;
-            if (x.value & common) == (y.value & common) && x.mask.count_ones() == y.mask.count_ones() {
+            if (x.value & common) == (y.value & common)
+                && x.mask.count_ones() == y.mask.count_ones()
+            {
                 errors.push(format!(
                     "{} and {}: `{}` and `{}` have overlapping encodings of equal specificity",
                     x.origin, y.origin, x.mnemonic, y.mnemonic
@@ -242,7 +284,11 @@ fn main() {
         for e in &errors {
             println!("cargo:warning={e}");
         }
-        panic!("instruction table has {} error(s):\n{}", errors.len(), errors.join("\n"));
+        panic!(
+            "instruction table has {} error(s):\n{}",
+            errors.len(),
+            errors.join("\n")
+        );
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("isa_table.rs");
     std::fs::write(&out, generate(&insns)).unwrap();
@@ -254,25 +300,51 @@ fn generate(insns: &[Insn]) -> String {
     s.push_str("/// One variant per instruction of the table; `Illegal` for anything else.\n");
     s.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[repr(u16)]\npub enum Op {\n    Illegal = 0,\n");
     for (k, i) in insns.iter().enumerate() {
-        let _ = writeln!(s, "    /// `{}` ({} form)\n    {} = {},", i.mnemonic, i.form, i.ident, k + 1);
+        let _ = writeln!(
+            s,
+            "    /// `{}` ({} form)\n    {} = {},",
+            i.mnemonic,
+            i.form,
+            i.ident,
+            k + 1
+        );
     }
     s.push_str("}\n\n");
-    let _ = writeln!(s, "/// Number of `Op` values, `Illegal` included.\npub const OP_COUNT: usize = {n};\n");
+    let _ = writeln!(
+        s,
+        "/// Number of `Op` values, `Illegal` included.\npub const OP_COUNT: usize = {n};\n"
+    );
     s.push_str("/// Every `Op` in table order (index = `op as usize`).\npub const ALL_OPS: [Op; OP_COUNT] = [Op::Illegal");
     for i in insns {
         let _ = write!(s, ", Op::{}", i.ident);
     }
     s.push_str("];\n\n");
-    s.push_str("/// Per-op metadata, indexed by `op as usize`.\npub static INFO: [OpInfo; OP_COUNT] = [\n");
+    s.push_str(
+        "/// Per-op metadata, indexed by `op as usize`.\npub static INFO: [OpInfo; OP_COUNT] = [\n",
+    );
     s.push_str("    OpInfo { mnemonic: \"(illegal)\", form: Form::X, mask: 0, value: 0, operands: &[], flags: InsnFlags(0), size: 0 },\n");
     for i in insns {
-        let ops: Vec<String> = i.operands.iter().map(|o| format!("Operand::{}", camel(o))).collect();
-        let flag_bits: u32 = i.flags.iter().map(|f| 1u32 << FLAGS.iter().position(|x| x == f).unwrap()).sum();
+        let ops: Vec<String> = i
+            .operands
+            .iter()
+            .map(|o| format!("Operand::{}", camel(o)))
+            .collect();
+        let flag_bits: u32 = i
+            .flags
+            .iter()
+            .map(|f| 1u32 << FLAGS.iter().position(|x| x == f).unwrap())
+            .sum();
         let flags = format!("InsnFlags({flag_bits:#x})");
         let _ = writeln!(
             s,
             "    OpInfo {{ mnemonic: {:?}, form: Form::{}, mask: {:#010x}, value: {:#010x}, operands: &[{}], flags: {}, size: {} }},",
-            i.mnemonic, i.form, i.mask, i.value, ops.join(", "), flags, i.size
+            i.mnemonic,
+            i.form,
+            i.mask,
+            i.value,
+            ops.join(", "),
+            flags,
+            i.size
         );
     }
     s.push_str("];\n\n");
@@ -280,7 +352,11 @@ fn generate(insns: &[Insn]) -> String {
     // Flag constants.
     s.push_str("impl InsnFlags {\n");
     for (k, f) in FLAGS.iter().enumerate() {
-        let _ = writeln!(s, "    pub const {}: Self = Self(1 << {k});", f.to_uppercase());
+        let _ = writeln!(
+            s,
+            "    pub const {}: Self = Self(1 << {k});",
+            f.to_uppercase()
+        );
     }
     s.push_str("}\n\n");
 
@@ -301,14 +377,25 @@ fn generate(insns: &[Insn]) -> String {
     let mut primary = vec![(0u8, 0usize); 64];
     let mut secondary: Vec<Vec<usize>> = Vec::new();
     for p in 0..64u32 {
-        let cands: Vec<usize> = (0..insns.len()).filter(|&k| insns[k].value >> 26 == p).collect();
+        let cands: Vec<usize> = (0..insns.len())
+            .filter(|&k| insns[k].value >> 26 == p)
+            .collect();
         let low_bits_used = cands.iter().any(|&k| insns[k].mask & 0x7ff != 0);
         if !low_bits_used {
             primary[p as usize] = (0, intern(cands));
         } else {
             let table: Vec<usize> = (0..2048u32)
                 .map(|low| {
-                    intern(cands.iter().copied().filter(|&k| (low & insns[k].mask & 0x7ff) == (insns[k].value & insns[k].mask & 0x7ff)).collect())
+                    intern(
+                        cands
+                            .iter()
+                            .copied()
+                            .filter(|&k| {
+                                (low & insns[k].mask & 0x7ff)
+                                    == (insns[k].value & insns[k].mask & 0x7ff)
+                            })
+                            .collect(),
+                    )
                 })
                 .collect();
             secondary.push(table);
@@ -317,7 +404,10 @@ fn generate(insns: &[Insn]) -> String {
     }
     s.push_str("static DECODE_LISTS: &[&[Op]] = &[\n");
     for l in &lists {
-        let names: Vec<String> = l.iter().map(|&k| format!("Op::{}", insns[k].ident)).collect();
+        let names: Vec<String> = l
+            .iter()
+            .map(|&k| format!("Op::{}", insns[k].ident))
+            .collect();
         let _ = writeln!(s, "    &[{}],", names.join(", "));
     }
     s.push_str("];\n\n");
@@ -326,7 +416,11 @@ fn generate(insns: &[Insn]) -> String {
         let _ = write!(s, "({kind}, {idx}), ");
     }
     s.push_str("];\n\n");
-    let _ = writeln!(s, "static DECODE_SECONDARY: [[u16; 2048]; {}] = [", secondary.len());
+    let _ = writeln!(
+        s,
+        "static DECODE_SECONDARY: [[u16; 2048]; {}] = [",
+        secondary.len()
+    );
     for t in &secondary {
         s.push_str("    [");
         for v in t {
@@ -339,7 +433,11 @@ fn generate(insns: &[Insn]) -> String {
     // X-macro: `for_each_insn!(callback)` expands to `callback! { (Ident, func, "mnemonic"), … }`.
     s.push_str("/// Calls `$m! { (Op, function_name, \"mnemonic\"), … }` with every instruction.\nmacro_rules! for_each_insn {\n    ($m:ident) => {\n        $m! {\n");
     for i in insns {
-        let _ = writeln!(s, "            ({}, {}, {:?}),", i.ident, i.func, i.mnemonic);
+        let _ = writeln!(
+            s,
+            "            ({}, {}, {:?}),",
+            i.ident, i.func, i.mnemonic
+        );
     }
     s.push_str("        }\n    };\n}\n");
     s

@@ -30,10 +30,21 @@ impl<S: Strategy> VcpuRunner<S> for Echo {
     fn exception_site(_: &()) -> Site {
         Site::BqlHcall
     }
-    fn handle_exception<'a>(&mut self, _: (), a: &'a Accel<S, Self, ()>, i: usize, _: &mut StatGuard<'a, ()>) {
+    fn handle_exception<'a>(
+        &mut self,
+        _: (),
+        a: &'a Accel<S, Self, ()>,
+        i: usize,
+        _: &mut StatGuard<'a, ()>,
+    ) {
         a.set_halted(i, true);
     }
-    fn handle_interrupt<'a>(&mut self, a: &'a Accel<S, Self, ()>, i: usize, b: &mut StatGuard<'a, ()>) {
+    fn handle_interrupt<'a>(
+        &mut self,
+        a: &'a Accel<S, Self, ()>,
+        i: usize,
+        b: &mut StatGuard<'a, ()>,
+    ) {
         a.reset_irq(i, 1, b);
         self.done.fetch_add(1, Ordering::SeqCst);
     }
@@ -74,9 +85,14 @@ fn kick<S: Strategy>(a: &Accel<S, Echo, ()>) {
 
 fn strategy<S: Strategy>(c: &mut Criterion) {
     let mut g = c.benchmark_group(S::NAME);
-    g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    g.bench_function("flush_round_trip", |b| b.iter_custom(|n| round_trips::<S>(n, flush::<S>)));
-    g.bench_function("kick_wake", |b| b.iter_custom(|n| round_trips::<S>(n, kick::<S>)));
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    g.bench_function("flush_round_trip", |b| {
+        b.iter_custom(|n| round_trips::<S>(n, flush::<S>))
+    });
+    g.bench_function("kick_wake", |b| {
+        b.iter_custom(|n| round_trips::<S>(n, kick::<S>))
+    });
     g.finish();
 }
 

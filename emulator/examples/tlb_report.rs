@@ -11,9 +11,9 @@ use ppc64emu::cpu::{SlbEntry, msr};
 use ppc64emu::engine::Cpu;
 use ppc64emu::interp::StepOutcome;
 use ppc64emu::isa::Op;
-use ppc64emu::papr::H_SUCCESS;
 use ppc64emu::mmu::slb::{esid, hash_key, segment_page_sizes};
 use ppc64emu::mmu::{Hpt, SystemSpace, hpte_r, hpte_v};
+use ppc64emu::papr::H_SUCCESS;
 use ppc64emu::softmmu::{Access, AddressSpace, GuestRam};
 use std::sync::Arc;
 
@@ -29,7 +29,10 @@ struct Instant(f64);
 
 impl Instant {
     fn now() -> Self {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: valid pointer to a timespec.
         unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
         Instant(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
@@ -77,15 +80,41 @@ fn env(page_shift: u32) -> Env {
     let space_stats = space.stats();
     let mut cpu = Cpu::new(Box::new(space));
     let llp = if page_shift == 16 { 0x110 } else { 0 };
-    cpu.st.slb[0] = SlbEntry { esid: esid::VALID, vsid: 0x100 << 12 };
-    cpu.st.slb[1] = SlbEntry { esid: BUF_EA | esid::VALID, vsid: (0x200 << 12) | llp };
+    cpu.st.slb[0] = SlbEntry {
+        esid: esid::VALID,
+        vsid: 0x100 << 12,
+    };
+    cpu.st.slb[1] = SlbEntry {
+        esid: BUF_EA | esid::VALID,
+        vsid: (0x200 << 12) | llp,
+    };
     let map = |slb: &SlbEntry, ea: u64, pa: u64| {
         let seg = segment_page_sizes(slb.vsid).unwrap();
         let key = hash_key(slb, seg.base_shift, ea);
-        let (l, enc) = if seg.base_shift == 16 { (hpte_v::LARGE, 0x1000) } else { (0, 0) };
+        let (l, enc) = if seg.base_shift == 16 {
+            (hpte_v::LARGE, 0x1000)
+        } else {
+            (0, 0)
+        };
         let ptel = pa | enc | hpte_r::M | hpte_r::R | hpte_r::C | 0x2;
-        let r = hpt.h_enter(&ram, 0, (key.hash & hpt.pteg_mask()) * 8, key.ptem | l, ptel);
-        let r = if r.ret == H_SUCCESS { r } else { hpt.h_enter(&ram, 0, (!key.hash & hpt.pteg_mask()) * 8, key.ptem | l | hpte_v::SECONDARY, ptel) };
+        let r = hpt.h_enter(
+            &ram,
+            0,
+            (key.hash & hpt.pteg_mask()) * 8,
+            key.ptem | l,
+            ptel,
+        );
+        let r = if r.ret == H_SUCCESS {
+            r
+        } else {
+            hpt.h_enter(
+                &ram,
+                0,
+                (!key.hash & hpt.pteg_mask()) * 8,
+                key.ptem | l | hpte_v::SECONDARY,
+                ptel,
+            )
+        };
         assert_eq!(r.ret, H_SUCCESS, "HPT full");
     };
     map(&cpu.st.slb[0], CODE, CODE);
@@ -110,7 +139,10 @@ fn run(e: &mut Env, setup: &[(u32, u64)], body: &[u32], iterations: u64, passes:
     let mut words = vec![mtctr(5)];
     words.extend_from_slice(body);
     for (k, w) in words.iter().enumerate() {
-        e.cpu.mmu.store(&e.cpu.st, CODE + 4 * k as u64, 4, *w as u64, false).unwrap();
+        e.cpu
+            .mmu
+            .store(&e.cpu.st, CODE + 4 * k as u64, 4, *w as u64, false)
+            .unwrap();
     }
     let end = CODE + 4 * words.len() as u64;
     // Best of three: the host is shared, the minimum is the least disturbed run.
@@ -145,7 +177,12 @@ fn run_once(e: &mut Env, setup: &[(u32, u64)], end: u64, iterations: u64, passes
     let secs = t.elapsed().as_secs_f64();
     let instructions = e.cpu.counters.instructions - insns0;
     let lookups = instructions + iterations * passes as u64;
-    Run { instructions, lookups, fills: e.cpu.mmu.tlb.counters.fills - fills0, secs }
+    Run {
+        instructions,
+        lookups,
+        fills: e.cpu.mmu.tlb.counters.fills - fills0,
+        secs,
+    }
 }
 
 fn report(name: &str, r: &Run) {
@@ -160,12 +197,20 @@ fn report(name: &str, r: &Run) {
 }
 
 fn main() {
-    println!("{:<34} {:>10} {:>10} {:>9} {:>10} {:>8}", "loop (64 MiB buffer, MMU on)", "insns", "lookups", "fills", "hit rate", "ns/insn");
+    println!(
+        "{:<34} {:>10} {:>10} {:>9} {:>10} {:>8}",
+        "loop (64 MiB buffer, MMU on)", "insns", "lookups", "fills", "hit rate", "ns/insn"
+    );
     for shift in [12u32, 16] {
         let mut e = env(shift);
         let p = if shift == 12 { "4K" } else { "64K" };
         // r3 = address, r4 = stride, r6 = sum.
-        let walk = [ld(7, 3), xo(Op::Add, 6, 6, 7), xo(Op::Add, 3, 3, 4), bdnz_back(3)];
+        let walk = [
+            ld(7, 3),
+            xo(Op::Add, 6, 6, 7),
+            xo(Op::Add, 3, 3, 4),
+            bdnz_back(3),
+        ];
         let seq = run(&mut e, &[(3, BUF_EA), (4, 8)], &walk, BUF_LEN / 8, 1);
         report(&format!("{p} pages: sequential 8-byte loads"), &seq);
         let same = run(&mut e, &[(3, BUF_EA), (4, 0)], &walk, BUF_LEN / 4096, 8);
@@ -181,12 +226,21 @@ fn main() {
             xo(Op::Add, 6, 6, 7),
             bdnz_back(5),
         ];
-        let setup = [(12, 1), (8, 6364136223846793005), (9, 1442695040888963407), (10, (BUF_LEN - 1) & !7), (11, BUF_EA)];
+        let setup = [
+            (12, 1),
+            (8, 6364136223846793005),
+            (9, 1442695040888963407),
+            (10, (BUF_LEN - 1) & !7),
+            (11, BUF_EA),
+        ];
         let random = run(&mut e, &setup, &lcg, 1 << 20, 1);
         report(&format!("{p} pages: pseudo-random loads"), &random);
         // Fill cost in context: the strided loop minus the same loop hitting one page.
         let per_fill = (stride.secs - same.secs) / (stride.fills - same.fills) as f64;
-        println!("  fill cost in the strided loop: {:.0} ns per fill (vs. same instructions all hitting)", per_fill * 1e9);
+        println!(
+            "  fill cost in the strided loop: {:.0} ns per fill (vs. same instructions all hitting)",
+            per_fill * 1e9
+        );
         let s = &e.space_stats;
         let ord = std::sync::atomic::Ordering::Relaxed;
         println!(
@@ -203,23 +257,32 @@ fn main() {
     let mut space = extract_space(12);
     let mut st = ppc64emu::cpu::CpuState::new();
     st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
-    st.slb[1] = SlbEntry { esid: BUF_EA | esid::VALID, vsid: 0x200 << 12 };
+    st.slb[1] = SlbEntry {
+        esid: BUF_EA | esid::VALID,
+        vsid: 0x200 << 12,
+    };
     let n = BUF_LEN / 4096;
     let mut acc = 0u64;
     let ns = best_ns(n, |k| {
-        let m = space.translate(&st, BUF_EA + ((k * 7919) % n) * 4096, Access::Read).unwrap();
+        let m = space
+            .translate(&st, BUF_EA + ((k * 7919) % n) * 4096, Access::Read)
+            .unwrap();
         acc = acc.wrapping_add(m.pa);
     });
     println!("translate() alone, 4K pages, scattered over 64 MiB: {ns:.0} ns per call");
     let ns = best_ns(n, |k| {
-        let m = space.translate(&st, BUF_EA + (k % 256) * 4096, Access::Read).unwrap();
+        let m = space
+            .translate(&st, BUF_EA + (k % 256) * 4096, Access::Read)
+            .unwrap();
         acc = acc.wrapping_add(m.pa);
     });
     println!("translate() alone, 4K pages, 256 pages (HPT in cache): {ns:.0} ns per call");
     let mut real = st.clone();
     real.msr = msr::SF | msr::ME;
     let ns = best_ns(n, |k| {
-        let m = space.translate(&real, (k % n) * 4096, Access::Read).unwrap();
+        let m = space
+            .translate(&real, (k % n) * 4096, Access::Read)
+            .unwrap();
         acc = acc.wrapping_add(m.pa);
     });
     println!("translate() alone, real mode: {ns:.0} ns per call (checksum {acc:#x})");
@@ -242,14 +305,23 @@ fn best_ns(n: u64, mut f: impl FnMut(u64)) -> f64 {
 fn extract_space(shift: u32) -> SystemSpace {
     let ram = Arc::new(GuestRam::new(RAM).unwrap());
     let hpt = Arc::new(Hpt::new(Hpt::shift_for_ram_size(RAM)).unwrap());
-    let slb = SlbEntry { esid: BUF_EA | esid::VALID, vsid: 0x200 << 12 };
+    let slb = SlbEntry {
+        esid: BUF_EA | esid::VALID,
+        vsid: 0x200 << 12,
+    };
     let page = 1u64 << shift;
     for k in 0..BUF_LEN / page {
         let key = hash_key(&slb, shift, BUF_EA + k * page);
         let ptel = (BUF_PA + k * page) | hpte_r::M | hpte_r::R | hpte_r::C | 0x2;
         let r = hpt.h_enter(&ram, 0, (key.hash & hpt.pteg_mask()) * 8, key.ptem, ptel);
         if r.ret != H_SUCCESS {
-            hpt.h_enter(&ram, 0, (!key.hash & hpt.pteg_mask()) * 8, key.ptem | hpte_v::SECONDARY, ptel);
+            hpt.h_enter(
+                &ram,
+                0,
+                (!key.hash & hpt.pteg_mask()) * 8,
+                key.ptem | hpte_v::SECONDARY,
+                ptel,
+            );
         }
     }
     SystemSpace::new(ram, hpt)

@@ -9,12 +9,12 @@
 pub mod accel;
 pub mod cpu;
 pub mod engine;
-pub mod papr;
 pub mod interp;
 pub mod isa;
 pub mod jit;
 pub mod machine;
 pub mod mmu;
+pub mod papr;
 pub mod report;
 pub mod softmmu;
 pub mod sync;

@@ -84,7 +84,13 @@ impl<S: Strategy> VcpuRunner<S> for Fake {
         Site::BqlHcall
     }
 
-    fn handle_exception<'a>(&mut self, e: Action, accel: &'a Accel<S, Self, Devices>, i: usize, bql: &mut StatGuard<'a, Devices>) {
+    fn handle_exception<'a>(
+        &mut self,
+        e: Action,
+        accel: &'a Accel<S, Self, Devices>,
+        i: usize,
+        bql: &mut StatGuard<'a, Devices>,
+    ) {
         match e {
             Action::FlushAll => {
                 for j in (0..VCPUS).filter(|&j| j != i) {
@@ -97,7 +103,9 @@ impl<S: Strategy> VcpuRunner<S> for Fake {
                 accel.set_irq(j, IPI, bql);
             }
             Action::Cede => accel.set_halted(i, true),
-            Action::Exclusive => accel.async_safe_run_on_cpu(i, |c: &mut Fake| c.exclusive_runs += 1),
+            Action::Exclusive => {
+                accel.async_safe_run_on_cpu(i, |c: &mut Fake| c.exclusive_runs += 1)
+            }
             Action::Finished => {
                 bql.finished += 1;
                 if bql.finished == VCPUS {
@@ -107,7 +115,12 @@ impl<S: Strategy> VcpuRunner<S> for Fake {
         }
     }
 
-    fn handle_interrupt<'a>(&mut self, accel: &'a Accel<S, Self, Devices>, i: usize, bql: &mut StatGuard<'a, Devices>) {
+    fn handle_interrupt<'a>(
+        &mut self,
+        accel: &'a Accel<S, Self, Devices>,
+        i: usize,
+        bql: &mut StatGuard<'a, Devices>,
+    ) {
         let pending = accel.vcpus[i].interrupt_request.load(Ordering::SeqCst);
         accel.reset_irq(i, pending, bql);
         if pending & IPI != 0 {
@@ -125,7 +138,16 @@ fn stress<S: Strategy>() {
             std::thread::Builder::new()
                 .name(format!("vcpu{i}"))
                 .spawn(move || {
-                    let mut f = Fake { i, rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1), left: ACTIONS_PER_VCPU, finished: false, flushes_run: 0, irqs_taken: 0, exclusive_runs: 0, progress };
+                    let mut f = Fake {
+                        i,
+                        rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
+                        left: ACTIONS_PER_VCPU,
+                        finished: false,
+                        flushes_run: 0,
+                        irqs_taken: 0,
+                        exclusive_runs: 0,
+                        progress,
+                    };
                     vcpu_thread(&*accel, i, &mut f);
                     f
                 })
@@ -174,7 +196,11 @@ fn stress<S: Strategy>() {
                     )
                 })
                 .collect();
-            panic!("{}: no progress for 60 s (deadlock?)\n{}", S::NAME, state.join("\n"));
+            panic!(
+                "{}: no progress for 60 s (deadlock?)\n{}",
+                S::NAME,
+                state.join("\n")
+            );
         }
     }
     let fakes: Vec<Fake> = threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -182,9 +208,25 @@ fn stress<S: Strategy>() {
     let d = accel.bql(Site::BqlMain);
     for f in &fakes {
         let left_in_queue = accel.vcpus[f.i].lock.lock(Site::BqlMain).work.len() as u64;
-        assert_eq!(f.flushes_run + left_in_queue, d.flushes_sent[f.i], "{}: vcpu{} lost a flush", S::NAME, f.i);
-        assert!(f.irqs_taken <= d.irqs_sent[f.i], "{}: vcpu{} took more interrupts than were raised", S::NAME, f.i);
-        assert!(f.exclusive_runs > 0, "{}: vcpu{} never ran its exclusive work", S::NAME, f.i);
+        assert_eq!(
+            f.flushes_run + left_in_queue,
+            d.flushes_sent[f.i],
+            "{}: vcpu{} lost a flush",
+            S::NAME,
+            f.i
+        );
+        assert!(
+            f.irqs_taken <= d.irqs_sent[f.i],
+            "{}: vcpu{} took more interrupts than were raised",
+            S::NAME,
+            f.i
+        );
+        assert!(
+            f.exclusive_runs > 0,
+            "{}: vcpu{} never ran its exclusive work",
+            S::NAME,
+            f.i
+        );
     }
     drop(d);
     let stats = {
@@ -196,7 +238,12 @@ fn stress<S: Strategy>() {
     if S::TLB_FLUSH_WITHOUT_BQL {
         assert_eq!(bql_flush, 0, "{}: flush jobs took the BQL", S::NAME);
     } else {
-        assert_eq!(bql_flush, flush_jobs, "{}: every flush job runs under the BQL", S::NAME);
+        assert_eq!(
+            bql_flush,
+            flush_jobs,
+            "{}: every flush job runs under the BQL",
+            S::NAME
+        );
     }
     if !S::BQL_OUTSIDE_GUEST {
         assert_eq!(stats.get(Site::BqlExecLoop).acquisitions, 0);

@@ -51,8 +51,14 @@ const CAPSTONE_GAPS: &[(&str, &str)] = &[
     ("fcmpo", "the ordered FP compare is missing"),
     ("fmrgew", "ISA 2.07 FP merges are missing"),
     ("fmrgow", "ISA 2.07 FP merges are missing"),
-    ("bcdadd.", "ISA 2.07 decimal integer instructions are missing"),
-    ("bcdsub.", "ISA 2.07 decimal integer instructions are missing"),
+    (
+        "bcdadd.",
+        "ISA 2.07 decimal integer instructions are missing",
+    ),
+    (
+        "bcdsub.",
+        "ISA 2.07 decimal integer instructions are missing",
+    ),
 ];
 
 /// Record (`.`) forms Capstone 5 does not decode although it knows the plain instruction.
@@ -68,7 +74,12 @@ fn vsx_registers(op_str: &str, info: &OpInfo) -> String {
     if toks.len() != info.operands.len() {
         return op_str.to_string();
     }
-    let vsx = |o: &Operand| matches!(o, Operand::Xt | Operand::Xs | Operand::Xa | Operand::Xb | Operand::Xc);
+    let vsx = |o: &Operand| {
+        matches!(
+            o,
+            Operand::Xt | Operand::Xs | Operand::Xa | Operand::Xb | Operand::Xc
+        )
+    };
     let fixed: Vec<String> = toks
         .iter()
         .zip(info.operands)
@@ -88,7 +99,11 @@ fn capstone(le: bool) -> Capstone {
     Capstone::new()
         .ppc()
         .mode(arch::ppc::ArchMode::Mode64)
-        .endian(if le { capstone::Endian::Little } else { capstone::Endian::Big })
+        .endian(if le {
+            capstone::Endian::Little
+        } else {
+            capstone::Endian::Big
+        })
         .build()
         .expect("capstone")
 }
@@ -158,12 +173,17 @@ fn flag_bits(info: &OpInfo) -> u32 {
 }
 
 /// BO values the ISA defines ("z" bits zero); Capstone prints the others as if they were.
-const DEFINED_BO: &[u32] = &[0, 2, 4, 5, 6, 7, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 24, 25, 26, 27];
+const DEFINED_BO: &[u32] = &[
+    0, 2, 4, 5, 6, 7, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 24, 25, 26, 27,
+];
 
 /// A random well-formed encoding of `op`: operand and flag fields random, reserved bits zero.
 fn encoding(op: Op, x: u64) -> u32 {
     let info = op.info();
-    let free = info.operands.iter().fold(flag_bits(info), |m, o| m | operand_bits(*o));
+    let free = info
+        .operands
+        .iter()
+        .fold(flag_bits(info), |m, o| m | operand_bits(*o));
     let mut w = info.value | (x as u32 & free & !info.mask);
     if info.operands.contains(&Operand::Bo) {
         let bo = DEFINED_BO[(x >> 32) as usize % DEFINED_BO.len()];
@@ -216,7 +236,10 @@ fn crbit(t: &str) -> Option<i64> {
         let (n, b) = r.split_once('+')?;
         return Some(4 * n.parse::<i64>().ok()? + bit(b)?);
     }
-    if let Some(r) = t.strip_prefix("cr").filter(|r| r.len() > 1 && r.as_bytes()[1].is_ascii_alphabetic()) {
+    if let Some(r) = t
+        .strip_prefix("cr")
+        .filter(|r| r.len() > 1 && r.as_bytes()[1].is_ascii_alphabetic())
+    {
         return Some(4 * r[..1].parse::<i64>().ok()? + bit(&r[1..])?);
     }
     bit(t)
@@ -248,8 +271,21 @@ fn reg(t: &str) -> Option<i64> {
 }
 
 const TRAP_TO: &[(&str, i64)] = &[
-    ("lt", 16), ("le", 20), ("eq", 4), ("ge", 12), ("gt", 8), ("nl", 12), ("ne", 24), ("ng", 20),
-    ("llt", 2), ("lle", 6), ("lge", 5), ("lgt", 1), ("lnl", 5), ("lng", 6), ("u", 31),
+    ("lt", 16),
+    ("le", 20),
+    ("eq", 4),
+    ("ge", 12),
+    ("gt", 8),
+    ("nl", 12),
+    ("ne", 24),
+    ("ng", 20),
+    ("llt", 2),
+    ("lle", 6),
+    ("lge", 5),
+    ("lgt", 1),
+    ("lnl", 5),
+    ("lng", 6),
+    ("u", 31),
 ];
 
 /// SPR names Capstone uses for mfspr/mtspr (including 32-bit BAT names it applies to ppc64).
@@ -286,7 +322,11 @@ fn spr_alias(name: &str) -> Option<i64> {
 /// VSX instructions name all 64 VSRs; Capstone spells VSR 32-63 as the VRs v0-v31 (also in
 /// the extended mnemonics, whose operands `vsx_registers` cannot pair with ours).
 fn is_vsx(mnemonic: &str) -> bool {
-    ["xx", "xv", "xs", "lxv", "lxs", "stxv", "stxs", "mfvsr", "mtvsr"].iter().any(|p| mnemonic.starts_with(p))
+    [
+        "xx", "xv", "xs", "lxv", "lxs", "stxv", "stxs", "mfvsr", "mtvsr",
+    ]
+    .iter()
+    .any(|p| mnemonic.starts_with(p))
 }
 
 /// Capstone's output in the form of ours.
@@ -299,7 +339,12 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
             }
         }
     }
-    let c = |m: &str, ops: Vec<i64>| Some(Canon { mnemonic: m.to_string(), ops });
+    let c = |m: &str, ops: Vec<i64>| {
+        Some(Canon {
+            mnemonic: m.to_string(),
+            ops,
+        })
+    };
     let (base, dot) = match mnemonic.strip_suffix('.') {
         Some(b) => (b, "."),
         None => (mnemonic, ""),
@@ -321,7 +366,10 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
         "subic" => return c("addic", vec![ops[0], ops[1], -ops[2]]),
         "sub" | "subc" => {
             let m = if base == "sub" { "subf" } else { "subfc" };
-            return c(&format!("{m}{}", &mnemonic[base.len()..]), vec![ops[0], ops[2], ops[1]]);
+            return c(
+                &format!("{m}{}", &mnemonic[base.len()..]),
+                vec![ops[0], ops[2], ops[1]],
+            );
         }
         "crnot" => return c("crnor", vec![ops[0], ops[1], ops[1]]),
         "crmove" => return c("cror", vec![ops[0], ops[1], ops[1]]),
@@ -334,28 +382,95 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
         "dcbtt" | "dcbtstt" => return c(&base[..base.len() - 1], vec![ops[0], ops[1], 16]),
         "mftbu" => return c("mftb", vec![ops[0], 269]),
         "mftb" if ops.len() == 1 => return c("mftb", vec![ops[0], 268]),
-        "slwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], ops[2], 0, 31 - ops[2]]),
-        "srwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], (32 - ops[2]) % 32, ops[2], 31]),
+        "slwi" => {
+            return c(
+                &with("rlwinm"),
+                vec![ops[0], ops[1], ops[2], 0, 31 - ops[2]],
+            );
+        }
+        "srwi" => {
+            return c(
+                &with("rlwinm"),
+                vec![ops[0], ops[1], (32 - ops[2]) % 32, ops[2], 31],
+            );
+        }
         "clrlwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], 0, ops[2], 31]),
         "clrrwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], 0, 0, 31 - ops[2]]),
         "rotlwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], ops[2], 0, 31]),
-        "rotrwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], (32 - ops[2]) % 32, 0, 31]),
+        "rotrwi" => {
+            return c(
+                &with("rlwinm"),
+                vec![ops[0], ops[1], (32 - ops[2]) % 32, 0, 31],
+            );
+        }
         "rotlw" => return c(&with("rlwnm"), vec![ops[0], ops[1], ops[2], 0, 31]),
         "extlwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], ops[3], 0, ops[2] - 1]),
-        "extrwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], (ops[3] + ops[2]) % 32, 32 - ops[2], 31]),
-        "inslwi" => return c(&with("rlwimi"), vec![ops[0], ops[1], (32 - ops[3]) % 32, ops[3], ops[3] + ops[2] - 1]),
-        "insrwi" => return c(&with("rlwimi"), vec![ops[0], ops[1], (64 - ops[3] - ops[2]) % 32, ops[3], ops[3] + ops[2] - 1]),
-        "clrlslwi" => return c(&with("rlwinm"), vec![ops[0], ops[1], ops[3], ops[2] - ops[3], 31 - ops[3]]),
-        "srdi" => return c(&with("rldicl"), vec![ops[0], ops[1], (64 - ops[2]) % 64, ops[2]]),
+        "extrwi" => {
+            return c(
+                &with("rlwinm"),
+                vec![ops[0], ops[1], (ops[3] + ops[2]) % 32, 32 - ops[2], 31],
+            );
+        }
+        "inslwi" => {
+            return c(
+                &with("rlwimi"),
+                vec![
+                    ops[0],
+                    ops[1],
+                    (32 - ops[3]) % 32,
+                    ops[3],
+                    ops[3] + ops[2] - 1,
+                ],
+            );
+        }
+        "insrwi" => {
+            return c(
+                &with("rlwimi"),
+                vec![
+                    ops[0],
+                    ops[1],
+                    (64 - ops[3] - ops[2]) % 32,
+                    ops[3],
+                    ops[3] + ops[2] - 1,
+                ],
+            );
+        }
+        "clrlslwi" => {
+            return c(
+                &with("rlwinm"),
+                vec![ops[0], ops[1], ops[3], ops[2] - ops[3], 31 - ops[3]],
+            );
+        }
+        "srdi" => {
+            return c(
+                &with("rldicl"),
+                vec![ops[0], ops[1], (64 - ops[2]) % 64, ops[2]],
+            );
+        }
         "clrldi" => return c(&with("rldicl"), vec![ops[0], ops[1], 0, ops[2]]),
         "rotldi" => return c(&with("rldicl"), vec![ops[0], ops[1], ops[2], 0]),
         "rotrdi" => return c(&with("rldicl"), vec![ops[0], ops[1], (64 - ops[2]) % 64, 0]),
-        "extrdi" => return c(&with("rldicl"), vec![ops[0], ops[1], (ops[3] + ops[2]) % 64, 64 - ops[2]]),
+        "extrdi" => {
+            return c(
+                &with("rldicl"),
+                vec![ops[0], ops[1], (ops[3] + ops[2]) % 64, 64 - ops[2]],
+            );
+        }
         "sldi" => return c(&with("rldicr"), vec![ops[0], ops[1], ops[2], 63 - ops[2]]),
         "clrrdi" => return c(&with("rldicr"), vec![ops[0], ops[1], 0, 63 - ops[2]]),
         "extldi" => return c(&with("rldicr"), vec![ops[0], ops[1], ops[3], ops[2] - 1]),
-        "clrlsldi" => return c(&with("rldic"), vec![ops[0], ops[1], ops[3], ops[2] - ops[3]]),
-        "insrdi" => return c(&with("rldimi"), vec![ops[0], ops[1], (128 - ops[3] - ops[2]) % 64, ops[3]]),
+        "clrlsldi" => {
+            return c(
+                &with("rldic"),
+                vec![ops[0], ops[1], ops[3], ops[2] - ops[3]],
+            );
+        }
+        "insrdi" => {
+            return c(
+                &with("rldimi"),
+                vec![ops[0], ops[1], (128 - ops[3] - ops[2]) % 64, ops[3]],
+            );
+        }
         "rotld" => return c(&with("rldcl"), vec![ops[0], ops[1], ops[2], 0]),
         "vmr" => return c("vor", vec![ops[0], ops[1], ops[1]]),
         "vnot" => return c("vnor", vec![ops[0], ops[1], ops[1]]),
@@ -366,7 +481,12 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
         "xxmrghd" => return c("xxpermdi", vec![ops[0], ops[1], ops[2], 0]),
         "xxmrgld" => return c("xxpermdi", vec![ops[0], ops[1], ops[2], 3]),
         "xxswapd" => return c("xxpermdi", vec![ops[0], ops[1], ops[1], 2]),
-        "xxspltd" => return c("xxpermdi", vec![ops[0], ops[1], ops[1], if ops[2] == 0 { 0 } else { 3 }]),
+        "xxspltd" => {
+            return c(
+                "xxpermdi",
+                vec![ops[0], ops[1], ops[1], if ops[2] == 0 { 0 } else { 3 }],
+            );
+        }
         // GPR <-> VSR moves are spelled by register half (`vsx_registers` has renumbered
         // the VSR operand already).
         "mffprd" | "mfvrd" => return c("mfvsrd", ops),
@@ -378,11 +498,21 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
     }
     // Compares: cmpw/cmpd/cmplw/cmpld[i] [crF,] a, b.
     for (alias, base_m, l) in [
-        ("cmpw", "cmp", 0), ("cmpd", "cmp", 1), ("cmplw", "cmpl", 0), ("cmpld", "cmpl", 1),
-        ("cmpwi", "cmpi", 0), ("cmpdi", "cmpi", 1), ("cmplwi", "cmpli", 0), ("cmpldi", "cmpli", 1),
+        ("cmpw", "cmp", 0),
+        ("cmpd", "cmp", 1),
+        ("cmplw", "cmpl", 0),
+        ("cmpld", "cmpl", 1),
+        ("cmpwi", "cmpi", 0),
+        ("cmpdi", "cmpi", 1),
+        ("cmplwi", "cmpli", 0),
+        ("cmpldi", "cmpli", 1),
     ] {
         if mnemonic == alias {
-            let (bf, rest) = if ops.len() == 3 { (ops[0], &ops[1..]) } else { (0, &ops[..]) };
+            let (bf, rest) = if ops.len() == 3 {
+                (ops[0], &ops[1..])
+            } else {
+                (0, &ops[..])
+            };
             let mut v = vec![bf, l, rest[0], rest[1]];
             if base_m == "cmpli" {
                 v[3] &= 0xffff;
@@ -406,7 +536,13 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
     for (pre, to) in [("mf", true), ("mt", false)] {
         if let Some(name) = mnemonic.strip_prefix(pre) {
             let m = if to { "mfspr" } else { "mtspr" };
-            let order = |n: i64, rest: &[i64]| if to { vec![rest[0], n] } else { vec![n, rest[0]] };
+            let order = |n: i64, rest: &[i64]| {
+                if to {
+                    vec![rest[0], n]
+                } else {
+                    vec![n, rest[0]]
+                }
+            };
             let bat = |kind: &str| match kind {
                 "ibatu" => Some(528),
                 "ibatl" => Some(529),
@@ -418,21 +554,33 @@ fn canonical(mnemonic: &str, op_str: &str, ours: &Canon) -> Option<Canon> {
                 return c(m, order(n, &ops));
             }
             if let Some(b) = bat(name) {
-                let (idx, rest) = if to { (ops[1], vec![ops[0]]) } else { (ops[0], vec![ops[1]]) };
+                let (idx, rest) = if to {
+                    (ops[1], vec![ops[0]])
+                } else {
+                    (ops[0], vec![ops[1]])
+                };
                 return c(m, order(b + 2 * idx, &rest));
             }
             if name == "sprg" {
-                let (idx, rest) = if to { (ops[1], vec![ops[0]]) } else { (ops[0], vec![ops[1]]) };
+                let (idx, rest) = if to {
+                    (ops[1], vec![ops[0]])
+                } else {
+                    (ops[0], vec![ops[1]])
+                };
                 return c(m, order(272 + idx, &rest));
             }
-            if let Some(n) = name.strip_prefix("sprg").and_then(|n| n.parse::<i64>().ok()) {
+            if let Some(n) = name
+                .strip_prefix("sprg")
+                .and_then(|n| n.parse::<i64>().ok())
+            {
                 return c(m, order(272 + n, &ops));
             }
         }
     }
     // Operands Capstone leaves out when they are zero.
     let omitted_zero = match mnemonic {
-        "sc" | "dcbt" | "dcbtst" | "mtmsr" | "mtmsrd" | "tlbie" | "tlbiel" | "mtfsfi" | "mtfsfi." => ours.ops.len(),
+        "sc" | "dcbt" | "dcbtst" | "mtmsr" | "mtmsrd" | "tlbie" | "tlbiel" | "mtfsfi"
+        | "mtfsfi." => ours.ops.len(),
         _ => 0,
     };
     while ops.len() < omitted_zero {
@@ -450,7 +598,11 @@ type BranchMeaning = (bool, bool, Option<(i64, bool)>, Option<i64>, bool, bool);
 
 fn branch_meaning(bo: i64, bi: i64, target: Option<i64>, lk: bool, aa: bool) -> BranchMeaning {
     let dec = bo & 4 == 0;
-    let cr = if bo & 16 == 0 { Some((bi, bo & 8 != 0)) } else { None };
+    let cr = if bo & 16 == 0 {
+        Some((bi, bo & 8 != 0))
+    } else {
+        None
+    };
     (dec, dec && bo & 2 != 0, cr, target, lk, aa)
 }
 
@@ -459,31 +611,59 @@ fn branch_meaning(bo: i64, bi: i64, target: Option<i64>, lk: bool, aa: bool) -> 
 fn branch_alias(mnemonic: &str, ops: &[i64], ours: &Canon) -> Option<Canon> {
     let m = ours.mnemonic.as_str();
     let (kind, lk, aa) = match m {
-        "b" | "bl" | "ba" | "bla" => return Some(Canon { mnemonic: mnemonic.to_string(), ops: ops.to_vec() }),
+        "b" | "bl" | "ba" | "bla" => {
+            return Some(Canon {
+                mnemonic: mnemonic.to_string(),
+                ops: ops.to_vec(),
+            });
+        }
         _ if m.starts_with("bclr") => ("lr", m.ends_with('l'), false),
         _ if m.starts_with("bcctr") => ("ctr", m.ends_with('l'), false),
         _ if m.starts_with("bctar") => ("tar", m.ends_with('l'), false),
         _ => ("", m.contains('l'), m.ends_with('a')),
     };
-    let ours_meaning = branch_meaning(ours.ops[0], ours.ops[1], if kind.is_empty() { Some(ours.ops[2]) } else { None }, lk, aa);
+    let ours_meaning = branch_meaning(
+        ours.ops[0],
+        ours.ops[1],
+        if kind.is_empty() {
+            Some(ours.ops[2])
+        } else {
+            None
+        },
+        lk,
+        aa,
+    );
     // Parse b<cond>[lr|ctr][l][a][+-].
-    let mut s = mnemonic.strip_prefix('b')?.trim_end_matches(['+', '-']).to_string();
+    let mut s = mnemonic
+        .strip_prefix('b')?
+        .trim_end_matches(['+', '-'])
+        .to_string();
     let mut c_lk = false;
     let mut c_aa = false;
     let mut c_kind = "";
     const CONDS: &[&str] = &[
-        "", "dnz", "dz", "dnzt", "dnzf", "dzt", "dzf", "t", "f", "lt", "gt", "eq", "so", "un", "ge", "nl", "le", "ng",
-        "ne", "ns", "nu",
+        "", "dnz", "dz", "dnzt", "dnzf", "dzt", "dzf", "t", "f", "lt", "gt", "eq", "so", "un",
+        "ge", "nl", "le", "ng", "ne", "ns", "nu",
     ];
     if kind.is_empty() {
         // b<cond>[l][a]: strip a suffix only where what is left is a condition (`bnl`, `bnll`).
         for (suffix, is_lk) in [('a', false), ('l', true)] {
-            if let Some(r) = s.strip_suffix(suffix).filter(|_| !CONDS.contains(&s.as_str())) {
-                if is_lk { c_lk = true } else { c_aa = true }
+            if let Some(r) = s
+                .strip_suffix(suffix)
+                .filter(|_| !CONDS.contains(&s.as_str()))
+            {
+                if is_lk {
+                    c_lk = true
+                } else {
+                    c_aa = true
+                }
                 s = r.to_string();
             }
         }
-    } else if let Some(k) = ["lrl", "ctrl", "lr", "ctr"].into_iter().find(|k| s.ends_with(k)) {
+    } else if let Some(k) = ["lrl", "ctrl", "lr", "ctr"]
+        .into_iter()
+        .find(|k| s.ends_with(k))
+    {
         // b<cond>lr[l], b<cond>ctr[l]
         c_lk = k.ends_with('l');
         c_kind = if k.starts_with("lr") { "lr" } else { "ctr" };
@@ -523,21 +703,31 @@ fn branch_alias(mnemonic: &str, ops: &[i64], ours: &Canon) -> Option<Canon> {
         _ => return None,
     };
     // BO = 0b10100 (branch always) with BI != 0: Capstone prints `bdnz`.
-    let (dec, zero) = if cond == "dnz" && ours.ops[0] == 20 { (false, false) } else { (dec, zero) };
+    let (dec, zero) = if cond == "dnz" && ours.ops[0] == 20 {
+        (false, false)
+    } else {
+        (dec, zero)
+    };
     let theirs = (dec, zero, cr, target, c_lk, c_aa);
     let same_kind = kind.is_empty() || c_kind == kind;
     // Equal meaning: report our canonical form, so the comparison passes.
     Some(if theirs == ours_meaning && same_kind {
         ours.clone()
     } else {
-        Canon { mnemonic: format!("{mnemonic} (meaning {theirs:?})"), ops: ops.to_vec() }
+        Canon {
+            mnemonic: format!("{mnemonic} (meaning {theirs:?})"),
+            ops: ops.to_vec(),
+        }
     })
 }
 
 fn ours(w: u32, pc: u64) -> Canon {
     let text = disassemble(w, pc);
     let (m, rest) = text.split_once(' ').unwrap_or((&text, ""));
-    Canon { mnemonic: m.to_string(), ops: operands(rest).expect("our operands parse") }
+    Canon {
+        mnemonic: m.to_string(),
+        ops: operands(rest).expect("our operands parse"),
+    }
 }
 
 #[test]
@@ -558,11 +748,23 @@ fn every_table_instruction_agrees_with_capstone() {
                 let o = ours(w, pc);
                 let bytes = if le { w.to_le_bytes() } else { w.to_be_bytes() };
                 let insns = cs.disasm_all(&bytes, pc).expect("capstone runs");
-                let theirs = insns.iter().next().map(|i| (i.mnemonic().unwrap_or("").to_string(), i.op_str().unwrap_or("").to_string()));
+                let theirs = insns.iter().next().map(|i| {
+                    (
+                        i.mnemonic().unwrap_or("").to_string(),
+                        i.op_str().unwrap_or("").to_string(),
+                    )
+                });
                 let gap = CAPSTONE_GAPS
                     .iter()
-                    .find(|(m, _)| *m == op.info().mnemonic || o.mnemonic.trim_end_matches('.') == m.trim_end_matches('.'))
-                    .or_else(|| CAPSTONE_RC_GAPS.iter().find(|(m, _)| o.mnemonic.strip_suffix('.') == Some(m)));
+                    .find(|(m, _)| {
+                        *m == op.info().mnemonic
+                            || o.mnemonic.trim_end_matches('.') == m.trim_end_matches('.')
+                    })
+                    .or_else(|| {
+                        CAPSTONE_RC_GAPS
+                            .iter()
+                            .find(|(m, _)| o.mnemonic.strip_suffix('.') == Some(m))
+                    });
                 let theirs = theirs.map(|(m, s)| (m, vsx_registers(&s, op.info())));
                 match (theirs, gap) {
                     (None, Some(_)) => continue,
@@ -589,7 +791,12 @@ fn every_table_instruction_agrees_with_capstone() {
         }
     }
     assert!(compared > 1000, "only {compared} encodings compared");
-    assert!(failures.is_empty(), "{} of {compared} differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Words outside the table are illegal for us; Capstone agrees for the ISA 3.0 ones it knows.
@@ -597,9 +804,22 @@ fn every_table_instruction_agrees_with_capstone() {
 fn isa_3_0_words_are_illegal_for_us_and_known_to_capstone() {
     let cs = capstone(true);
     // cnttzw r3,r4; modud r4,r3,r5; darn r3,0; cmpeqb cr0,r3,r4; extswsli r3,r4,5
-    for (w, m) in [(0x7c83_0434u32, "cnttzw"), (0x7c83_2a12, "modud"), (0x7c60_05e6, "darn"), (0x7c03_21c0, "cmpeqb"), (0x7c83_2ef4, "extswsli")] {
+    for (w, m) in [
+        (0x7c83_0434u32, "cnttzw"),
+        (0x7c83_2a12, "modud"),
+        (0x7c60_05e6, "darn"),
+        (0x7c03_21c0, "cmpeqb"),
+        (0x7c83_2ef4, "extswsli"),
+    ] {
         assert_eq!(decode(w), Op::Illegal, "{m}");
         let insns = cs.disasm_all(&w.to_le_bytes(), 0).unwrap();
-        assert_eq!(insns.iter().next().and_then(|i| i.mnemonic().map(String::from)).as_deref(), Some(m));
+        assert_eq!(
+            insns
+                .iter()
+                .next()
+                .and_then(|i| i.mnemonic().map(String::from))
+                .as_deref(),
+            Some(m)
+        );
     }
 }

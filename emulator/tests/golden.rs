@@ -142,18 +142,33 @@ impl Case {
         if let Some(m) = v.get("out_mem") {
             apply_mem(&mut expected.mem, m);
         }
-        let words: Vec<u32> = v["words"].as_array().unwrap().iter().map(|w| hex(w) as u32).collect();
+        let words: Vec<u32> = v["words"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| hex(w) as u32)
+            .collect();
         let end = CASE_ADDR + 4 * words.len() as u64;
         let stop = match v.get("signal") {
-            Some(s) => (s[0].as_i64().unwrap(), s[1].as_i64().unwrap(), hex(&v["pc"]) as u64),
+            Some(s) => (
+                s[0].as_i64().unwrap(),
+                s[1].as_i64().unwrap(),
+                hex(&v["pc"]) as u64,
+            ),
             None => (SIGTRAP, 1, end),
         };
-        let ignore = v.get("ignore").and_then(Value::as_array).map_or_else(BTreeSet::new, |a| {
-            a.iter().map(|s| s.as_str().unwrap().to_string()).collect()
-        });
-        let mask = v.get("mask").and_then(Value::as_object).map_or_else(BTreeMap::new, |m| {
-            m.iter().map(|(k, x)| (k.clone(), hex(x))).collect()
-        });
+        let ignore = v
+            .get("ignore")
+            .and_then(Value::as_array)
+            .map_or_else(BTreeSet::new, |a| {
+                a.iter().map(|s| s.as_str().unwrap().to_string()).collect()
+            });
+        let mask = v
+            .get("mask")
+            .and_then(Value::as_object)
+            .map_or_else(BTreeMap::new, |m| {
+                m.iter().map(|(k, x)| (k.clone(), hex(x))).collect()
+            });
         Case {
             name: v["name"].as_str().unwrap().to_string(),
             le: v["le"].as_u64() == Some(1),
@@ -174,23 +189,50 @@ struct GoldenSpace {
 }
 
 impl AddressSpace for GoldenSpace {
-    fn translate(&mut self, _st: &ppc64emu::cpu::CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception> {
+    fn translate(
+        &mut self,
+        _st: &ppc64emu::cpu::CpuState,
+        ea: u64,
+        access: Access,
+    ) -> Result<PageMapping, Exception> {
         let page = ea & PAGE_MASK;
         let (host, ok) = if (CODE_REGION..CODE_REGION + CODE_REGION_SIZE).contains(&page) {
-            (unsafe { self.code.as_mut_ptr().add((page - CODE_REGION) as usize) }, access != Access::Write)
+            (
+                unsafe { self.code.as_mut_ptr().add((page - CODE_REGION) as usize) },
+                access != Access::Write,
+            )
         } else if (DATA_REGION..DATA_REGION + DATA_REGION_SIZE).contains(&page) {
-            (unsafe { self.data.as_mut_ptr().add((page - DATA_REGION) as usize) }, access != Access::Exec)
+            (
+                unsafe { self.data.as_mut_ptr().add((page - DATA_REGION) as usize) },
+                access != Access::Exec,
+            )
         } else {
             (std::ptr::null_mut(), false)
         };
         if !ok {
             return Err(match access {
-                Access::Exec => Exception::Isi { ea, srr1: 0x4000_0000 },
-                Access::Read => Exception::Dsi { ea, dsisr: 0x4000_0000 },
-                Access::Write => Exception::Dsi { ea, dsisr: 0x4200_0000 },
+                Access::Exec => Exception::Isi {
+                    ea,
+                    srr1: 0x4000_0000,
+                },
+                Access::Read => Exception::Dsi {
+                    ea,
+                    dsisr: 0x4000_0000,
+                },
+                Access::Write => Exception::Dsi {
+                    ea,
+                    dsisr: 0x4200_0000,
+                },
             });
         }
-        Ok(PageMapping { host, pa: page, read: access != Access::Exec, write: access == Access::Write, exec: access == Access::Exec, watch_writes: false })
+        Ok(PageMapping {
+            host,
+            pa: page,
+            read: access != Access::Exec,
+            write: access == Access::Write,
+            exec: access == Access::Exec,
+            watch_writes: false,
+        })
     }
 }
 
@@ -205,13 +247,15 @@ fn signal_of(e: Exception) -> (i64, Option<ProgramKind>) {
         Exception::Program(ProgramKind::Trap) => (SIGTRAP, None),
         Exception::Program(ProgramKind::FpEnabled) => (SIGFPE, None),
         Exception::Program(k) => (SIGILL, Some(k)),
-        Exception::Dsi { .. } | Exception::DataSegment { .. } | Exception::Isi { .. } | Exception::InstructionSegment { .. } => {
-            (SIGSEGV, None)
-        }
+        Exception::Dsi { .. }
+        | Exception::DataSegment { .. }
+        | Exception::Isi { .. }
+        | Exception::InstructionSegment { .. } => (SIGSEGV, None),
         Exception::Alignment { .. } | Exception::MachineCheck { .. } => (SIGBUS, None),
-        Exception::FacilityUnavailable { .. } | Exception::FpUnavailable | Exception::VecUnavailable | Exception::VsxUnavailable => {
-            (SIGILL, None)
-        }
+        Exception::FacilityUnavailable { .. }
+        | Exception::FpUnavailable
+        | Exception::VecUnavailable
+        | Exception::VsxUnavailable => (SIGILL, None),
         Exception::SystemCall { .. } => unreachable!("handled by the caller"),
         // An exception added later: no signal, so that the case reports it.
         #[allow(unreachable_patterns)]
@@ -234,17 +278,35 @@ const STEP_LIMIT: u64 = 10_000;
 
 /// Runs one case; `jit`: the JIT to run it under (moved to the case's fresh CPU).
 fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
-    let mut space = GoldenSpace { code: vec![0; CODE_REGION_SIZE as usize], data: vec![0; DATA_REGION_SIZE as usize] };
+    let mut space = GoldenSpace {
+        code: vec![0; CODE_REGION_SIZE as usize],
+        data: vec![0; DATA_REGION_SIZE as usize],
+    };
     let off = (CASE_ADDR - CODE_REGION) as usize;
     for (k, w) in case.words.iter().chain(std::iter::once(&TRAP)).enumerate() {
-        let b = if case.le { w.to_le_bytes() } else { w.to_be_bytes() };
+        let b = if case.le {
+            w.to_le_bytes()
+        } else {
+            w.to_be_bytes()
+        };
         space.code[off + 4 * k..off + 4 * k + 4].copy_from_slice(&b);
     }
     let b = (BUF_ADDR - DATA_REGION) as usize;
     space.data[b..b + BUF_SIZE].copy_from_slice(&case.initial.mem);
     let mut c = Cpu::new(Box::new(space));
     // QEMU's user mode delivers enabled floating-point exceptions (as with MSR[FE0|FE1] set).
-    c.st.msr = msr::SF | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::EE | msr::ME | msr::IR | msr::DR | msr::RI | msr::FE0 | msr::FE1;
+    c.st.msr = msr::SF
+        | msr::PR
+        | msr::FP
+        | msr::VEC
+        | msr::VSX
+        | msr::EE
+        | msr::ME
+        | msr::IR
+        | msr::DR
+        | msr::RI
+        | msr::FE0
+        | msr::FE1;
     if case.le {
         c.st.msr |= msr::LE;
     }
@@ -331,9 +393,15 @@ fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
     }
     let mut mem = vec![0u8; BUF_SIZE];
     for (k, m) in mem.iter_mut().enumerate() {
-        *m = c.mmu.load(&c.st, BUF_ADDR + k as u64, 1, true).expect("buffer is mapped") as u8;
+        *m = c
+            .mmu
+            .load(&c.st, BUF_ADDR + k as u64, 1, true)
+            .expect("buffer is mapped") as u8;
     }
-    Outcome { state: State { regs, mem }, stop }
+    Outcome {
+        state: State { regs, mem },
+        stop,
+    }
 }
 
 fn signal_name(s: i64) -> &'static str {
@@ -372,11 +440,17 @@ fn compare(case: &Case, got: &Outcome) -> Vec<String> {
         if case.ignore.contains(&name) {
             continue;
         }
-        let (e, g, i) = (case.expected.regs[&name], got.state.regs[&name], case.initial.regs[&name]);
+        let (e, g, i) = (
+            case.expected.regs[&name],
+            got.state.regs[&name],
+            case.initial.regs[&name],
+        );
         let keep = !case.mask.get(&name).copied().unwrap_or(0);
         if e & keep != g & keep {
             let w = if name.starts_with("vs") { 32 } else { 16 };
-            diffs.push(format!("{name}: expected {e:0w$x}, got {g:0w$x} (initial {i:0w$x})"));
+            diffs.push(format!(
+                "{name}: expected {e:0w$x}, got {g:0w$x} (initial {i:0w$x})"
+            ));
         }
     }
     for k in 0..BUF_SIZE {
@@ -393,7 +467,11 @@ fn compare(case: &Case, got: &Outcome) -> Vec<String> {
 }
 
 fn describe(case: &Case, diffs: &[String]) -> String {
-    let mut s = format!("{} ({}-endian)\n", case.name, if case.le { "little" } else { "big" });
+    let mut s = format!(
+        "{} ({}-endian)\n",
+        case.name,
+        if case.le { "little" } else { "big" }
+    );
     for (k, w) in case.words.iter().enumerate() {
         let pc = CASE_ADDR + 4 * k as u64;
         let _ = writeln!(s, "    {pc:#x}: {w:08x}  {}", disassemble(*w, pc));
@@ -413,7 +491,9 @@ fn load(path: &Path) -> Vec<Case> {
     let mut lines = text.lines();
     let meta: Value = serde_json::from_str(lines.next().expect("header line")).unwrap();
     assert_eq!(meta["format"], 1, "{}: unknown format", path.display());
-    lines.map(|l| Case::parse(&serde_json::from_str(l).expect("JSON line"))).collect()
+    lines
+        .map(|l| Case::parse(&serde_json::from_str(l).expect("JSON line")))
+        .collect()
 }
 
 /// Replays every case of a file; panics with a readable report if any differs.
@@ -431,7 +511,11 @@ fn replay(path: &Path, engine: Engine) -> usize {
     let mut jit = (engine != Engine::Interp).then(|| {
         let mut scratch = Cpu::new(Box::new(ppc64emu::softmmu::FlatRam::new(0)));
         let mut j = Jit::attach(&mut scratch, JitShared::new());
-        let tiers = if engine == Engine::Baseline { Tiers::BASELINE } else { Tiers::CRANELIFT };
+        let tiers = if engine == Engine::Baseline {
+            Tiers::BASELINE
+        } else {
+            Tiers::CRANELIFT
+        };
         j.set_tiers(tiers, Some(0));
         j
     });
@@ -439,17 +523,31 @@ fn replay(path: &Path, engine: Engine) -> usize {
         let got = run_case(case, jit.as_mut());
         let diffs = compare(case, &got);
         if !diffs.is_empty() {
-            *by_insn.entry(case.name.rsplit_once('/').map_or(case.name.clone(), |x| x.0.to_string())).or_default() += 1;
+            *by_insn
+                .entry(
+                    case.name
+                        .rsplit_once('/')
+                        .map_or(case.name.clone(), |x| x.0.to_string()),
+                )
+                .or_default() += 1;
             failures.push(describe(case, &diffs));
         }
     }
     if let Some(j) = &jit {
         // Every case starts with a translation (the map is emptied between cases).
         let n = j.counters.blocks_translated + j.counters.baseline.blocks_translated;
-        assert!(n >= cases.len() as u64, "{}: {n} blocks translated for {} cases", path.display(), cases.len());
+        assert!(
+            n >= cases.len() as u64,
+            "{}: {n} blocks translated for {} cases",
+            path.display(),
+            cases.len()
+        );
     }
     if !failures.is_empty() {
-        let show = std::env::var("LOCKSCALE_GOLDEN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
+        let show = std::env::var("LOCKSCALE_GOLDEN_SHOW")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(40);
         let shown: Vec<_> = failures.iter().take(show).cloned().collect();
         panic!(
             "{} ({engine:?}): {} of {} cases differ from QEMU\nby case group: {by_insn:?}\n\n{}",
@@ -464,18 +562,31 @@ fn replay(path: &Path, engine: Engine) -> usize {
 
 fn replay_family(family: &str, engine: Engine) {
     let n = replay(&data_dir().join(format!("{family}.jsonl")), engine);
-    assert!(n > 0 || std::env::var("LOCKSCALE_GOLDEN_FILTER").is_ok(), "{family}: no cases");
+    assert!(
+        n > 0 || std::env::var("LOCKSCALE_GOLDEN_FILTER").is_ok(),
+        "{family}: no cases"
+    );
 }
 
 /// Families with a test function of their own (per engine) below.
-const OWN_FAMILIES: [&str; 8] = ["fixed", "branch", "loadstore", "system", "fp", "vsx_fp", "vmx", "vsx"];
+const OWN_FAMILIES: [&str; 8] = [
+    "fixed",
+    "branch",
+    "loadstore",
+    "system",
+    "fp",
+    "vsx_fp",
+    "vmx",
+    "vsx",
+];
 
 /// Data files of families without a test function of their own.
 fn replay_other_families(engine: Engine) {
     for entry in std::fs::read_dir(data_dir()).unwrap() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if path.extension().is_some_and(|e| e == "jsonl") && !OWN_FAMILIES.contains(&stem.as_str()) {
+        if path.extension().is_some_and(|e| e == "jsonl") && !OWN_FAMILIES.contains(&stem.as_str())
+        {
             replay(&path, engine);
         }
     }
@@ -540,9 +651,19 @@ fn table_families() -> BTreeMap<String, Vec<String>> {
             let text = std::fs::read_to_string(&path).unwrap();
             let names = text
                 .lines()
-                .filter_map(|l| l.split('#').next().unwrap().split_whitespace().next().map(String::from))
+                .filter_map(|l| {
+                    l.split('#')
+                        .next()
+                        .unwrap()
+                        .split_whitespace()
+                        .next()
+                        .map(String::from)
+                })
                 .collect();
-            out.insert(path.file_stem().unwrap().to_str().unwrap().to_string(), names);
+            out.insert(
+                path.file_stem().unwrap().to_str().unwrap().to_string(),
+                names,
+            );
         }
     }
     out
@@ -561,12 +682,22 @@ fn every_instruction_of_a_recorded_family_is_covered() {
         }
         let cases = load(&path);
         recorded += cases.len();
-        let seen: BTreeSet<Op> = cases.iter().flat_map(|c| c.words.iter().map(|w| decode(*w))).collect();
+        let seen: BTreeSet<Op> = cases
+            .iter()
+            .flat_map(|c| c.words.iter().map(|w| decode(*w)))
+            .collect();
         let missing: Vec<&String> = mnemonics
             .iter()
-            .filter(|m| !ALL_OPS.iter().any(|op| op.info().mnemonic == m.as_str() && seen.contains(op)))
+            .filter(|m| {
+                !ALL_OPS
+                    .iter()
+                    .any(|op| op.info().mnemonic == m.as_str() && seen.contains(op))
+            })
             .collect();
-        assert!(missing.is_empty(), "{family}: no golden vectors for {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "{family}: no golden vectors for {missing:?}"
+        );
     }
     assert!(recorded >= 1000, "only {recorded} recorded cases");
 }
@@ -595,16 +726,22 @@ fn live_fuzz_against_qemu() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/gen.py");
     let out = std::env::temp_dir().join(format!("lockscale-fuzz-{}", std::process::id()));
     let mut cmd = std::process::Command::new("python3");
-    cmd.arg(&script).args(["fuzz", "--scale", &scale, "--out"]).arg(&out);
+    cmd.arg(&script)
+        .args(["fuzz", "--scale", &scale, "--out"])
+        .arg(&out);
     if let Ok(seed) = std::env::var("LOCKSCALE_FUZZ_SEED") {
         cmd.args(["--seed", &seed]);
     }
-    let families = std::env::var("LOCKSCALE_FUZZ_FAMILY").unwrap_or_else(|_| "fixed,branch,loadstore,system,fp,vsx_fp,vmx,vsx".into());
+    let families = std::env::var("LOCKSCALE_FUZZ_FAMILY")
+        .unwrap_or_else(|_| "fixed,branch,loadstore,system,fp,vsx_fp,vmx,vsx".into());
     for f in families.split(',') {
         cmd.args(["--family", f]);
     }
     let status = cmd.status().expect("python3");
-    assert!(status.success(), "gen.py fuzz failed (is qemu-ppc64le-static installed?)");
+    assert!(
+        status.success(),
+        "gen.py fuzz failed (is qemu-ppc64le-static installed?)"
+    );
     let mut failed = Vec::new();
     for f in families.split(',') {
         let path = out.join(format!("{f}.jsonl"));
@@ -614,6 +751,11 @@ fn live_fuzz_against_qemu() {
             }
         }
     }
-    assert!(failed.is_empty(), "fuzz cases kept in {}\n{}", out.display(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "fuzz cases kept in {}\n{}",
+        out.display(),
+        failed.join("\n")
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -65,6 +65,9 @@ fn spinlock_contended_by_eight_vcpus_loses_no_update() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(ram.read_u32_be(COUNTER).unwrap() as u64, THREADS as u64 * ITERATIONS);
+    assert_eq!(
+        ram.read_u32_be(COUNTER).unwrap() as u64,
+        THREADS as u64 * ITERATIONS
+    );
     assert_eq!(ram.read_u32_be(LOCK).unwrap(), 0);
 }

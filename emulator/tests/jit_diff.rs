@@ -824,7 +824,17 @@ mod baseline {
     /// once to link it, then only when the budget runs out.
     #[test]
     fn loop_blocks_are_linked() {
-        let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+        let prog = [
+            0x3860_0000,
+            0x3880_0064,
+            0x7c89_03a6,
+            0x7c85_302e,
+            0x7c63_2214,
+            0x7c65_312e,
+            0x38c6_0004,
+            0x4200_fff0,
+            0,
+        ];
         let mut c = cpu(true);
         put_code(&mut c, CODE, &prog);
         c.st.gpr[5] = DATA;
@@ -838,13 +848,28 @@ mod baseline {
         assert_eq!(jit.counters.baseline.links, 3);
         // Lookups that found a block: the loop's second entry only; the other 98
         // iterations ran through the patched jump.
-        assert_eq!(jit.counters.jump_cache_hits + jit.counters.map_hits, 1, "{:?}", jit.counters);
+        assert_eq!(
+            jit.counters.jump_cache_hits + jit.counters.map_hits,
+            1,
+            "{:?}",
+            jit.counters
+        );
     }
 
     /// A small budget makes a linked loop come back to the run loop (as a kick would).
     #[test]
     fn linked_loops_return_when_the_budget_is_spent() {
-        let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+        let prog = [
+            0x3860_0000,
+            0x3880_0064,
+            0x7c89_03a6,
+            0x7c85_302e,
+            0x7c63_2214,
+            0x7c65_312e,
+            0x38c6_0004,
+            0x4200_fff0,
+            0,
+        ];
         let mut c = cpu(false);
         put_code(&mut c, CODE, &prog);
         c.st.gpr[5] = DATA;
@@ -861,7 +886,17 @@ mod baseline {
     /// Promoted blocks end up in Cranelift and compute the same.
     #[test]
     fn hot_blocks_are_promoted() {
-        let prog = [0x3860_0000, 0x3880_0064, 0x7c89_03a6, 0x7c85_302e, 0x7c63_2214, 0x7c65_312e, 0x38c6_0004, 0x4200_fff0, 0];
+        let prog = [
+            0x3860_0000,
+            0x3880_0064,
+            0x7c89_03a6,
+            0x7c85_302e,
+            0x7c63_2214,
+            0x7c65_312e,
+            0x38c6_0004,
+            0x4200_fff0,
+            0,
+        ];
         let mut c = cpu(true);
         put_code(&mut c, CODE, &prog);
         c.st.gpr[5] = DATA;
@@ -875,7 +910,11 @@ mod baseline {
         let e = jit.run(&mut c, 1_000_000, &|_| false);
         assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
         assert_eq!(c.st.gpr[3], 5050);
-        assert_eq!(jit.counters.baseline.promotions, 1, "{:?}", jit.counters.baseline);
+        assert_eq!(
+            jit.counters.baseline.promotions, 1,
+            "{:?}",
+            jit.counters.baseline
+        );
         assert!(jit.counters.blocks_translated >= 1);
     }
 }

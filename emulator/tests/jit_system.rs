@@ -2,12 +2,12 @@
 //! vCPU counts (translation in parallel, shared block map, cross-vCPU flush jobs), and the JIT
 //! counters in the run report.
 
+use ppc64emu::jit::Tiers;
 use ppc64emu::machine::pseries::MachineExit;
 use ppc64emu::machine::pseries::boot::{Console, RunOutcome, run_with};
 use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig};
 use ppc64emu::machine::pseries::loader::plan_from_files;
 use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
-use ppc64emu::jit::Tiers;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,18 +19,32 @@ fn run_tiered<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32) -> 
     run_limited::<S>(smp, accel, jit_threshold, ppc64emu::jit::CODE_CACHE_LIMIT)
 }
 
-fn run_limited<S: Strategy>(smp: usize, accel: AccelMode, jit_threshold: u32, jit_cache_limit: u64) -> RunOutcome {
+fn run_limited<S: Strategy>(
+    smp: usize,
+    accel: AccelMode,
+    jit_threshold: u32,
+    jit_cache_limit: u64,
+) -> RunOutcome {
     run_on_tiers::<S>(smp, accel, Tiers::CRANELIFT, jit_threshold, jit_cache_limit)
 }
 
-fn run_on_tiers<S: Strategy>(smp: usize, accel: AccelMode, jit_tiers: Tiers, jit_threshold: u32, jit_cache_limit: u64) -> RunOutcome {
+fn run_on_tiers<S: Strategy>(
+    smp: usize,
+    accel: AccelMode,
+    jit_tiers: Tiers,
+    jit_threshold: u32,
+    jit_cache_limit: u64,
+) -> RunOutcome {
     let cfg = MachineConfig {
         jit_threshold: Some(jit_threshold),
         jit_tiers,
         jit_cache_limit,
         smp,
         ram_bytes: 512 << 20,
-        kernel: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/mkbench/mkbench.elf"))),
+        kernel: Some(PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workloads/mkbench/mkbench.elf"
+        ))),
         append: format!("jobs={smp} units=3 size=4"),
         accel,
         timeout: Some(Duration::from_secs(300)),
@@ -39,14 +53,26 @@ fn run_on_tiers<S: Strategy>(smp: usize, accel: AccelMode, jit_tiers: Tiers, jit
     let plan = plan_from_files(&cfg).expect("boot plan");
     let out = run_with::<S>(&cfg, &plan, Console::Capture).expect("machine runs");
     let console = String::from_utf8_lossy(&out.console);
-    assert_eq!(out.exit, MachineExit::PowerOff, "{} smp={smp}: {console}", S::NAME);
-    assert!(!console.contains("MKBENCH-ERROR"), "{} smp={smp}: {console}", S::NAME);
+    assert_eq!(
+        out.exit,
+        MachineExit::PowerOff,
+        "{} smp={smp}: {console}",
+        S::NAME
+    );
+    assert!(
+        !console.contains("MKBENCH-ERROR"),
+        "{} smp={smp}: {console}",
+        S::NAME
+    );
     out
 }
 
 fn checksum(o: &RunOutcome) -> String {
     let line = o.report.result_line.as_deref().expect("result line");
-    line.split_whitespace().find_map(|w| w.strip_prefix("checksum=")).expect("checksum").to_string()
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("checksum="))
+        .expect("checksum")
+        .to_string()
 }
 
 #[test]
@@ -55,7 +81,10 @@ fn jit_computes_the_interpreters_checksum() {
     for smp in [1, 2, 4] {
         let o = run::<Baseline>(smp, AccelMode::Jit);
         assert_eq!(checksum(&o), reference, "baseline smp={smp}");
-        let jit = o.report.vcpus[0].jit.as_ref().expect("JIT counters in the report");
+        let jit = o.report.vcpus[0]
+            .jit
+            .as_ref()
+            .expect("JIT counters in the report");
         assert!(jit.blocks_translated > 0);
         assert_eq!(jit.cold_blocks, 0, "threshold 0 translates every block");
     }
@@ -71,7 +100,12 @@ fn tiered_jit_computes_the_same_checksum() {
     let tiered = run_tiered::<PerCpuLock>(2, AccelMode::Jit, ppc64emu::jit::DEFAULT_THRESHOLD);
     assert_eq!(checksum(&tiered), checksum(&eager));
     let sum = |o: &RunOutcome, f: fn(&ppc64emu::jit::JitReport) -> u64| -> u64 {
-        o.report.vcpus.iter().filter_map(|v| v.jit.as_ref()).map(f).sum()
+        o.report
+            .vcpus
+            .iter()
+            .filter_map(|v| v.jit.as_ref())
+            .map(f)
+            .sum()
     };
     assert!(sum(&tiered, |j| j.cold_blocks) > 0);
     assert!(sum(&tiered, |j| j.blocks_translated) < sum(&eager, |j| j.blocks_translated));
@@ -94,7 +128,11 @@ fn tiny_code_cache_flushes_often_and_computes_the_same_checksum() {
         assert_eq!(checksum(&o), reference, "{strategy} smp={smp}");
         for (i, v) in o.report.vcpus.iter().enumerate() {
             let jit = v.jit.as_ref().expect("JIT counters in the report");
-            assert!(jit.cache_flushes > 1, "{strategy} smp={smp} vcpu{i}: {} flushes", jit.cache_flushes);
+            assert!(
+                jit.cache_flushes > 1,
+                "{strategy} smp={smp} vcpu{i}: {} flushes",
+                jit.cache_flushes
+            );
         }
     }
 }
@@ -106,15 +144,36 @@ fn tiny_code_cache_flushes_often_and_computes_the_same_checksum() {
 fn baseline_tier_computes_the_interpreters_checksum() {
     let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
     for smp in [1, 2, 4] {
-        let o = run_on_tiers::<Baseline>(smp, AccelMode::Jit, Tiers::BASELINE, 0, ppc64emu::jit::CODE_CACHE_LIMIT);
+        let o = run_on_tiers::<Baseline>(
+            smp,
+            AccelMode::Jit,
+            Tiers::BASELINE,
+            0,
+            ppc64emu::jit::CODE_CACHE_LIMIT,
+        );
         assert_eq!(checksum(&o), reference, "baseline tier smp={smp}");
-        let jit = o.report.vcpus[0].jit.as_ref().expect("JIT counters in the report");
-        let b = jit.baseline.as_ref().expect("baseline counters in the report");
+        let jit = o.report.vcpus[0]
+            .jit
+            .as_ref()
+            .expect("JIT counters in the report");
+        let b = jit
+            .baseline
+            .as_ref()
+            .expect("baseline counters in the report");
         assert!(b.blocks_translated > 0 && b.links > 0, "{b:?}");
-        assert_eq!(jit.blocks_translated, 0, "no Cranelift translation without that tier");
+        assert_eq!(
+            jit.blocks_translated, 0,
+            "no Cranelift translation without that tier"
+        );
         assert_eq!(jit.cold_blocks, 0, "threshold 0 translates every block");
     }
-    let o = run_on_tiers::<CputlbNoBql>(4, AccelMode::Jit, Tiers::BASELINE, 0, ppc64emu::jit::CODE_CACHE_LIMIT);
+    let o = run_on_tiers::<CputlbNoBql>(
+        4,
+        AccelMode::Jit,
+        Tiers::BASELINE,
+        0,
+        ppc64emu::jit::CODE_CACHE_LIMIT,
+    );
     assert_eq!(checksum(&o), reference, "cputlb-no-bql smp=4");
 }
 

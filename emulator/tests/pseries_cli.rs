@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn emu(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ppc64emu")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -19,7 +22,10 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn mkbench() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads/mkbench/mkbench.elf").display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workloads/mkbench/mkbench.elf")
+        .display()
+        .to_string()
 }
 
 const EXIT_HOST_ERROR: i32 = 1;
@@ -30,9 +36,23 @@ fn version_names_the_strategy() {
     let o = emu(&["--version"]);
     assert!(o.status.success());
     let line = String::from_utf8(o.stdout).unwrap();
-    assert!(line.starts_with(&format!("ppc64emu {} (strategy: ", env!("CARGO_PKG_VERSION"))), "{line}");
-    let strategy = line.trim().rsplit("strategy: ").next().unwrap().trim_end_matches(')');
-    assert!(["baseline", "per-cpu-lock", "cputlb-no-bql"].contains(&strategy), "{line}");
+    assert!(
+        line.starts_with(&format!(
+            "ppc64emu {} (strategy: ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{line}"
+    );
+    let strategy = line
+        .trim()
+        .rsplit("strategy: ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')');
+    assert!(
+        ["baseline", "per-cpu-lock", "cputlb-no-bql"].contains(&strategy),
+        "{line}"
+    );
 }
 
 #[test]
@@ -40,7 +60,22 @@ fn help_lists_options_and_exit_codes() {
     let o = emu(&["--help"]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
-    for opt in ["-kernel", "-initrd", "-append", "-bios", "-smp", "-m ", "-machine", "--report", "--tlb-flush-mode", "--timeout", "--dump-dtb", "--pin", "--jit-cache-limit", "124"] {
+    for opt in [
+        "-kernel",
+        "-initrd",
+        "-append",
+        "-bios",
+        "-smp",
+        "-m ",
+        "-machine",
+        "--report",
+        "--tlb-flush-mode",
+        "--timeout",
+        "--dump-dtb",
+        "--pin",
+        "--jit-cache-limit",
+        "124",
+    ] {
         assert!(text.contains(opt), "--help does not mention {opt}");
     }
 }
@@ -56,17 +91,35 @@ fn refusals_exit_2_and_name_the_option() {
         (&["-m", "lots", "-kernel", "x"][..], "-m lots"),
         (&["-cpu", "power9", "-kernel", "x"][..], "power9"),
         (&["--tlb-flush-mode", "lazy"][..], "lazy"),
-        (&["--jit-cache-limit", "0", "-kernel", "x"][..], "--jit-cache-limit 0"),
-        (&["--jit-cache-limit", "1.5M", "-kernel", "x"][..], "--jit-cache-limit 1.5M"),
+        (
+            &["--jit-cache-limit", "0", "-kernel", "x"][..],
+            "--jit-cache-limit 0",
+        ),
+        (
+            &["--jit-cache-limit", "1.5M", "-kernel", "x"][..],
+            "--jit-cache-limit 1.5M",
+        ),
         (&["-nographic"][..], "-kernel"),
         (&["-rtc", "base=noon", "-kernel", "x"][..], "-rtc base=noon"),
         (&["-rtc", "clock=guest", "-kernel", "x"][..], "clock=guest"),
-        (&["-smp", "4,sockets=2,cores=3", "-kernel", "x"][..], "does not match"),
+        (
+            &["-smp", "4,sockets=2,cores=3", "-kernel", "x"][..],
+            "does not match",
+        ),
         (&["-initrd", "i.img", "--dump-dtb", "x.dtb"][..], "-initrd"),
     ] {
         let o = emu(args);
-        assert_eq!(o.status.code(), Some(EXIT_USAGE), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(needle), "{args:?}: '{}' does not name {needle}", stderr(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(EXIT_USAGE),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains(needle),
+            "{args:?}: '{}' does not name {needle}",
+            stderr(&o)
+        );
     }
 }
 
@@ -74,19 +127,41 @@ fn refusals_exit_2_and_name_the_option() {
 fn missing_and_invalid_guest_files_exit_1() {
     let o = emu(&["-kernel", "/nonexistent/vmlinux"]);
     assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
-    assert!(stderr(&o).contains("cannot read kernel '/nonexistent/vmlinux'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot read kernel '/nonexistent/vmlinux'"),
+        "{}",
+        stderr(&o)
+    );
 
     let text = scratch("not-elf");
     std::fs::write(&text, "#!/bin/sh\n").unwrap();
     let o = emu(&["-kernel", text.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
-    assert!(stderr(&o).contains("is not a usable ELF image"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a usable ELF image"),
+        "{}",
+        stderr(&o)
+    );
 
     let big = scratch("big.initrd");
-    std::fs::File::create(&big).unwrap().set_len(600 << 20).unwrap();
-    let o = emu(&["-m", "512M", "-kernel", &mkbench(), "-initrd", big.to_str().unwrap()]);
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(600 << 20)
+        .unwrap();
+    let o = emu(&[
+        "-m",
+        "512M",
+        "-kernel",
+        &mkbench(),
+        "-initrd",
+        big.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
-    assert!(stderr(&o).contains("initrd") && stderr(&o).contains("does not fit"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("initrd") && stderr(&o).contains("does not fit"),
+        "{}",
+        stderr(&o)
+    );
     let _ = std::fs::remove_file(&big);
 
     let o = emu(&["-kernel", &mkbench(), "-bios", "/nonexistent/rom.bin"]);
@@ -98,42 +173,103 @@ fn missing_and_invalid_guest_files_exit_1() {
 fn dump_dtb_with_the_bundled_guest_and_ignored_caps() {
     let out = scratch("mkbench.dtb");
     let o = emu(&[
-        "-M", "pseries,cap-htm=off", "-cpu", "POWER8", "-accel", "tcg,thread=multi", "-smp", "3", "-m", "1G", "-nographic",
-        "-no-reboot", "-kernel", &mkbench(), "-append", "units=4 size=5", "--dump-dtb", out.to_str().unwrap(),
+        "-M",
+        "pseries,cap-htm=off",
+        "-cpu",
+        "POWER8",
+        "-accel",
+        "tcg,thread=multi",
+        "-smp",
+        "3",
+        "-m",
+        "1G",
+        "-nographic",
+        "-no-reboot",
+        "-kernel",
+        &mkbench(),
+        "-append",
+        "units=4 size=5",
+        "--dump-dtb",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("warning") && stderr(&o).contains("cap-htm"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning") && stderr(&o).contains("cap-htm"),
+        "{}",
+        stderr(&o)
+    );
     let blob = std::fs::read(&out).unwrap();
     let f = fdt::Fdt::new(&blob).unwrap();
-    assert_eq!(f.find_node("/cpus").unwrap().children().filter(|c| c.name.starts_with("PowerPC,POWER8@")).count(), 3);
+    assert_eq!(
+        f.find_node("/cpus")
+            .unwrap()
+            .children()
+            .filter(|c| c.name.starts_with("PowerPC,POWER8@"))
+            .count(),
+        3
+    );
     assert_eq!(f.chosen().bootargs(), Some("units=4 size=5"));
     // mkbench's PT_LOAD segments: reserved at 0x400000 + p_paddr with their memory size.
     let elf = std::fs::read(mkbench()).unwrap();
     let file = object::read::elf::ElfFile64::<object::Endianness>::parse(&*elf).unwrap();
     use object::read::elf::ProgramHeader;
     let endian = file.endian();
-    let loads: Vec<_> = file.elf_program_headers().iter().filter(|p| p.p_type(endian) == object::elf::PT_LOAD).collect();
-    let low = loads.iter().map(|p| p.p_paddr(endian) & 0x0fff_ffff).min().unwrap() + 0x40_0000;
+    let loads: Vec<_> = file
+        .elf_program_headers()
+        .iter()
+        .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+        .collect();
+    let low = loads
+        .iter()
+        .map(|p| p.p_paddr(endian) & 0x0fff_ffff)
+        .min()
+        .unwrap()
+        + 0x40_0000;
     let size: u64 = loads.iter().map(|p| p.p_memsz(endian)).sum();
     assert!(size > 0);
     assert!(
-        f.memory_reservations().any(|r| r.address() as u64 == low && r.size() as u64 == size),
+        f.memory_reservations()
+            .any(|r| r.address() as u64 == low && r.size() as u64 == size),
         "kernel reservation {low:#x}+{size:#x}"
     );
 }
 
 #[test]
 fn dump_dtb_to_an_unwritable_place_is_a_host_error() {
-    let o = emu(&["-kernel", &mkbench(), "--dump-dtb", "/nonexistent/dir/x.dtb"]);
+    let o = emu(&[
+        "-kernel",
+        &mkbench(),
+        "--dump-dtb",
+        "/nonexistent/dir/x.dtb",
+    ]);
     assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
-    assert!(stderr(&o).contains("cannot write the device tree"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write the device tree"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn an_unwritable_report_path_is_refused_before_the_guest_runs() {
     // The full-size guest would run for seconds and print its progress; the refusal comes first.
-    let o = emu(&["-kernel", &mkbench(), "-append", "units=64 size=400", "--report", "/nonexistent/dir/r.json"]);
+    let o = emu(&[
+        "-kernel",
+        &mkbench(),
+        "-append",
+        "units=64 size=400",
+        "--report",
+        "/nonexistent/dir/r.json",
+    ]);
     assert_eq!(o.status.code(), Some(EXIT_HOST_ERROR));
-    assert!(stderr(&o).contains("cannot write the run report"), "{}", stderr(&o));
-    assert!(o.stdout.is_empty(), "the guest ran: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        stderr(&o).contains("cannot write the run report"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "the guest ran: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }

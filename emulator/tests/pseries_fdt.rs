@@ -14,31 +14,82 @@ use std::process::Command;
 /// Nodes QEMU has and we do not (with everything below them).
 const ABSENT_NODES: &[(&str, &str)] = &[
     ("/ibm,persistent-memory", "no NVDIMMs"),
-    ("/event-sources", "no EPOW/hot-plug events (check-exception never finds one)"),
-    ("/pci@800000020000000", "no PCI host bridge (no VGA, no USB)"),
-    ("/vdevice/nvram@71000001", "only the console is a VIO device"),
-    ("/vdevice/l-lan@71000002", "only the console is a VIO device"),
-    ("/vdevice/v-scsi@71000003", "only the console is a VIO device"),
+    (
+        "/event-sources",
+        "no EPOW/hot-plug events (check-exception never finds one)",
+    ),
+    (
+        "/pci@800000020000000",
+        "no PCI host bridge (no VGA, no USB)",
+    ),
+    (
+        "/vdevice/nvram@71000001",
+        "only the console is a VIO device",
+    ),
+    (
+        "/vdevice/l-lan@71000002",
+        "only the console is a VIO device",
+    ),
+    (
+        "/vdevice/v-scsi@71000003",
+        "only the console is a VIO device",
+    ),
 ];
 
 /// Properties QEMU has and we do not: (node, property or "*prefix"), reason.
 const ABSENT_PROPS: &[(&str, &str, &str)] = &[
-    ("/", "*ibm,drc-", "no dynamic-reconfiguration connectors: no hotplug"),
+    (
+        "/",
+        "*ibm,drc-",
+        "no dynamic-reconfiguration connectors: no hotplug",
+    ),
     ("/", "vm,uuid", "no VM UUID"),
-    ("/chosen", "ibm,arch-vec-5-platform-support", "read only by prom_init, which never runs"),
+    (
+        "/chosen",
+        "ibm,arch-vec-5-platform-support",
+        "read only by prom_init, which never runs",
+    ),
     ("/chosen", "linux,pci-probe-only", "no PCI"),
-    ("/chosen", "*qemu,", "SLOF/graphics hand-over; no SLOF, no display"),
+    (
+        "/chosen",
+        "*qemu,",
+        "SLOF/graphics hand-over; no SLOF, no display",
+    ),
     ("/rtas", "qemu,hypertas-functions", "QEMU-private hcalls"),
     ("/rtas", "ibm,change-msix-capable", "no PCI"),
-    ("/rtas", "rtas-event-scan-rate", "event-scan never has an event: no rate, so Linux does not poll it"),
+    (
+        "/rtas",
+        "rtas-event-scan-rate",
+        "event-scan never has an event: no rate, so Linux does not poll it",
+    ),
     ("/rtas", "ibm,max-associativity-domains", "no NUMA"),
     ("/rtas", "ibm,associativity-reference-points", "no NUMA"),
     ("/cpus", "*ibm,drc-", "no CPU hotplug"),
-    ("/cpus/PowerPC,POWER8@*", "ibm,my-drc-index", "no CPU hotplug"),
-    ("/cpus/PowerPC,POWER8@*", "ibm,dfp", "decimal floating point is not emulated"),
-    ("/cpus/PowerPC,POWER8@*", "ibm,purr", "PURR is not emulated: Linux accounts with the timebase"),
-    ("/cpus/PowerPC,POWER8@*", "ibm,spurr", "SPURR is not emulated"),
-    ("/vdevice/vty@71000000", "interrupts", "the console is polled (PSERIES.md)"),
+    (
+        "/cpus/PowerPC,POWER8@*",
+        "ibm,my-drc-index",
+        "no CPU hotplug",
+    ),
+    (
+        "/cpus/PowerPC,POWER8@*",
+        "ibm,dfp",
+        "decimal floating point is not emulated",
+    ),
+    (
+        "/cpus/PowerPC,POWER8@*",
+        "ibm,purr",
+        "PURR is not emulated: Linux accounts with the timebase",
+    ),
+    (
+        "/cpus/PowerPC,POWER8@*",
+        "ibm,spurr",
+        "SPURR is not emulated",
+    ),
+    (
+        "/vdevice/vty@71000000",
+        "interrupts",
+        "the console is polled (PSERIES.md)",
+    ),
     ("/memory@0", "ibm,associativity", "no NUMA"),
 ];
 
@@ -77,13 +128,25 @@ const ABSENT_RTAS_SERVICES: &[&str] = &[
 const DIFFERENT_VALUES: &[(&str, &str, &str)] = &[
     ("/", "model", "names ppc64emu instead of qemu"),
     ("/chosen", "rng-seed", "random on every boot, on both"),
-    ("/rtas", "rtas-size", "our blob is the 20-byte H_RTAS trampoline; QEMU sizes SLOF's with FWNMI logs"),
-    ("/rtas", "ibm,hypertas-functions", "the subset we implement, checked below"),
+    (
+        "/rtas",
+        "rtas-size",
+        "our blob is the 20-byte H_RTAS trampoline; QEMU sizes SLOF's with FWNMI logs",
+    ),
+    (
+        "/rtas",
+        "ibm,hypertas-functions",
+        "the subset we implement, checked below",
+    ),
 ];
 
 /// Properties we add: (node, property), reason.
 const ADDED_PROPS: &[(&str, &str, &str)] = &[
-    ("/rtas", "linux,rtas-base", "RTAS comes instantiated (on QEMU, SLOF instantiates it)"),
+    (
+        "/rtas",
+        "linux,rtas-base",
+        "RTAS comes instantiated (on QEMU, SLOF instantiates it)",
+    ),
     ("/rtas", "linux,rtas-entry", "RTAS comes instantiated"),
 ];
 
@@ -101,20 +164,29 @@ impl Node {
     fn walk<'a>(&'a self, path: &str, out: &mut Vec<(String, &'a Node)>) {
         out.push((path.to_string(), self));
         for (name, c) in &self.children {
-            let p = if path == "/" { format!("/{name}") } else { format!("{path}/{name}") };
+            let p = if path == "/" {
+                format!("/{name}")
+            } else {
+                format!("{path}/{name}")
+            };
             c.walk(&p, out);
         }
     }
 
     fn at(&self, path: &str) -> Option<&Node> {
-        path.split('/').filter(|s| !s.is_empty()).try_fold(self, |n, part| n.children.get(part))
+        path.split('/')
+            .filter(|s| !s.is_empty())
+            .try_fold(self, |n, part| n.children.get(part))
     }
 }
 
 /// A minimal DTS reader: enough for `dtc -O dts` output and QEMU's dump (nodes, empty
 /// properties, strings, `<cells>`, `[bytes]`, comma-separated lists, /memreserve/).
 fn parse_dts(text: &str) -> (Vec<(u64, u64)>, Node) {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
     let mut rsv = Vec::new();
     let mut root = Node::default();
     loop {
@@ -159,7 +231,10 @@ impl Parser<'_> {
                     self.i += 1;
                 }
             } else if self.s[self.i..].starts_with(b"/*") {
-                let end = self.s[self.i..].windows(2).position(|w| w == b"*/").expect("unterminated comment");
+                let end = self.s[self.i..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .expect("unterminated comment");
                 self.i += end + 2;
             } else {
                 return;
@@ -178,14 +253,23 @@ impl Parser<'_> {
 
     fn expect(&mut self, c: u8) {
         self.ws();
-        assert_eq!(self.s.get(self.i), Some(&c), "dts: expected '{}' at {:?}", c as char, self.rest());
+        assert_eq!(
+            self.s.get(self.i),
+            Some(&c),
+            "dts: expected '{}' at {:?}",
+            c as char,
+            self.rest()
+        );
         self.i += 1;
     }
 
     fn word(&mut self) -> String {
         self.ws();
         let start = self.i;
-        while self.i < self.s.len() && !self.s[self.i].is_ascii_whitespace() && !b"{}=;<>[]\"".contains(&self.s[self.i]) {
+        while self.i < self.s.len()
+            && !self.s[self.i].is_ascii_whitespace()
+            && !b"{}=;<>[]\"".contains(&self.s[self.i])
+        {
             self.i += 1;
         }
         String::from_utf8(self.s[start..self.i].to_vec()).unwrap()
@@ -195,7 +279,9 @@ impl Parser<'_> {
         let w = self.word();
         match w.strip_prefix("0x") {
             Some(h) => u64::from_str_radix(h, 16).unwrap(),
-            None => w.parse().unwrap_or_else(|_| panic!("dts: not a number: {w:?}")),
+            None => w
+                .parse()
+                .unwrap_or_else(|_| panic!("dts: not a number: {w:?}")),
         }
     }
 
@@ -208,7 +294,11 @@ impl Parser<'_> {
                 return;
             }
             let name = self.word();
-            assert!(!name.is_empty(), "dts: expected a name at {:?}", self.rest());
+            assert!(
+                !name.is_empty(),
+                "dts: expected a name at {:?}",
+                self.rest()
+            );
             self.ws();
             match self.s[self.i] {
                 b'{' => {
@@ -304,21 +394,29 @@ fn read_blob(blob: &[u8]) -> (Vec<(u64, u64)>, Node) {
         }
         node
     }
-    let rsv = f.memory_reservations().map(|r| (r.address() as u64, r.size() as u64)).collect();
+    let rsv = f
+        .memory_reservations()
+        .map(|r| (r.address() as u64, r.size() as u64))
+        .collect();
     (rsv, conv(f.find_node("/").unwrap()))
 }
 
 // ---------------------------------------------------------------------------------------
 
 fn reference() -> (Vec<(u64, u64)>, Node) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pseries_data/qemu-7.2-pseries-power8-smp2.dts");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/pseries_data/qemu-7.2-pseries-power8-smp2.dts");
     parse_dts(&std::fs::read_to_string(path).unwrap())
 }
 
 fn scratch(name: &str) -> PathBuf {
     // One directory per test thread: tests running in parallel write files of the same name.
-    let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
-    let dir = std::env::temp_dir().join(format!("ppc64emu-pseries-fdt-{}-{thread}", std::process::id()));
+    let thread = format!("{:?}", std::thread::current().id())
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let dir = std::env::temp_dir().join(format!(
+        "ppc64emu-pseries-fdt-{}-{thread}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -347,15 +445,40 @@ fn tiny_kernel(size: usize) -> PathBuf {
 }
 
 fn dump(args: &[&str]) -> Vec<u8> {
-    let out = scratch(&format!("dump-{}.dtb", args.join("_").replace(['/', ' ', '='], "-")));
-    let status = Command::new(env!("CARGO_BIN_EXE_ppc64emu")).args(args).arg("--dump-dtb").arg(&out).output().unwrap();
-    assert!(status.status.success(), "{args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    let out = scratch(&format!(
+        "dump-{}.dtb",
+        args.join("_").replace(['/', ' ', '='], "-")
+    ));
+    let status = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+        .args(args)
+        .arg("--dump-dtb")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     std::fs::read(out).unwrap()
 }
 
 fn ours_like_reference() -> (Vec<u8>, Vec<(u64, u64)>, Node) {
     let k = tiny_kernel(0xf4);
-    let blob = dump(&["-M", "pseries", "-cpu", "power8", "-smp", "2", "-m", "1G", "-kernel", k.to_str().unwrap(), "-append", "jobs=2 hello"]);
+    let blob = dump(&[
+        "-M",
+        "pseries",
+        "-cpu",
+        "power8",
+        "-smp",
+        "2",
+        "-m",
+        "1G",
+        "-kernel",
+        k.to_str().unwrap(),
+        "-append",
+        "jobs=2 hello",
+    ]);
     let (rsv, tree) = read_blob(&blob);
     (blob, rsv, tree)
 }
@@ -383,7 +506,10 @@ fn same_tree_as_qemu_except_the_listed_differences() {
     let mut ref_nodes = Vec::new();
     ref_tree.walk("/", &mut ref_nodes);
     for (path, rnode) in &ref_nodes {
-        if ABSENT_NODES.iter().any(|(n, _)| path == n || path.starts_with(&format!("{n}/"))) {
+        if ABSENT_NODES
+            .iter()
+            .any(|(n, _)| path == n || path.starts_with(&format!("{n}/")))
+        {
             if ours.at(path).is_some() {
                 problems.push(format!("{path}: listed as absent but present"));
             }
@@ -394,14 +520,22 @@ fn same_tree_as_qemu_except_the_listed_differences() {
             continue;
         };
         for (name, rval) in &rnode.props {
-            let absent = ABSENT_PROPS.iter().any(|(n, p, _)| matches_node(n, path) && matches_prop(p, name))
+            let absent = ABSENT_PROPS
+                .iter()
+                .any(|(n, p, _)| matches_node(n, path) && matches_prop(p, name))
                 || (path == "/rtas" && ABSENT_RTAS_SERVICES.contains(&name.as_str()));
-            let differs = DIFFERENT_VALUES.iter().any(|(n, p, _)| n == path && p == name);
+            let differs = DIFFERENT_VALUES
+                .iter()
+                .any(|(n, p, _)| n == path && p == name);
             match onode.props.get(name) {
                 None if absent => {}
-                Some(_) if absent => problems.push(format!("{path} {name}: listed as absent but present")),
+                Some(_) if absent => {
+                    problems.push(format!("{path} {name}: listed as absent but present"))
+                }
                 None => problems.push(format!("{path} {name}: property missing")),
-                Some(v) if !differs && v != rval => problems.push(format!("{path} {name}: {v:02x?} instead of {rval:02x?}")),
+                Some(v) if !differs && v != rval => {
+                    problems.push(format!("{path} {name}: {v:02x?} instead of {rval:02x?}"))
+                }
                 Some(_) => {}
             }
         }
@@ -415,12 +549,18 @@ fn same_tree_as_qemu_except_the_listed_differences() {
             continue;
         };
         for name in onode.props.keys() {
-            if !rnode.props.contains_key(name) && !ADDED_PROPS.iter().any(|(n, p, _)| n == path && p == name) {
+            if !rnode.props.contains_key(name)
+                && !ADDED_PROPS.iter().any(|(n, p, _)| n == path && p == name)
+            {
                 problems.push(format!("{path} {name}: property QEMU does not have"));
             }
         }
     }
-    assert!(problems.is_empty(), "differences from QEMU 7.2 not listed as intended:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "differences from QEMU 7.2 not listed as intended:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -430,22 +570,46 @@ fn values_that_differ_are_compatible() {
     // Our hcall sets are a subset of QEMU's, in QEMU's order.
     let list = |n: &Node| -> Vec<String> {
         let v = &n.at("/rtas").unwrap().props["ibm,hypertas-functions"];
-        v.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8(s.to_vec()).unwrap()).collect()
+        v.split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8(s.to_vec()).unwrap())
+            .collect()
     };
     let (qemu, ours) = (list(&r), list(&o));
     assert_eq!(
         ours,
-        ["hcall-pft", "hcall-term", "hcall-dabr", "hcall-interrupt", "hcall-splpar", "hcall-join", "hcall-bulk", "hcall-set-mode", "hcall-sprg0", "hcall-copy", "hcall-debug", "hcall-vphn"]
+        [
+            "hcall-pft",
+            "hcall-term",
+            "hcall-dabr",
+            "hcall-interrupt",
+            "hcall-splpar",
+            "hcall-join",
+            "hcall-bulk",
+            "hcall-set-mode",
+            "hcall-sprg0",
+            "hcall-copy",
+            "hcall-debug",
+            "hcall-vphn"
+        ]
     );
-    let positions: Vec<usize> = ours.iter().map(|f| qemu.iter().position(|q| q == f).expect(f)).collect();
+    let positions: Vec<usize> = ours
+        .iter()
+        .map(|f| qemu.iter().position(|q| q == f).expect(f))
+        .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "QEMU's order");
 
-    let cell = |n: &Node, path: &str, prop: &str| u32::from_be_bytes(n.at(path).unwrap().props[prop][..4].try_into().unwrap());
+    let cell = |n: &Node, path: &str, prop: &str| {
+        u32::from_be_bytes(n.at(path).unwrap().props[prop][..4].try_into().unwrap())
+    };
     // RTAS is where the tree says, and the blob is the size it says.
     let base = cell(&o, "/rtas", "linux,rtas-base");
     assert_eq!(base, cell(&o, "/rtas", "linux,rtas-entry"));
     assert_eq!(cell(&o, "/rtas", "rtas-size"), 20);
-    assert_eq!(o.at("/chosen").unwrap().props["rng-seed"].len(), r.at("/chosen").unwrap().props["rng-seed"].len());
+    assert_eq!(
+        o.at("/chosen").unwrap().props["rng-seed"].len(),
+        r.at("/chosen").unwrap().props["rng-seed"].len()
+    );
     let model = String::from_utf8(o.props["model"].clone()).unwrap();
     assert!(model.starts_with("IBM pSeries (emulated by "), "{model}");
 }
@@ -457,12 +621,27 @@ fn memory_reservations_cover_kernel_rtas_and_fdt() {
     for r in &ref_rsv {
         assert!(rsv.contains(r), "QEMU reserves {r:x?}; ours: {rsv:x?}");
     }
-    let base = u32::from_be_bytes(tree.at("/rtas").unwrap().props["linux,rtas-base"][..].try_into().unwrap()) as u64;
+    let base = u32::from_be_bytes(
+        tree.at("/rtas").unwrap().props["linux,rtas-base"][..]
+            .try_into()
+            .unwrap(),
+    ) as u64;
     assert!(rsv.contains(&(base, 20)), "RTAS blob reserved: {rsv:x?}");
     // The FDT reserves itself: the entry that is exactly the blob's size, 1 MiB below 1 GiB.
-    assert!(rsv.contains(&((1 << 30) - (1 << 20), blob.len() as u64)), "{rsv:x?}");
-    assert_eq!(u32::from_be_bytes(blob[28..32].try_into().unwrap()), 0, "boot_cpuid_phys");
-    assert_eq!(u32::from_be_bytes(blob[20..24].try_into().unwrap()), 17, "FDT version");
+    assert!(
+        rsv.contains(&((1 << 30) - (1 << 20), blob.len() as u64)),
+        "{rsv:x?}"
+    );
+    assert_eq!(
+        u32::from_be_bytes(blob[28..32].try_into().unwrap()),
+        0,
+        "boot_cpuid_phys"
+    );
+    assert_eq!(
+        u32::from_be_bytes(blob[20..24].try_into().unwrap()),
+        17,
+        "FDT version"
+    );
 }
 
 #[test]
@@ -470,7 +649,20 @@ fn rtas_tokens_match_qemu() {
     let (_, r) = reference();
     let (_, _, o) = ours_like_reference();
     let (rr, orr) = (r.at("/rtas").unwrap(), o.at("/rtas").unwrap());
-    let services = ["display-character", "get-time-of-day", "power-off", "system-reboot", "query-cpu-stopped-state", "start-cpu", "stop-self", "ibm,set-xive", "ibm,get-xive", "ibm,int-off", "ibm,int-on", "ibm,os-term"];
+    let services = [
+        "display-character",
+        "get-time-of-day",
+        "power-off",
+        "system-reboot",
+        "query-cpu-stopped-state",
+        "start-cpu",
+        "stop-self",
+        "ibm,set-xive",
+        "ibm,get-xive",
+        "ibm,int-off",
+        "ibm,int-on",
+        "ibm,os-term",
+    ];
     for s in services {
         assert_eq!(orr.props.get(s), rr.props.get(s), "token of {s}");
         assert!(orr.props.contains_key(s), "{s} offered");
@@ -486,14 +678,24 @@ fn n_cpus_numbered_like_qemu() {
     let cpus = t.at("/cpus").unwrap();
     assert_eq!(cpus.children.len(), 5);
     for i in 0..5u32 {
-        let c = cpus.children.get(&format!("PowerPC,POWER8@{i:x}")).unwrap_or_else(|| panic!("cpu {i}"));
+        let c = cpus
+            .children
+            .get(&format!("PowerPC,POWER8@{i:x}"))
+            .unwrap_or_else(|| panic!("cpu {i}"));
         assert_eq!(c.props["reg"], i.to_be_bytes());
         assert_eq!(c.props["ibm,ppc-interrupt-server#s"], i.to_be_bytes());
-        assert_eq!(c.props["ibm,pft-size"], [0, 0, 0, 0, 0, 0, 0, 24], "2 GiB → 2^24-byte HPT");
+        assert_eq!(
+            c.props["ibm,pft-size"],
+            [0, 0, 0, 0, 0, 0, 0, 24],
+            "2 GiB → 2^24-byte HPT"
+        );
         assert_eq!(c.props["device_type"], b"cpu\0");
     }
     let icp = t.at("/interrupt-controller").unwrap();
-    assert_eq!(icp.props["ibm,interrupt-server-ranges"], [0, 0, 0, 0, 0, 0, 0, 5]);
+    assert_eq!(
+        icp.props["ibm,interrupt-server-ranges"],
+        [0, 0, 0, 0, 0, 0, 0, 5]
+    );
     let lrdr = &t.at("/rtas").unwrap().props["ibm,lrdr-capacity"];
     assert_eq!(lrdr[16..20], 5u32.to_be_bytes());
     let mem = &t.at("/memory@0").unwrap().props["reg"];
@@ -507,25 +709,53 @@ fn qemu_dumpdtb_spelling_and_initrd() {
     std::fs::write(&initrd, vec![0xab; 5000]).unwrap();
     let out = scratch("qemu-spelling.dtb");
     let st = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
-        .args(["-M", &format!("pseries,dumpdtb={}", out.display()), "-kernel", k.to_str().unwrap(), "-initrd"])
+        .args([
+            "-M",
+            &format!("pseries,dumpdtb={}", out.display()),
+            "-kernel",
+            k.to_str().unwrap(),
+            "-initrd",
+        ])
         .arg(&initrd)
         .args(["-append", "console=hvc0 rdinit=/bin/sh"])
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let blob = std::fs::read(&out).unwrap();
     let f = fdt::Fdt::new(&blob).unwrap();
     assert_eq!(f.chosen().bootargs(), Some("console=hvc0 rdinit=/bin/sh"));
     let chosen = f.find_node("/chosen").unwrap();
-    let start = chosen.property("linux,initrd-start").unwrap().as_usize().unwrap() as u64;
-    let end = chosen.property("linux,initrd-end").unwrap().as_usize().unwrap() as u64;
+    let start = chosen
+        .property("linux,initrd-start")
+        .unwrap()
+        .as_usize()
+        .unwrap() as u64;
+    let end = chosen
+        .property("linux,initrd-end")
+        .unwrap()
+        .as_usize()
+        .unwrap() as u64;
     assert_eq!(end - start, 5000);
     assert_eq!(start % 0x10000, 0);
     assert!(start >= 0x400000 + 0x100 + 0x10000, "above the kernel");
-    assert!(f.memory_reservations().any(|r| r.address() as u64 == start && r.size() == 5000));
-    let stdout = chosen.property("linux,stdout-path").unwrap().as_str().unwrap();
+    assert!(
+        f.memory_reservations()
+            .any(|r| r.address() as u64 == start && r.size() == 5000)
+    );
+    let stdout = chosen
+        .property("linux,stdout-path")
+        .unwrap()
+        .as_str()
+        .unwrap();
     let vty = f.find_node(stdout).expect("stdout-path resolves");
-    assert_eq!(vty.property("compatible").unwrap().as_str(), Some("hvterm1"));
+    assert_eq!(
+        vty.property("compatible").unwrap().as_str(),
+        Some("hvterm1")
+    );
     assert_eq!(vty.property("reg").unwrap().as_usize(), Some(0x7100_0000));
 }
 
@@ -539,14 +769,27 @@ fn dtc_agrees() {
     let (blob, rsv, tree) = ours_like_reference();
     let file = scratch("for-dtc.dtb");
     std::fs::write(&file, &blob).unwrap();
-    let out = Command::new("dtc").args(["-I", "dtb", "-O", "dts", "-o", "-"]).arg(&file).output().unwrap();
-    assert!(out.status.success(), "dtc: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("dtc")
+        .args(["-I", "dtb", "-O", "dts", "-o", "-"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "dtc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (drsv, dtree) = parse_dts(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(drsv, rsv);
     assert_eq!(dtree, tree);
     // And the reference compiles, so the parser above read what dtc reads.
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pseries_data/qemu-7.2-pseries-power8-smp2.dts");
-    let out = Command::new("dtc").args(["-I", "dts", "-O", "dtb", "-o", "-"]).arg(&reference).output().unwrap();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/pseries_data/qemu-7.2-pseries-power8-smp2.dts");
+    let out = Command::new("dtc")
+        .args(["-I", "dts", "-O", "dtb", "-o", "-"])
+        .arg(&reference)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let (rrsv, rtree) = read_blob(&out.stdout);
     let (prsv, ptree) = reference_tree();

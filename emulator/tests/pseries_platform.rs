@@ -294,7 +294,8 @@ impl Guest {
 }
 
 /// Runs a boot plan on one strategy: how the machine stopped and its console.
-type RunOn = fn(&MachineConfig, &ppc64emu::machine::pseries::loader::BootPlan) -> (MachineExit, Vec<u8>);
+type RunOn =
+    fn(&MachineConfig, &ppc64emu::machine::pseries::loader::BootPlan) -> (MachineExit, Vec<u8>);
 
 fn strategies() -> Vec<(&'static str, RunOn)> {
     fn go<S: Strategy>(

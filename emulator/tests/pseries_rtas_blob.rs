@@ -22,7 +22,9 @@ impl GuestMemory for ThroughMmu<'_> {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
         let mut mmu = self.mmu.borrow_mut();
         for (k, b) in buf.iter_mut().enumerate() {
-            *b = mmu.load(&self.st, pa + k as u64, 1, false).map_err(|_| OutOfRange { pa, len: 1 })? as u8;
+            *b = mmu
+                .load(&self.st, pa + k as u64, 1, false)
+                .map_err(|_| OutOfRange { pa, len: 1 })? as u8;
         }
         Ok(())
     }
@@ -30,7 +32,8 @@ impl GuestMemory for ThroughMmu<'_> {
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
         let mut mmu = self.mmu.borrow_mut();
         for (k, b) in data.iter().enumerate() {
-            mmu.store(&self.st, pa + k as u64, 1, *b as u64, false).map_err(|_| OutOfRange { pa, len: 1 })?;
+            mmu.store(&self.st, pa + k as u64, 1, *b as u64, false)
+                .map_err(|_| OutOfRange { pa, len: 1 })?;
         }
         Ok(())
     }
@@ -45,10 +48,14 @@ fn run_call(words: &[u32], ncpus: usize) -> (Cpu, PseriesDevices, Recorder, Hcal
     c.st.msr = msr::ME | msr::RI;
     let st = c.st.clone();
     for (k, b) in rtas::blob().iter().enumerate() {
-        c.mmu.store(&st, BLOB + k as u64, 1, *b as u64, false).unwrap();
+        c.mmu
+            .store(&st, BLOB + k as u64, 1, *b as u64, false)
+            .unwrap();
     }
     for (k, w) in words.iter().enumerate() {
-        c.mmu.store(&st, BUF + 4 * k as u64, 4, *w as u64, false).unwrap();
+        c.mmu
+            .store(&st, BUF + 4 * k as u64, 4, *w as u64, false)
+            .unwrap();
     }
     // Linux: r3 = buffer, r4 = RTAS base, LR = return location.
     c.st.gpr[3] = BUF;
@@ -68,7 +75,10 @@ fn run_call(words: &[u32], ncpus: usize) -> (Cpu, PseriesDevices, Recorder, Hcal
                 assert_eq!(c.st.gpr[3], H_RTAS, "the blob asks for H_RTAS");
                 assert_eq!(c.st.gpr[4], BUF, "with the buffer in r4");
                 let Cpu { st, mmu, .. } = &mut c;
-                let mem = ThroughMmu { st: st.clone(), mmu: RefCell::new(mmu) };
+                let mem = ThroughMmu {
+                    st: st.clone(),
+                    mmu: RefCell::new(mmu),
+                };
                 outcome = Some(hcall::hcall(&mut dev, 0, st, &mem, &mut fx));
             }
             Err(e) => panic!("exception {e:?} at {:#x}", c.st.pc),
@@ -85,24 +95,53 @@ fn word(c: &mut Cpu, addr: u64) -> u32 {
 
 #[test]
 fn linux_style_call_reaches_the_service_and_returns() {
-    let (mut c, dev, mut fx, outcome) = run_call(&[Service::StartCpu.token(), 3, 1, 1, 0x0040_0060, 1, 0xffff_ffff], 2);
+    let (mut c, dev, mut fx, outcome) = run_call(
+        &[
+            Service::StartCpu.token(),
+            3,
+            1,
+            1,
+            0x0040_0060,
+            1,
+            0xffff_ffff,
+        ],
+        2,
+    );
     assert_eq!(outcome, HcallOutcome::Continue);
     assert_eq!(c.st.gpr[3], H_SUCCESS as u64);
     assert_eq!(word(&mut c, BUF + 24), 0, "status result");
-    assert_eq!(fx.take(), vec![Effect::StartCpu { cpu: 1, entry: 0x0040_0060, r3: 1 }]);
+    assert_eq!(
+        fx.take(),
+        vec![Effect::StartCpu {
+            cpu: 1,
+            entry: 0x0040_0060,
+            r3: 1
+        }]
+    );
     assert_eq!(dev.rtas_stats.count(Service::StartCpu), 1);
 }
 
 #[test]
 fn errors_come_back_in_the_status() {
-    let (mut c, _, mut fx, _) = run_call(&[Service::StartCpu.token(), 3, 1, 9, 0, 0, 0xffff_ffff], 2);
+    let (mut c, _, mut fx, _) =
+        run_call(&[Service::StartCpu.token(), 3, 1, 9, 0, 0, 0xffff_ffff], 2);
     assert_eq!(word(&mut c, BUF + 24) as i32, rtas::RTAS_OUT_PARAM_ERROR);
     assert!(fx.take().is_empty());
 }
 
 #[test]
 fn power_off_through_the_blob() {
-    let (_, _, mut fx, outcome) = run_call(&[Service::PowerOff.token(), 2, 1, u32::MAX, u32::MAX, 0xffff_ffff], 1);
+    let (_, _, mut fx, outcome) = run_call(
+        &[
+            Service::PowerOff.token(),
+            2,
+            1,
+            u32::MAX,
+            u32::MAX,
+            0xffff_ffff,
+        ],
+        1,
+    );
     assert_eq!(outcome, HcallOutcome::Shutdown);
     assert_eq!(fx.take(), vec![Effect::PowerOff]);
 }

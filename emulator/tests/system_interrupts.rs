@@ -729,7 +729,10 @@ fn machine_check_on_a_real_address_outside_ram_and_checkstop() {
         (0x200, CODE, 0xc000_0000_0000_0008 | RAM)
     );
     assert_eq!(t.reason(), mce::LOAD_SRR1);
-    assert_eq!(t.msr, SUPERVISOR, "a partition's machine check handler keeps ME");
+    assert_eq!(
+        t.msr, SUPERVISOR,
+        "a partition's machine check handler keeps ME"
+    );
     assert_eq!(m.cpu.st.msr, SUPERVISOR);
 
     // With MSR[ME] = 0 the vCPU checkstops and its state is kept.

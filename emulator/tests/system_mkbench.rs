@@ -16,7 +16,10 @@ fn run<S: Strategy>(smp: usize) -> RunOutcome {
     let cfg = MachineConfig {
         smp,
         ram_bytes: 512 << 20,
-        kernel: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/mkbench/mkbench.elf"))),
+        kernel: Some(PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workloads/mkbench/mkbench.elf"
+        ))),
         append: format!("jobs={smp} {BOOTARGS}"),
         accel: AccelMode::Interp,
         timeout: Some(Duration::from_secs(300)),
@@ -25,14 +28,26 @@ fn run<S: Strategy>(smp: usize) -> RunOutcome {
     let plan = plan_from_files(&cfg).expect("boot plan");
     let out = run_with::<S>(&cfg, &plan, Console::Capture).expect("machine runs");
     let console = String::from_utf8_lossy(&out.console);
-    assert_eq!(out.exit, MachineExit::PowerOff, "{} smp={smp}: {console}", S::NAME);
-    assert!(!console.contains("MKBENCH-ERROR"), "{} smp={smp}: {console}", S::NAME);
+    assert_eq!(
+        out.exit,
+        MachineExit::PowerOff,
+        "{} smp={smp}: {console}",
+        S::NAME
+    );
+    assert!(
+        !console.contains("MKBENCH-ERROR"),
+        "{} smp={smp}: {console}",
+        S::NAME
+    );
     out
 }
 
 fn checksum(o: &RunOutcome) -> String {
     let line = o.report.result_line.as_deref().expect("result line");
-    line.split_whitespace().find_map(|w| w.strip_prefix("checksum=")).expect("checksum").to_string()
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("checksum="))
+        .expect("checksum")
+        .to_string()
 }
 
 fn lock(o: &RunOutcome, site: &str) -> u64 {
@@ -40,7 +55,11 @@ fn lock(o: &RunOutcome, site: &str) -> u64 {
 }
 
 fn flush_jobs_run(o: &RunOutcome) -> u64 {
-    o.report.vcpus.iter().map(|v| v.flush_jobs_run + v.flush_jobs_elided).sum()
+    o.report
+        .vcpus
+        .iter()
+        .map(|v| v.flush_jobs_run + v.flush_jobs_elided)
+        .sum()
 }
 
 fn check_strategy<S: Strategy>(reference: &str) {
@@ -54,7 +73,11 @@ fn check_strategy<S: Strategy>(reference: &str) {
             continue;
         }
         let jobs = flush_jobs_run(&o);
-        assert!(jobs > 0, "{} smp={smp}: no cross-vCPU flush jobs ran", S::NAME);
+        assert!(
+            jobs > 0,
+            "{} smp={smp}: no cross-vCPU flush jobs ran",
+            S::NAME
+        );
         if S::BQL_OUTSIDE_GUEST {
             assert!(lock(&o, "bql.exec_loop") > 0);
         } else {
@@ -64,7 +87,12 @@ fn check_strategy<S: Strategy>(reference: &str) {
         if S::TLB_FLUSH_WITHOUT_BQL {
             assert_eq!(lock(&o, "bql.tlb_flush_item"), 0, "{} smp={smp}", S::NAME);
         } else {
-            assert_eq!(lock(&o, "bql.tlb_flush_item"), jobs, "{} smp={smp}", S::NAME);
+            assert_eq!(
+                lock(&o, "bql.tlb_flush_item"),
+                jobs,
+                "{} smp={smp}",
+                S::NAME
+            );
         }
     }
 }

@@ -63,7 +63,9 @@ fn words(line: &str) -> Vec<String> {
                 while let Some(d) = chars.next() {
                     match d {
                         '"' => break,
-                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => w.push(chars.next().unwrap()),
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
+                            w.push(chars.next().unwrap())
+                        }
                         _ => w.push(d),
                     }
                 }
@@ -105,7 +107,12 @@ fn run(exe: &Path, args: &[String], stdin: Option<&Path>) -> Result<Run, String>
 }
 
 /// `run` with options of `ppc64emu user` before the program.
-fn run_with(opts: &[&str], exe: &Path, args: &[String], stdin: Option<&Path>) -> Result<Run, String> {
+fn run_with(
+    opts: &[&str],
+    exe: &Path,
+    args: &[String],
+    stdin: Option<&Path>,
+) -> Result<Run, String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ppc64emu"));
     cmd.arg("user")
         .args(opts)
@@ -115,10 +122,16 @@ fn run_with(opts: &[&str], exe: &Path, args: &[String], stdin: Option<&Path>) ->
         .env("SYS_TEST", "1")
         .current_dir(programs_dir());
     cmd.stdin(match stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))),
+        Some(p) => {
+            Stdio::from(std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        }
         None => Stdio::null(),
     });
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn ppc64emu");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ppc64emu");
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -139,7 +152,12 @@ fn run_with(opts: &[&str], exe: &Path, args: &[String], stdin: Option<&Path>) ->
         if start.elapsed() > HANG_LIMIT {
             child.kill().ok();
             child.wait().ok();
-            return Err(format!("{} {:?} did not finish within {:?}", exe.display(), args, HANG_LIMIT));
+            return Err(format!(
+                "{} {:?} did not finish within {:?}",
+                exe.display(),
+                args,
+                HANG_LIMIT
+            ));
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -164,20 +182,30 @@ fn check_with(opts: &[&str], case: &Case) -> Result<(), String> {
     } else {
         dir.join("bin").join(&case.binary)
     };
-    let r =
-        run_with(opts, &exe, &case.args, case.stdin.as_ref().map(|s| dir.join(s)).as_deref()).map_err(|e| format!("{}: {e}", case.name))?;
-    let want_out = std::fs::read(dir.join(format!("expected/{}.out", case.name))).expect("expected output");
-    let want_status: i32 = std::fs::read_to_string(dir.join(format!("expected/{}.status", case.name)))
-        .expect("expected status")
-        .trim()
-        .parse()
-        .unwrap();
+    let r = run_with(
+        opts,
+        &exe,
+        &case.args,
+        case.stdin.as_ref().map(|s| dir.join(s)).as_deref(),
+    )
+    .map_err(|e| format!("{}: {e}", case.name))?;
+    let want_out =
+        std::fs::read(dir.join(format!("expected/{}.out", case.name))).expect("expected output");
+    let want_status: i32 =
+        std::fs::read_to_string(dir.join(format!("expected/{}.status", case.name)))
+            .expect("expected status")
+            .trim()
+            .parse()
+            .unwrap();
     if r.stdout == want_out && r.status == want_status {
         return Ok(());
     }
     let mut msg = format!("{}: status {} (QEMU {})", case.name, r.status, want_status);
     if r.stdout != want_out {
-        let (got, want) = (String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&want_out));
+        let (got, want) = (
+            String::from_utf8_lossy(&r.stdout),
+            String::from_utf8_lossy(&want_out),
+        );
         let line = got
             .lines()
             .zip(want.lines())
@@ -220,13 +248,19 @@ fn check_all(filter: impl Fn(&Case) -> bool) {
 fn pending_list_names_real_cases() {
     let all = cases();
     for p in PENDING {
-        assert!(all.iter().any(|c| c.name == *p), "PENDING names unknown case {p}");
+        assert!(
+            all.iter().any(|c| c.name == *p),
+            "PENDING names unknown case {p}"
+        );
     }
 }
 
 #[test]
 fn manifest_words() {
-    assert_eq!(words(r#"a "b c" 'd "e"' "x\"y" ''"#), ["a", "b c", "d \"e\"", "x\"y", ""]);
+    assert_eq!(
+        words(r#"a "b c" 'd "e"' "x\"y" ''"#),
+        ["a", "b c", "d \"e\"", "x\"y", ""]
+    );
 }
 
 #[test]
@@ -262,7 +296,10 @@ fn busybox_applets_match_qemu() {
 #[test]
 #[ignore]
 fn status_of_pending_cases() {
-    for c in cases().iter().filter(|c| PENDING.contains(&c.name.as_str())) {
+    for c in cases()
+        .iter()
+        .filter(|c| PENDING.contains(&c.name.as_str()))
+    {
         if c.binary == "busybox" && !busybox().exists() {
             continue;
         }
@@ -291,7 +328,11 @@ fn malformed_programs_fail_cleanly() {
     let cases: [(&str, Vec<u8>, &str); 6] = [
         ("empty", Vec::new(), "not a 64-bit ELF"),
         ("text", b"#!/bin/sh\necho hi\n".to_vec(), "not a 64-bit ELF"),
-        ("truncated", real[..4096].to_vec(), "segment data outside the file"),
+        (
+            "truncated",
+            real[..4096].to_vec(),
+            "segment data outside the file",
+        ),
         ("x86", x86, "not a ppc64 program"),
         ("big-endian", big_endian, "big-endian"),
         ("bad-phoff", bad_phoff, "bad program headers"),
@@ -320,7 +361,14 @@ fn self_tests_match_qemu_with_a_tiny_code_cache() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
-        .args(["user", "--stats", "--jit-threshold", "0", "--jit-cache-limit", "4K"])
+        .args([
+            "user",
+            "--stats",
+            "--jit-threshold",
+            "0",
+            "--jit-cache-limit",
+            "4K",
+        ])
         .arg(programs_dir().join("bin/sys"))
         .output()
         .unwrap();
@@ -337,7 +385,10 @@ fn self_tests_match_qemu_with_a_tiny_code_cache() {
 
 #[test]
 fn usage_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu")).arg("user").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+        .arg("user")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
         .args(["user", "--bogus", "x"])
@@ -364,7 +415,10 @@ fn stats_report_instructions() {
         .unwrap();
     assert_eq!(out.status.code(), Some(42));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("guest instructions") && err.contains("MIPS"), "{err}");
+    assert!(
+        err.contains("guest instructions") && err.contains("MIPS"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -390,5 +444,9 @@ fn writing_to_a_closed_pipe_kills_quietly() {
     assert_eq!(&first, b"y\n");
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -54,7 +54,8 @@ pub fn variant_order(file: &ResultsFile) -> Vec<String> {
 }
 
 fn is_ok(r: &Run) -> bool {
-    r.status == crate::model::RunStatus::Ok && r.guest_elapsed_s.is_some_and(|t| t.is_finite() && t > 0.0)
+    r.status == crate::model::RunStatus::Ok
+        && r.guest_elapsed_s.is_some_and(|t| t.is_finite() && t > 0.0)
 }
 
 pub fn describe_failure(r: &Run) -> String {
@@ -73,7 +74,11 @@ pub fn analyze(file: &ResultsFile, relative_to: Option<&str>) -> Result<Analysis
     if let Some(rel) = relative_to
         && !variants.iter().any(|v| v == rel)
     {
-        bail!("--relative-to {rel}: no such variant in {} (have {})", file.name, variants.join(", "));
+        bail!(
+            "--relative-to {rel}: no such variant in {} (have {})",
+            file.name,
+            variants.join(", ")
+        );
     }
     let mut points = Vec::new();
     let mut failures = Vec::new();
@@ -84,11 +89,20 @@ pub fn analyze(file: &ResultsFile, relative_to: Option<&str>) -> Result<Analysis
         }
     }
     for v in &variants {
-        let mut cpus: Vec<u32> = file.runs.iter().filter(|r| &r.variant == v).map(|r| r.cpus).collect();
+        let mut cpus: Vec<u32> = file
+            .runs
+            .iter()
+            .filter(|r| &r.variant == v)
+            .map(|r| r.cpus)
+            .collect();
         cpus.sort_unstable();
         cpus.dedup();
         for n in cpus {
-            let runs: Vec<&Run> = file.runs.iter().filter(|r| &r.variant == v && r.cpus == n).collect();
+            let runs: Vec<&Run> = file
+                .runs
+                .iter()
+                .filter(|r| &r.variant == v && r.cpus == n)
+                .collect();
             let ok: Vec<&&Run> = runs.iter().filter(|r| is_ok(r)).collect();
             let times: Vec<f64> = ok.iter().map(|r| r.guest_elapsed_s.unwrap()).collect();
             let walls: Vec<f64> = ok.iter().map(|r| r.host_wall_s).collect();
@@ -106,14 +120,21 @@ pub fn analyze(file: &ResultsFile, relative_to: Option<&str>) -> Result<Analysis
     }
     // Speedups against N = 1.
     let base_times = |var: &str| -> Option<Vec<f64>> {
-        points.iter().find(|p| p.variant == var && p.cpus == 1 && !p.times.is_empty()).map(|p| p.times.clone())
+        points
+            .iter()
+            .find(|p| p.variant == var && p.cpus == 1 && !p.times.is_empty())
+            .map(|p| p.times.clone())
     };
-    let bases: Vec<Option<Vec<f64>>> =
-        points.iter().map(|p| base_times(relative_to.unwrap_or(&p.variant))).collect();
+    let bases: Vec<Option<Vec<f64>>> = points
+        .iter()
+        .map(|p| base_times(relative_to.unwrap_or(&p.variant)))
+        .collect();
     let mut missing_base: Vec<String> = Vec::new();
     for (p, base) in points.iter_mut().zip(bases) {
         match base {
-            Some(b) if !p.times.is_empty() => p.speedup = Some(ratio_ci_bootstrap(&b, &p.times, LEVEL)),
+            Some(b) if !p.times.is_empty() => {
+                p.speedup = Some(ratio_ci_bootstrap(&b, &p.times, LEVEL))
+            }
             None => {
                 let who = relative_to.unwrap_or(&p.variant).to_string();
                 if !missing_base.contains(&who) {
@@ -124,17 +145,27 @@ pub fn analyze(file: &ResultsFile, relative_to: Option<&str>) -> Result<Analysis
         }
     }
     for who in missing_base {
-        notes.push(format!("{who} has no successful N=1 run: no speedups against it"));
+        notes.push(format!(
+            "{who} has no successful N=1 run: no speedups against it"
+        ));
     }
     if !failures.is_empty() {
         notes.push(format!("{} failed run(s) left out", failures.len()));
     }
-    Ok(Analysis { variants, points, failures, notes, relative_to: relative_to.map(String::from) })
+    Ok(Analysis {
+        variants,
+        points,
+        failures,
+        notes,
+        relative_to: relative_to.map(String::from),
+    })
 }
 
 impl Analysis {
     pub fn point(&self, variant: &str, cpus: u32) -> Option<&Point> {
-        self.points.iter().find(|p| p.variant == variant && p.cpus == cpus)
+        self.points
+            .iter()
+            .find(|p| p.variant == variant && p.cpus == cpus)
     }
 
     pub fn variant_points<'a>(&'a self, variant: &'a str) -> impl Iterator<Item = &'a Point> + 'a {

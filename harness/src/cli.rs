@@ -135,7 +135,8 @@ both exist); -o also draws the measured curves with the projected ones dashed."
 #[derive(Subcommand, Debug)]
 pub enum GuestCommand {
     /// Build (or check the cached) guest image of a Linux workload.
-    #[command(long_about = "Builds the kernel and initramfs of a Linux workload from Debian's \
+    #[command(
+        long_about = "Builds the kernel and initramfs of a Linux workload from Debian's \
 ppc64el packages: `mmdebstrap --variant=extract` unpacks linux-image-powerpc64le, \
 busybox-static, make, gcc, binutils and libc6-dev (and their dependencies) into \
 target/guest-cache/debian-ppc64el/ without running anything of them or touching the host's apt; \
@@ -144,7 +145,8 @@ as /init, the generated project under /proj) goes to target/guest-cache/<workloa
 with a manifest.json (packages and versions, kernel and image SHA-256). A cached image is \
 checked against its manifest and reused; --force rebuilds it. Prints the kernel, initramfs and \
 manifest paths. Needs mmdebstrap (apt-get install mmdebstrap) the first time. `sweep --workload \
-linux-make` builds the image it needs by itself.")]
+linux-make` builds the image it needs by itself."
+    )]
     Build(GuestBuildArgs),
 }
 

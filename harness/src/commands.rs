@@ -111,7 +111,9 @@ fn normalise_checksum(workload: Workload, s: &str) -> Result<String> {
     }
     if workload.is_linux() {
         if hex.len() != 64 {
-            bail!("--expect-checksum {s:?}: the {workload} checksum is a SHA-256 (64 hexadecimal digits)");
+            bail!(
+                "--expect-checksum {s:?}: the {workload} checksum is a SHA-256 (64 hexadecimal digits)"
+            );
         }
         return Ok(hex.to_ascii_lowercase());
     }
@@ -140,7 +142,10 @@ struct PreparedGuest {
 /// Resolves the guest image: mkbench's ELF (and the peers' boot ROM), or a Linux workload's
 /// kernel and initramfs, built when missing (guest.rs).
 fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
-    let expected_checksum = g.expect_checksum.map(|c| normalise_checksum(g.workload, c)).transpose()?;
+    let expected_checksum = g
+        .expect_checksum
+        .map(|c| normalise_checksum(g.workload, c))
+        .transpose()?;
     let size = g.size;
     if g.workload.is_linux() {
         let img = guest::ensure_image(repo, g.workload, size.units, size.size, false)?;
@@ -175,14 +180,22 @@ fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
     }
     let kernel = g.kernel.unwrap_or_else(|| repo.join(DEFAULT_KERNEL));
     if !kernel.is_file() {
-        bail!("guest image {} not found (pass --kernel PATH)", kernel.display());
+        bail!(
+            "guest image {} not found (pass --kernel PATH)",
+            kernel.display()
+        );
     }
-    let bios = g.bios.or_else(|| g.with_peers.then(|| repo.join(DEFAULT_BIOS)));
+    let bios = g
+        .bios
+        .or_else(|| g.with_peers.then(|| repo.join(DEFAULT_BIOS)));
     if g.with_peers
         && let Some(b) = &bios
         && !b.is_file()
     {
-        bail!("boot ROM {} for the peers not found (pass --bios PATH)", b.display());
+        bail!(
+            "boot ROM {} for the peers not found (pass --bios PATH)",
+            b.display()
+        );
     }
     let spec = GuestSpec {
         workload: g.workload,
@@ -198,7 +211,11 @@ fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
         name: g.workload.name().into(),
         image: crate::util::stored_path(repo, &kernel),
         image_sha256: sha256_file(&kernel)?,
-        bios: if g.with_peers { bios.as_ref().map(|b| crate::util::stored_path(repo, b)) } else { None },
+        bios: if g.with_peers {
+            bios.as_ref().map(|b| crate::util::stored_path(repo, b))
+        } else {
+            None
+        },
         bios_sha256: match (&bios, g.with_peers) {
             (Some(b), true) => Some(sha256_file(b)?),
             _ => None,
@@ -236,8 +253,15 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         Mode::Default
     };
     let preset = sizes::preset(a.workload, base_mode, host_cores);
-    let custom = p.cpus.is_some() || p.units.is_some() || p.size.is_some() || p.seed.is_some() || p.reps.is_some();
-    let mut variants = p.variants.clone().unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
+    let custom = p.cpus.is_some()
+        || p.units.is_some()
+        || p.size.is_some()
+        || p.seed.is_some()
+        || p.reps.is_some();
+    let mut variants = p
+        .variants
+        .clone()
+        .unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     // `--variants none`: peers only (e.g. to calibrate the guest on QEMU).
     if variants == ["none"] {
         variants.clear();
@@ -453,7 +477,10 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             out.display()
         );
     }
-    let PreparedGuest { spec: guest, info: workload } = prepared;
+    let PreparedGuest {
+        spec: guest,
+        info: workload,
+    } = prepared;
     let mut all_variants = r.variants.clone();
     all_variants.extend(r.peers.iter().map(|p| p.0.clone()));
     let config = SweepConfig {
@@ -579,24 +606,36 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
     };
     let image = crate::util::resolve_stored(repo, &w.image);
     if sha256_file(&image).ok().as_deref() != Some(w.image_sha256.as_str()) {
-        bail!("the guest image {} is missing or changed since the sweep started", image.display());
+        bail!(
+            "the guest image {} is missing or changed since the sweep started",
+            image.display()
+        );
     }
     let (kernel, initrd) = match &w.manifest {
         Some(m) => {
             let k = crate::util::resolve_stored(repo, &m.kernel);
             if sha256_file(&k).ok().as_deref() != Some(m.kernel_sha256.as_str()) {
-                bail!("the guest kernel {} is missing or changed since the sweep started", k.display());
+                bail!(
+                    "the guest kernel {} is missing or changed since the sweep started",
+                    k.display()
+                );
             }
             (k, Some(image))
         }
-        None if workload.is_linux() => bail!("{}: a {workload} sweep without its image manifest", path.display()),
+        None if workload.is_linux() => bail!(
+            "{}: a {workload} sweep without its image manifest",
+            path.display()
+        ),
         None => (image, None),
     };
     let guest = GuestSpec {
         workload,
         kernel,
         initrd,
-        bios: w.bios.as_ref().map(|b| crate::util::resolve_stored(repo, b)),
+        bios: w
+            .bios
+            .as_ref()
+            .map(|b| crate::util::resolve_stored(repo, b)),
         memory: file.config.memory.clone(),
         units: w.units,
         size: w.size,
@@ -687,8 +726,15 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     if a.files.is_empty() && a.reference.is_none() {
         bail!("nothing to plot: give results files and/or --reference posted");
     }
-    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_checked(p, a.workload)).collect::<Result<_>>()?;
-    let analyses: Vec<_> = files.iter().map(|f| analyze(f, a.relative_to.as_deref())).collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a
+        .files
+        .iter()
+        .map(|p| load_checked(p, a.workload))
+        .collect::<Result<_>>()?;
+    let analyses: Vec<_> = files
+        .iter()
+        .map(|f| analyze(f, a.relative_to.as_deref()))
+        .collect::<Result<_>>()?;
     let labelled: Vec<Labelled> = files
         .iter()
         .zip(&analyses)
@@ -1006,7 +1052,10 @@ fn gate_revs(
         size: p.size.unwrap_or(quick.guest.size),
         seed: p.seed.unwrap_or(quick.guest.seed),
     };
-    let PreparedGuest { spec: guest, info: workload_info } = prepare_guest(
+    let PreparedGuest {
+        spec: guest,
+        info: workload_info,
+    } = prepare_guest(
         repo,
         GuestRequest {
             workload,
@@ -1102,7 +1151,10 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
     match c {
         GuestCommand::Build(a) => {
             if !a.workload.is_linux() {
-                bail!("{} is bundled (workloads/mkbench/mkbench.elf): there is no image to build", a.workload);
+                bail!(
+                    "{} is bundled (workloads/mkbench/mkbench.elf): there is no image to build",
+                    a.workload
+                );
             }
             let mode = if a.quick {
                 Mode::Quick
@@ -1112,7 +1164,10 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 Mode::Default
             };
             let p = sizes::preset(a.workload, mode, host::logical_cores());
-            let (units, size) = (a.units.unwrap_or(p.guest.units), a.size.unwrap_or(p.guest.size));
+            let (units, size) = (
+                a.units.unwrap_or(p.guest.units),
+                a.size.unwrap_or(p.guest.size),
+            );
             if units == 0 || size == 0 {
                 bail!("--units and --size must be at least 1");
             }
@@ -1120,7 +1175,10 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
             let m = &img.manifest;
             println!("kernel\t{}\t{}", img.kernel.display(), m.kernel_sha256);
             println!("initrd\t{}\t{}", img.initrd.display(), m.initrd_sha256);
-            println!("manifest\t{}", img.initrd.with_file_name("manifest.json").display());
+            println!(
+                "manifest\t{}",
+                img.initrd.with_file_name("manifest.json").display()
+            );
             eprintln!(
                 "lockscale: {} image, {} files × {} functions, {} packages from Debian {}, {} MB",
                 m.workload,
@@ -1138,7 +1196,11 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
 // ---------------------------------------------------------------- merge, schema
 
 pub fn merge(a: &MergeArgs) -> Result<i32> {
-    let files: Vec<ResultsFile> = a.files.iter().map(|p| load_checked(p, a.workload)).collect::<Result<_>>()?;
+    let files: Vec<ResultsFile> = a
+        .files
+        .iter()
+        .map(|p| load_checked(p, a.workload))
+        .collect::<Result<_>>()?;
     let out = user_path(&a.output);
     let name = a.name.clone().unwrap_or_else(|| {
         out.file_stem()

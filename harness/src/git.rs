@@ -14,7 +14,12 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
         .output()
         .context("running git (is it installed?)")?;
     if !out.status.success() {
-        bail!("git {} failed in {}: {}", args.join(" "), dir.display(), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -33,8 +38,16 @@ pub fn dirty(dir: &Path, paths: &[&str]) -> Option<bool> {
 
 /// Resolves a revision (branch, tag, sha, `HEAD~1`) to a full commit id.
 pub fn resolve(repo: &Path, rev: &str) -> Result<String> {
-    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")])
-        .with_context(|| format!("{rev:?} is not a commit in {}", repo.display()))
+    git(
+        repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ],
+    )
+    .with_context(|| format!("{rev:?} is not a commit in {}", repo.display()))
 }
 
 /// A detached worktree of `commit` under `parent`, reused when it already holds that commit.
@@ -44,13 +57,27 @@ pub fn worktree(repo: &Path, commit: &str, parent: &Path) -> Result<PathBuf> {
         if head(&path).as_deref() == Some(commit) && dirty(&path, &["."]) == Some(false) {
             return Ok(path);
         }
-        let _ = git(repo, &["worktree", "remove", "--force", &path.display().to_string()]);
+        let _ = git(
+            repo,
+            &["worktree", "remove", "--force", &path.display().to_string()],
+        );
         if path.exists() {
-            std::fs::remove_dir_all(&path).with_context(|| format!("removing stale worktree {}", path.display()))?;
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("removing stale worktree {}", path.display()))?;
         }
         let _ = git(repo, &["worktree", "prune"]);
     }
     std::fs::create_dir_all(parent)?;
-    git(repo, &["worktree", "add", "--detach", "--force", &path.display().to_string(), commit])?;
+    git(
+        repo,
+        &[
+            "worktree",
+            "add",
+            "--detach",
+            "--force",
+            &path.display().to_string(),
+            commit,
+        ],
+    )?;
     Ok(path)
 }

@@ -9,7 +9,9 @@ use crate::util::sha256_hex;
 /// Logical cores usable by this process (respects CPU affinity masks and cgroup limits where
 /// the standard library sees them).
 pub fn logical_cores() -> u32 {
-    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
 }
 
 pub fn load_average() -> Option<[f64; 3]> {
@@ -20,7 +22,9 @@ pub fn load_average() -> Option<[f64; 3]> {
 /// Collects what is known about this machine; fields the OS does not tell are "unknown".
 pub fn collect() -> HostInfo {
     let sys = System::new_with_specifics(
-        RefreshKind::nothing().with_cpu(CpuRefreshKind::nothing()).with_memory(sysinfo::MemoryRefreshKind::everything()),
+        RefreshKind::nothing()
+            .with_cpu(CpuRefreshKind::nothing())
+            .with_memory(sysinfo::MemoryRefreshKind::everything()),
     )
     .ok();
     let cpu_model = sys
@@ -64,7 +68,9 @@ pub fn describe(h: &HostInfo) -> String {
         "{} ({} logical / {} physical cores, {:.1} GiB, {}, kernel {})",
         h.cpu_model,
         h.logical_cores,
-        h.physical_cores.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+        h.physical_cores
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into()),
         h.memory_bytes as f64 / (1u64 << 30) as f64,
         h.os,
         h.kernel

@@ -72,7 +72,9 @@ pub struct HostInfo {
 }
 
 /// Pinning policy of a sweep: `auto` is compact when N ≤ host cores, none above.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PinPolicy {
     Auto,
@@ -238,11 +240,15 @@ pub struct GuestResult {
 
 impl ResultsFile {
     pub fn ok_runs(&self) -> impl Iterator<Item = &Run> {
-        self.runs.iter().filter(|r| r.status == RunStatus::Ok && r.guest_elapsed_s.is_some())
+        self.runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok && r.guest_elapsed_s.is_some())
     }
 
     pub fn failed_runs(&self) -> impl Iterator<Item = &Run> {
-        self.runs.iter().filter(|r| r.status != RunStatus::Ok || r.guest_elapsed_s.is_none())
+        self.runs
+            .iter()
+            .filter(|r| r.status != RunStatus::Ok || r.guest_elapsed_s.is_none())
     }
 }
 

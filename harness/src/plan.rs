@@ -40,7 +40,13 @@ pub fn plan(variants: &[String], cpus: &[u32], reps: u32) -> Vec<PlannedRun> {
             for k in 0..nv {
                 let vi = (k + rep as usize - 1 + ci) % nv;
                 let point = (ci * nv + vi) as u32 + 1;
-                out.push(PlannedRun { seq: out.len() as u32 + 1, point, variant: variants[vi].clone(), cpus: n, rep });
+                out.push(PlannedRun {
+                    seq: out.len() as u32 + 1,
+                    point,
+                    variant: variants[vi].clone(),
+                    cpus: n,
+                    rep,
+                });
             }
         }
     }
@@ -83,7 +89,10 @@ mod tests {
         let p = plan(&vars(), &[1, 2], 3);
         assert_eq!(p.len(), 18);
         // Every (variant, N, rep) exactly once.
-        let mut keys: Vec<_> = p.iter().map(|r| (r.variant.clone(), r.cpus, r.rep)).collect();
+        let mut keys: Vec<_> = p
+            .iter()
+            .map(|r| (r.variant.clone(), r.cpus, r.rep))
+            .collect();
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), 18);
@@ -92,7 +101,10 @@ mod tests {
         // Rotation: the first variant of each round changes.
         let firsts: Vec<_> = p.chunks(3).map(|c| c[0].variant.clone()).collect();
         assert_eq!(firsts, ["a", "b", "b", "c", "c", "a"]);
-        assert_eq!(p.iter().map(|r| r.seq).collect::<Vec<_>>(), (1..=18).collect::<Vec<_>>());
+        assert_eq!(
+            p.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            (1..=18).collect::<Vec<_>>()
+        );
         // Point numbers agree with points().
         let pts = points(&vars(), &[1, 2]);
         for r in &p {

@@ -31,23 +31,39 @@ pub struct Reference {
 
 /// `posted` names the bundled file; anything else is a path to a file of the same shape.
 pub fn resolve(repo: &Path, name: &str) -> PathBuf {
-    if name == "posted" { repo.join("results/reference/posted-curve.json") } else { PathBuf::from(name) }
+    if name == "posted" {
+        repo.join("results/reference/posted-curve.json")
+    } else {
+        PathBuf::from(name)
+    }
 }
 
 pub fn load(path: &Path) -> Result<Reference> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading reference curve {}", path.display()))?;
-    let f: CurveFile = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading reference curve {}", path.display()))?;
+    let f: CurveFile =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     let order = crate::builder::VARIANTS;
     let mut curves: Vec<RefCurve> = f
         .series
         .into_iter()
         .map(|(variant, pts)| {
-            let mut points: Vec<(u32, f64)> =
-                pts.into_iter().filter_map(|(n, s)| n.trim().parse::<u32>().ok().map(|n| (n, s))).collect();
+            let mut points: Vec<(u32, f64)> = pts
+                .into_iter()
+                .filter_map(|(n, s)| n.trim().parse::<u32>().ok().map(|n| (n, s)))
+                .collect();
             points.sort_by_key(|p| p.0);
             RefCurve { variant, points }
         })
         .collect();
-    curves.sort_by_key(|c| order.iter().position(|v| *v == c.variant).unwrap_or(usize::MAX));
-    Ok(Reference { source: f.source, curves })
+    curves.sort_by_key(|c| {
+        order
+            .iter()
+            .position(|v| *v == c.variant)
+            .unwrap_or(usize::MAX)
+    });
+    Ok(Reference {
+        source: f.source,
+        curves,
+    })
 }

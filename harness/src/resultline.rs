@@ -63,10 +63,18 @@ pub fn scan<'a>(lines: impl IntoIterator<Item = &'a str>) -> GuestOutput {
             out.result = Some(parse_result(rest).map_err(|e| format!("{e:#}")));
         } else if let Some(rest) = after_tag(line, LINUX_RESULT_TAG) {
             out.result = Some(parse_linux_result(rest).map_err(|e| format!("{e:#}")));
-        } else if let Some(rest) = after_tag(line, STATS_TAG).or_else(|| after_tag(line, LINUX_STATS_TAG)) {
+        } else if let Some(rest) =
+            after_tag(line, STATS_TAG).or_else(|| after_tag(line, LINUX_STATS_TAG))
+        {
             out.stats.extend(key_values(rest));
-        } else if let Some(rest) = after_tag(line, ERROR_TAG).or_else(|| after_tag(line, LINUX_ERROR_TAG)) {
-            out.error = Some(if rest.is_empty() { "(no reason given)".into() } else { rest.to_string() });
+        } else if let Some(rest) =
+            after_tag(line, ERROR_TAG).or_else(|| after_tag(line, LINUX_ERROR_TAG))
+        {
+            out.error = Some(if rest.is_empty() {
+                "(no reason given)".into()
+            } else {
+                rest.to_string()
+            });
         }
     }
     out
@@ -90,7 +98,9 @@ fn take_u32(kv: &mut BTreeMap<String, String>, key: &str) -> Result<u32> {
 /// Parses the part of a result line after the tag.
 pub fn parse_result(rest: &str) -> Result<GuestResult> {
     let mut kv = key_values(rest);
-    let checksum = kv.remove("checksum").ok_or_else(|| anyhow!("missing checksum="))?;
+    let checksum = kv
+        .remove("checksum")
+        .ok_or_else(|| anyhow!("missing checksum="))?;
     let hex = checksum
         .strip_prefix("0x")
         .ok_or_else(|| anyhow!("checksum={checksum} does not start with 0x"))?;
@@ -117,7 +127,9 @@ pub fn parse_result(rest: &str) -> Result<GuestResult> {
 /// counters, where the runner checks it against the image.
 pub fn parse_linux_result(rest: &str) -> Result<GuestResult> {
     let mut kv = key_values(rest);
-    let checksum = kv.remove("checksum").ok_or_else(|| anyhow!("missing checksum="))?;
+    let checksum = kv
+        .remove("checksum")
+        .ok_or_else(|| anyhow!("missing checksum="))?;
     if checksum.len() != 64 || !checksum.chars().all(|c| c.is_ascii_hexdigit()) {
         bail!("checksum={checksum} is not a SHA-256 (64 hexadecimal digits)");
     }
@@ -152,7 +164,12 @@ mod tests {
 
     #[test]
     fn parses_result_line() {
-        let out = scan(["booting", "MKBENCH-STATS jobs_run=32 procs=33", LINE, "power off"]);
+        let out = scan([
+            "booting",
+            "MKBENCH-STATS jobs_run=32 procs=33",
+            LINE,
+            "power off",
+        ]);
         let r = out.result.unwrap().unwrap();
         assert_eq!(r.cpus, 4);
         assert_eq!(r.checksum, "0xdeadbeef");
@@ -170,11 +187,13 @@ mod tests {
 
     #[test]
     fn reports_malformed_lines() {
-        let out = scan(["MKBENCH-RESULT cpus=1 jobs=1 units=1 size=1 checksum=12 elapsed_tb=1 tb_hz=1"]);
+        let out =
+            scan(["MKBENCH-RESULT cpus=1 jobs=1 units=1 size=1 checksum=12 elapsed_tb=1 tb_hz=1"]);
         assert!(out.result.unwrap().unwrap_err().contains("0x"));
         let out = scan(["MKBENCH-RESULT cpus=1 checksum=0x1"]);
         assert!(out.result.unwrap().is_err());
-        let out = scan(["MKBENCH-RESULT cpus=1 jobs=1 units=1 size=1 checksum=0x1 elapsed_tb=5 tb_hz=0"]);
+        let out =
+            scan(["MKBENCH-RESULT cpus=1 jobs=1 units=1 size=1 checksum=0x1 elapsed_tb=5 tb_hz=0"]);
         assert!(out.result.unwrap().is_err());
     }
 
@@ -186,7 +205,11 @@ mod tests {
             "LINUX-MAKE-RESULT cpus=2 jobs=2 workload=linux-make units=4 size=3 elapsed_ns=1500000000 checksum={}",
             SHA.to_uppercase()
         );
-        let out = scan(["[    3.1] Run /init as init process", line.as_str(), "reboot: Power down"]);
+        let out = scan([
+            "[    3.1] Run /init as init process",
+            line.as_str(),
+            "reboot: Power down",
+        ]);
         let r = out.result.unwrap().unwrap();
         assert_eq!((r.cpus, r.jobs, r.units, r.size), (2, 2, 4, 3));
         assert_eq!(r.checksum, SHA);
@@ -197,11 +220,32 @@ mod tests {
     #[test]
     fn rejects_bad_linux_lines() {
         let short = "LINUX-MAKE-RESULT cpus=1 jobs=1 workload=linux-make units=1 size=1 elapsed_ns=5 checksum=0xabc";
-        assert!(scan([short]).result.unwrap().unwrap_err().contains("SHA-256"));
-        let no_time = format!("LINUX-MAKE-RESULT cpus=1 jobs=1 workload=linux-make units=1 size=1 checksum={SHA}");
-        assert!(scan([no_time.as_str()]).result.unwrap().unwrap_err().contains("elapsed_ns"));
-        let no_wl = format!("LINUX-MAKE-RESULT cpus=1 jobs=1 units=1 size=1 elapsed_ns=5 checksum={SHA}");
-        assert!(scan([no_wl.as_str()]).result.unwrap().unwrap_err().contains("workload"));
+        assert!(
+            scan([short])
+                .result
+                .unwrap()
+                .unwrap_err()
+                .contains("SHA-256")
+        );
+        let no_time = format!(
+            "LINUX-MAKE-RESULT cpus=1 jobs=1 workload=linux-make units=1 size=1 checksum={SHA}"
+        );
+        assert!(
+            scan([no_time.as_str()])
+                .result
+                .unwrap()
+                .unwrap_err()
+                .contains("elapsed_ns")
+        );
+        let no_wl =
+            format!("LINUX-MAKE-RESULT cpus=1 jobs=1 units=1 size=1 elapsed_ns=5 checksum={SHA}");
+        assert!(
+            scan([no_wl.as_str()])
+                .result
+                .unwrap()
+                .unwrap_err()
+                .contains("workload")
+        );
         let out = scan(["LINUX-MAKE-ERROR make -j2 failed with status 2"]);
         assert_eq!(out.error.as_deref(), Some("make -j2 failed with status 2"));
     }

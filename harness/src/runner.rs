@@ -51,7 +51,10 @@ impl GuestSpec {
         if self.workload.is_linux() {
             "console=hvc0 quiet jobs={N}".into()
         } else {
-            format!("jobs={{N}} units={} size={} seed={}", self.units, self.size, self.seed)
+            format!(
+                "jobs={{N}} units={} size={} seed={}",
+                self.units, self.size, self.seed
+            )
         }
     }
 }
@@ -96,7 +99,15 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
     match emu.kind {
         BuildKind::Ours => {
             v.push(emu.program.display().to_string());
-            for a in ["-smp", &smp, "-m", &guest.memory, "-nographic", "-kernel", &kernel] {
+            for a in [
+                "-smp",
+                &smp,
+                "-m",
+                &guest.memory,
+                "-nographic",
+                "-kernel",
+                &kernel,
+            ] {
                 v.push(a.to_string());
             }
             if let Some(i) = &guest.initrd {
@@ -118,13 +129,34 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
                 v.push("taskset".into());
                 v.push("-c".into());
                 let n = req.cpus.min(req.host_cores).max(1);
-                v.push(if n == 1 { "0".into() } else { format!("0-{}", n - 1) });
+                v.push(if n == 1 {
+                    "0".into()
+                } else {
+                    format!("0-{}", n - 1)
+                });
             }
             v.push(emu.program.display().to_string());
-            let bios = guest.bios.as_ref().filter(|_| guest.initrd.is_none()).map(|b| b.display().to_string());
+            let bios = guest
+                .bios
+                .as_ref()
+                .filter(|_| guest.initrd.is_none())
+                .map(|b| b.display().to_string());
             let initrd = guest.initrd.as_ref().map(|i| i.display().to_string());
-            let machine = if initrd.is_some() { "pseries,x-vof=on" } else { "pseries" };
-            let mut args = vec!["-M", machine, "-cpu", "power8", "-accel", "tcg,thread=multi", "-smp", &smp];
+            let machine = if initrd.is_some() {
+                "pseries,x-vof=on"
+            } else {
+                "pseries"
+            };
+            let mut args = vec![
+                "-M",
+                machine,
+                "-cpu",
+                "power8",
+                "-accel",
+                "tcg,thread=multi",
+                "-smp",
+                &smp,
+            ];
             args.extend(["-m", &guest.memory, "-nographic", "-no-reboot"]);
             if initrd.is_some() {
                 // Without it QEMU's built-in firmware wants a VGA ROM that a minimal install lacks.
@@ -165,7 +197,11 @@ struct Tail {
     lines: Vec<String>,
 }
 
-fn pump(stream: impl Read + Send + 'static, sink: Arc<Mutex<Option<fs::File>>>, tag: &'static str) -> thread::JoinHandle<Tail> {
+fn pump(
+    stream: impl Read + Send + 'static,
+    sink: Arc<Mutex<Option<fs::File>>>,
+    tag: &'static str,
+) -> thread::JoinHandle<Tail> {
     thread::spawn(move || {
         let mut lines = Vec::new();
         let mut reader = BufReader::new(stream);
@@ -175,7 +211,9 @@ fn pump(stream: impl Read + Send + 'static, sink: Arc<Mutex<Option<fs::File>>>, 
             match reader.read_until(b'\n', &mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                    let line = String::from_utf8_lossy(&buf)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_string();
                     if let Ok(mut g) = sink.lock()
                         && let Some(f) = g.as_mut()
                     {
@@ -248,7 +286,11 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
 
     let t0 = Instant::now();
     let mut command = Command::new(&argv[0]);
-    command.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     die_with_parent(&mut command);
     let spawned = command.spawn();
     let mut child = match spawned {
@@ -259,7 +301,11 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
         }
     };
     let out_t = pump(child.stdout.take().expect("piped stdout"), sink.clone(), "");
-    let err_t = pump(child.stderr.take().expect("piped stderr"), sink.clone(), "stderr: ");
+    let err_t = pump(
+        child.stderr.take().expect("piped stderr"),
+        sink.clone(),
+        "stderr: ",
+    );
 
     let deadline = Duration::from_secs_f64(req.timeout_s + crate::sizes::kill_grace(req.timeout_s));
     let mut status = None;
@@ -308,24 +354,44 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
     }
     run.result = parsed.clone();
 
-    let hint = last_nonempty(&stderr).or_else(|| last_nonempty(&stdout)).map(|s| format!(": {s}")).unwrap_or_default();
+    let hint = last_nonempty(&stderr)
+        .or_else(|| last_nonempty(&stdout))
+        .map(|s| format!(": {s}"))
+        .unwrap_or_default();
     let reason = if run.timed_out {
-        Some(format!("timeout: killed after {:.0} s (limit {:.0} s)", run.host_wall_s, req.timeout_s))
+        Some(format!(
+            "timeout: killed after {:.0} s (limit {:.0} s)",
+            run.host_wall_s, req.timeout_s
+        ))
     } else if let Some(e) = &scanned.error {
         Some(format!("guest self-check failed: {e}"))
     } else if run.reason.is_some() {
         run.reason.clone()
     } else if let Some(r) = &parsed {
         if code != Some(0) {
-            Some(format!("emulator exited with {} after the result line{hint}", describe_exit(code, signal)))
+            Some(format!(
+                "emulator exited with {} after the result line{hint}",
+                describe_exit(code, signal)
+            ))
         } else if r.cpus != req.cpus {
-            Some(format!("result line says cpus={} but the run had -smp {}", r.cpus, req.cpus))
+            Some(format!(
+                "result line says cpus={} but the run had -smp {}",
+                r.cpus, req.cpus
+            ))
         } else if r.jobs != req.cpus {
-            Some(format!("result line says jobs={} but the guest was asked for jobs={}", r.jobs, req.cpus))
-        } else if guest.workload.is_linux() && r.counters.get("workload").map(String::as_str) != Some(guest.workload.name()) {
+            Some(format!(
+                "result line says jobs={} but the guest was asked for jobs={}",
+                r.jobs, req.cpus
+            ))
+        } else if guest.workload.is_linux()
+            && r.counters.get("workload").map(String::as_str) != Some(guest.workload.name())
+        {
             Some(format!(
                 "result line says workload={} but the image is {}",
-                r.counters.get("workload").map(String::as_str).unwrap_or("(none)"),
+                r.counters
+                    .get("workload")
+                    .map(String::as_str)
+                    .unwrap_or("(none)"),
                 guest.workload
             ))
         } else if r.units != guest.units || r.size != guest.size {
@@ -336,16 +402,26 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
         } else if let Some(exp) = &req.expected_checksum
             && !exp.eq_ignore_ascii_case(&r.checksum)
         {
-            Some(format!("checksum mismatch: got {}, every run must print {exp}", r.checksum))
+            Some(format!(
+                "checksum mismatch: got {}, every run must print {exp}",
+                r.checksum
+            ))
         } else if r.elapsed_tb == 0 {
             Some("result line has elapsed_tb=0".into())
         } else {
             None
         }
     } else if code != Some(0) && run.host_wall_s >= req.timeout_s {
-        Some(format!("timeout: no result line, emulator stopped with {} at its {:.0} s limit{hint}", describe_exit(code, signal), req.timeout_s))
+        Some(format!(
+            "timeout: no result line, emulator stopped with {} at its {:.0} s limit{hint}",
+            describe_exit(code, signal),
+            req.timeout_s
+        ))
     } else {
-        Some(format!("no result line; emulator exited with {}{hint}", describe_exit(code, signal)))
+        Some(format!(
+            "no result line; emulator exited with {}{hint}",
+            describe_exit(code, signal)
+        ))
     };
     match reason {
         None => run.status = RunStatus::Ok,
@@ -371,7 +447,14 @@ fn die_with_parent(command: &mut Command) {
     // getppid(2) and kill(2), which are async-signal-safe.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The harness may have died between fork and prctl.
@@ -400,7 +483,9 @@ fn read_report(path: &Path, run: &mut Run) {
         Err(e) => run.report_error = Some(format!("no run report at {}: {e}", path.display())),
         Ok(bytes) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(v) => run.report = Some(v),
-            Err(e) => run.report_error = Some(format!("run report {} is not JSON: {e}", path.display())),
+            Err(e) => {
+                run.report_error = Some(format!("run report {} is not JSON: {e}", path.display()))
+            }
         },
     }
 }
@@ -409,7 +494,10 @@ fn read_report(path: &Path, run: &mut Run) {
 pub fn shell_words(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c)) {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c))
+            {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', "'\\''"))
@@ -438,7 +526,9 @@ pub fn version_of(program: &Path) -> Option<String> {
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if t0.elapsed() < Duration::from_secs(10) => thread::sleep(Duration::from_millis(10)),
+            Ok(None) if t0.elapsed() < Duration::from_secs(10) => {
+                thread::sleep(Duration::from_millis(10))
+            }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -447,14 +537,19 @@ pub fn version_of(program: &Path) -> Option<String> {
         }
     }
     let s = reader.join().ok()?;
-    s.lines().map(str::trim).find(|l| !l.is_empty()).map(String::from)
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(String::from)
 }
 
 /// The strategy a `ppc64emu --version` line names: `ppc64emu 0.1.0 (strategy: baseline)`.
 pub fn strategy_of_version(line: &str) -> Option<&str> {
     let i = line.find("strategy:")?;
     let rest = line[i + "strategy:".len()..].trim_start();
-    let end = rest.find(|c: char| c == ')' || c.is_whitespace()).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| c == ')' || c.is_whitespace())
+        .unwrap_or(rest.len());
     Some(&rest[..end]).filter(|s| !s.is_empty())
 }
 
@@ -493,7 +588,11 @@ mod tests {
 
     #[test]
     fn ours_command_line() {
-        let emu = EmulatorCmd { label: "baseline".into(), kind: BuildKind::Ours, program: "/b/ppc64emu".into() };
+        let emu = EmulatorCmd {
+            label: "baseline".into(),
+            kind: BuildKind::Ours,
+            program: "/b/ppc64emu".into(),
+        };
         let v = command_line(&emu, &guest(), &req());
         assert_eq!(
             shell_words(&v),
@@ -504,7 +603,11 @@ mod tests {
 
     #[test]
     fn peer_command_line() {
-        let emu = EmulatorCmd { label: "qemu".into(), kind: BuildKind::Peer, program: "qemu-system-ppc64".into() };
+        let emu = EmulatorCmd {
+            label: "qemu".into(),
+            kind: BuildKind::Peer,
+            program: "qemu-system-ppc64".into(),
+        };
         let v = command_line(&emu, &guest(), &req());
         assert_eq!(
             shell_words(&v),
@@ -520,13 +623,21 @@ mod tests {
         g.kernel = "vmlinux".into();
         g.initrd = Some("initrd.cpio".into());
         g.memory = "2G".into();
-        let ours = EmulatorCmd { label: "baseline".into(), kind: BuildKind::Ours, program: "/b/ppc64emu".into() };
+        let ours = EmulatorCmd {
+            label: "baseline".into(),
+            kind: BuildKind::Ours,
+            program: "/b/ppc64emu".into(),
+        };
         assert_eq!(
             shell_words(&command_line(&ours, &g, &req())),
             "/b/ppc64emu -smp 4 -m 2G -nographic -kernel vmlinux -initrd initrd.cpio -append 'console=hvc0 quiet jobs=4' \
              --report /tmp/r.json --pin none --timeout 60"
         );
-        let peer = EmulatorCmd { label: "qemu".into(), kind: BuildKind::Peer, program: "qemu-system-ppc64".into() };
+        let peer = EmulatorCmd {
+            label: "qemu".into(),
+            kind: BuildKind::Peer,
+            program: "qemu-system-ppc64".into(),
+        };
         assert_eq!(
             shell_words(&command_line(&peer, &g, &req())),
             "qemu-system-ppc64 -M pseries,x-vof=on -cpu power8 -accel tcg,thread=multi -smp 4 -m 2G -nographic \
@@ -537,7 +648,10 @@ mod tests {
 
     #[test]
     fn version_strategy() {
-        assert_eq!(strategy_of_version("ppc64emu 0.1.0 (strategy: per-cpu-lock)"), Some("per-cpu-lock"));
+        assert_eq!(
+            strategy_of_version("ppc64emu 0.1.0 (strategy: per-cpu-lock)"),
+            Some("per-cpu-lock")
+        );
         assert_eq!(strategy_of_version("QEMU emulator version 7.2.15"), None);
     }
 }

@@ -92,12 +92,24 @@ pub enum Mode {
 }
 
 /// The default guest: one vCPU takes about 4.5 s under the JIT (see above).
-pub const DEFAULT_GUEST: GuestSize = GuestSize { units: 16, size: 60, seed: 1 };
+pub const DEFAULT_GUEST: GuestSize = GuestSize {
+    units: 16,
+    size: 60,
+    seed: 1,
+};
 /// The `--quick` guest: small enough for CI smoke tests (about 35 s of runs for the whole
 /// sweep on a quiet 2-core host under the JIT).
-pub const QUICK_GUEST: GuestSize = GuestSize { units: 8, size: 30, seed: 1 };
+pub const QUICK_GUEST: GuestSize = GuestSize {
+    units: 8,
+    size: 30,
+    seed: 1,
+};
 /// The `--full` guest: 8 × 28 units so that at N = 28 every vCPU still has work queued.
-pub const FULL_GUEST: GuestSize = GuestSize { units: 8 * 28, size: 400, seed: 1 };
+pub const FULL_GUEST: GuestSize = GuestSize {
+    units: 8 * 28,
+    size: 400,
+    seed: 1,
+};
 
 /// Repetitions per point. Five is the minimum the gate accepts at α = 0.01 (1/C(10,5) = 1/252).
 pub const DEFAULT_REPS: u32 = 5;
@@ -143,13 +155,25 @@ pub const LINUX_GUEST_MEMORY: &str = "2G";
 /// a link, estimated ≈ 45 s of make at N = 1 on ours, ≈ 75 s a run with the boot) with one
 /// repetition: 6 runs of ours and 2 of QEMU ≈ 9 min. Re-measure with
 /// `lockscale sweep --workload linux-make --quick --peer qemu=qemu-system-ppc64`.
-pub const LINUX_QUICK_GUEST: GuestSize = GuestSize { units: 2, size: 2, seed: 1 };
+pub const LINUX_QUICK_GUEST: GuestSize = GuestSize {
+    units: 2,
+    size: 2,
+    seed: 1,
+};
 pub const LINUX_QUICK_REPS: u32 = 1;
 /// `linux-make` default: the calibration project's shape (16 files × 12 functions + main.c).
-pub const LINUX_DEFAULT_GUEST: GuestSize = GuestSize { units: 16, size: 12, seed: 1 };
+pub const LINUX_DEFAULT_GUEST: GuestSize = GuestSize {
+    units: 16,
+    size: 12,
+    seed: 1,
+};
 pub const LINUX_DEFAULT_REPS: u32 = 3;
 /// `linux-make --full`: 8 × 28 files so that the job graph never limits N = 28.
-pub const LINUX_FULL_GUEST: GuestSize = GuestSize { units: 8 * 28, size: 12, seed: 1 };
+pub const LINUX_FULL_GUEST: GuestSize = GuestSize {
+    units: 8 * 28,
+    size: 12,
+    seed: 1,
+};
 /// Per-run timeouts of the Linux guests (boot included).
 pub const LINUX_QUICK_TIMEOUT_S: f64 = 600.0;
 pub const LINUX_DEFAULT_TIMEOUT_S: f64 = 1800.0;
@@ -279,7 +303,10 @@ mod tests {
     #[test]
     fn linux_presets_use_their_own_guest() {
         let q = preset(Workload::LinuxMake, Mode::Quick, 2);
-        assert_eq!((q.guest, q.memory, q.cpus), (LINUX_QUICK_GUEST, LINUX_GUEST_MEMORY, vec![1, 2]));
+        assert_eq!(
+            (q.guest, q.memory, q.cpus),
+            (LINUX_QUICK_GUEST, LINUX_GUEST_MEMORY, vec![1, 2])
+        );
         assert_eq!(preset(Workload::Mkbench, Mode::Quick, 2).guest, QUICK_GUEST);
     }
 

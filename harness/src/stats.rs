@@ -63,12 +63,22 @@ pub struct Estimate {
 pub fn mean_ci_t(x: &[f64], level: f64) -> Estimate {
     let m = mean(x);
     if x.len() < 2 {
-        return Estimate { value: m, lo: m, hi: m };
+        return Estimate {
+            value: m,
+            lo: m,
+            hi: m,
+        };
     }
     let df = (x.len() - 1) as f64;
-    let t = StudentsT::new(0.0, 1.0, df).expect("valid t distribution").inverse_cdf(0.5 + level / 2.0);
+    let t = StudentsT::new(0.0, 1.0, df)
+        .expect("valid t distribution")
+        .inverse_cdf(0.5 + level / 2.0);
     let half = t * stddev(x) / (x.len() as f64).sqrt();
-    Estimate { value: m, lo: m - half, hi: m + half }
+    Estimate {
+        value: m,
+        lo: m - half,
+        hi: m + half,
+    }
 }
 
 fn resample_median(rng: &mut StdRng, x: &[f64], buf: &mut Vec<f64>) -> f64 {
@@ -82,13 +92,23 @@ fn resample_median(rng: &mut StdRng, x: &[f64], buf: &mut Vec<f64>) -> f64 {
 pub fn median_ci_bootstrap(x: &[f64], level: f64) -> Estimate {
     let value = median(x);
     if x.len() < 2 {
-        return Estimate { value, lo: value, hi: value };
+        return Estimate {
+            value,
+            lo: value,
+            hi: value,
+        };
     }
     let mut rng = StdRng::seed_from_u64(SEED);
     let mut buf = Vec::with_capacity(x.len());
-    let meds: Vec<f64> = (0..BOOTSTRAP_RESAMPLES).map(|_| resample_median(&mut rng, x, &mut buf)).collect();
+    let meds: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| resample_median(&mut rng, x, &mut buf))
+        .collect();
     let a = (1.0 - level) / 2.0;
-    Estimate { value, lo: quantile(&meds, a), hi: quantile(&meds, 1.0 - a) }
+    Estimate {
+        value,
+        lo: quantile(&meds, a),
+        hi: quantile(&meds, 1.0 - a),
+    }
 }
 
 /// Ratio of medians `median(num) / median(den)` with a bootstrap percentile interval,
@@ -96,7 +116,11 @@ pub fn median_ci_bootstrap(x: &[f64], level: f64) -> Estimate {
 pub fn ratio_ci_bootstrap(num: &[f64], den: &[f64], level: f64) -> Estimate {
     let value = median(num) / median(den);
     if num.len() < 2 && den.len() < 2 {
-        return Estimate { value, lo: value, hi: value };
+        return Estimate {
+            value,
+            lo: value,
+            hi: value,
+        };
     }
     let mut rng = StdRng::seed_from_u64(SEED ^ 0x5a5a);
     let mut buf = Vec::new();
@@ -108,7 +132,11 @@ pub fn ratio_ci_bootstrap(num: &[f64], den: &[f64], level: f64) -> Estimate {
         })
         .collect();
     let a = (1.0 - level) / 2.0;
-    Estimate { value, lo: quantile(&ratios, a), hi: quantile(&ratios, 1.0 - a) }
+    Estimate {
+        value,
+        lo: quantile(&ratios, a),
+        hi: quantile(&ratios, 1.0 - a),
+    }
 }
 
 /// Direction of the alternative hypothesis of a permutation test, for `b` against `a`.
@@ -149,14 +177,19 @@ pub fn smallest_p(n_a: usize, n_b: usize) -> f64 {
 
 /// The fewest repetitions per side for which the test can reach p < alpha at all.
 pub fn min_reps_for_alpha(alpha: f64) -> usize {
-    (1..).find(|&n| smallest_p(n, n) < alpha).unwrap_or(usize::MAX)
+    (1..)
+        .find(|&n| smallest_p(n, n) < alpha)
+        .unwrap_or(usize::MAX)
 }
 
 /// Permutation test of the difference of means `mean(b) − mean(a)`, treating the pooled
 /// runs as exchangeable under the null hypothesis. Ties with the observed split count as
 /// at least as extreme, so the p-value is never optimistic.
 pub fn permutation_test(a: &[f64], b: &[f64], alt: Alternative) -> PermutationResult {
-    assert!(!a.is_empty() && !b.is_empty(), "permutation test needs both samples");
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "permutation test needs both samples"
+    );
     let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
     let n = pooled.len();
     let k = b.len();
@@ -164,7 +197,10 @@ pub fn permutation_test(a: &[f64], b: &[f64], alt: Alternative) -> PermutationRe
     // mean(b) − mean(a) as a function of the sum of the elements labelled "b".
     let stat = |sum_b: f64| sum_b / k as f64 - (total - sum_b) / (n - k) as f64;
     let observed = stat(b.iter().sum());
-    let scale = pooled.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    let scale = pooled
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(1e-300);
     let eps = 1e-9 * scale;
     let extreme = |s: f64| match alt {
         Alternative::Greater => s >= observed - eps,
@@ -184,7 +220,11 @@ pub fn permutation_test(a: &[f64], b: &[f64], alt: Alternative) -> PermutationRe
             let mut i = k;
             loop {
                 if i == 0 {
-                    return PermutationResult { p: count as f64 / splits as f64, exact: true, permutations: splits };
+                    return PermutationResult {
+                        p: count as f64 / splits as f64,
+                        exact: true,
+                        permutations: splits,
+                    };
                 }
                 i -= 1;
                 if idx[i] < n - k + i {
@@ -207,7 +247,11 @@ pub fn permutation_test(a: &[f64], b: &[f64], alt: Alternative) -> PermutationRe
         }
     }
     let r = MONTE_CARLO_PERMUTATIONS as u64;
-    PermutationResult { p: (count + 1) as f64 / (r + 1) as f64, exact: false, permutations: r }
+    PermutationResult {
+        p: (count + 1) as f64 / (r + 1) as f64,
+        exact: false,
+        permutations: r,
+    }
 }
 
 #[cfg(test)]
@@ -243,7 +287,14 @@ mod tests {
     #[test]
     fn bootstrap_median_interval_behaves() {
         let constant = [2.0; 6];
-        assert_eq!(median_ci_bootstrap(&constant, 0.95), Estimate { value: 2.0, lo: 2.0, hi: 2.0 });
+        assert_eq!(
+            median_ci_bootstrap(&constant, 0.95),
+            Estimate {
+                value: 2.0,
+                lo: 2.0,
+                hi: 2.0
+            }
+        );
         let x = [9.8, 10.0, 10.1, 10.2, 10.4, 9.9, 10.3];
         let e = median_ci_bootstrap(&x, 0.95);
         assert_eq!(e.value, 10.1);
@@ -252,7 +303,9 @@ mod tests {
         // Deterministic.
         assert_eq!(e, median_ci_bootstrap(&x, 0.95));
         // A large normal-ish sample: the interval narrows around the true median.
-        let big: Vec<f64> = (0..401).map(|i| 100.0 + ((i * 7919) % 401) as f64 / 40.0).collect();
+        let big: Vec<f64> = (0..401)
+            .map(|i| 100.0 + ((i * 7919) % 401) as f64 / 40.0)
+            .collect();
         let e = median_ci_bootstrap(&big, 0.95);
         assert!(e.hi - e.lo < 1.5, "{e:?}");
         assert!(close(e.value, 105.0, 1e-9));
@@ -264,7 +317,10 @@ mod tests {
         let t4 = [2.5, 2.52, 2.48, 2.5, 2.51];
         let e = ratio_ci_bootstrap(&t1, &t4, 0.95);
         assert!(close(e.value, 4.0, 1e-9));
-        assert!(e.lo < 4.0 && e.hi > 4.0 && e.lo > 3.8 && e.hi < 4.2, "{e:?}");
+        assert!(
+            e.lo < 4.0 && e.hi > 4.0 && e.lo > 3.8 && e.hi < 4.2,
+            "{e:?}"
+        );
     }
 
     #[test]

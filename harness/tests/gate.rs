@@ -18,17 +18,32 @@ fn set(name: &str, n1: Vec<f64>, n2: Vec<f64>) -> lockscale::model::ResultsFile 
 }
 
 /// Writes both sets and runs `lockscale gate --base --candidate`.
-fn run_gate(base: &lockscale::model::ResultsFile, cand: &lockscale::model::ResultsFile, extra: &[&str]) -> (i32, String) {
+fn run_gate(
+    base: &lockscale::model::ResultsFile,
+    cand: &lockscale::model::ResultsFile,
+    extra: &[&str],
+) -> (i32, String) {
     let s = Scratch::new();
     write(base, &s.p("base.json"));
     write(cand, &s.p("cand.json"));
     let summary = s.p("summary.md");
-    let mut args = vec!["gate", "--base", "base.json", "--candidate", "cand.json", "--summary", summary.to_str().unwrap()];
+    let mut args = vec![
+        "gate",
+        "--base",
+        "base.json",
+        "--candidate",
+        "cand.json",
+        "--summary",
+        summary.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let o = s.run(&args, &[]);
     let out = text(&o);
     let md = std::fs::read_to_string(&summary).unwrap_or_default();
-    assert!(out.contains(md.trim()), "summary file repeats stdout\n{out}\n{md}");
+    assert!(
+        out.contains(md.trim()),
+        "summary file repeats stdout\n{out}\n{md}"
+    );
     (o.status.code().unwrap(), out)
 }
 
@@ -81,7 +96,11 @@ fn three_percent_slower_is_below_threshold() {
 #[test]
 fn too_few_repetitions_are_refused() {
     let b = set("base", BASE[..4].to_vec(), scaled(&BASE[..4], 0.55));
-    let c = set("cand", scaled(&BASE[..4], 1.5), scaled(&BASE[..4], 0.55 * 1.5));
+    let c = set(
+        "cand",
+        scaled(&BASE[..4], 1.5),
+        scaled(&BASE[..4], 0.55 * 1.5),
+    );
     let (code, out) = run_gate(&b, &c, &[]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("REFUSED"), "{out}");
@@ -119,8 +138,14 @@ fn verdicts_from_the_library() {
 #[test]
 fn compare_prints_ratios_and_plots() {
     let s = Scratch::new();
-    write(&set("old", BASE.to_vec(), scaled(&BASE, 0.55)), &s.p("old.json"));
-    write(&set("new", BASE.to_vec(), scaled(&BASE, 0.45)), &s.p("new.json"));
+    write(
+        &set("old", BASE.to_vec(), scaled(&BASE, 0.55)),
+        &s.p("old.json"),
+    );
+    write(
+        &set("new", BASE.to_vec(), scaled(&BASE, 0.45)),
+        &s.p("new.json"),
+    );
     let o = s.run(&["compare", "old.json", "new.json", "-o", "cmp.svg"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);

@@ -12,8 +12,17 @@ use common::*;
 const FAKE_SRC: &str = include_str!("support/fake_ppc64emu.rs");
 
 fn git(dir: &Path, args: &[&str]) {
-    let o = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn emulator_source(slowdown: &str) -> String {
@@ -49,10 +58,44 @@ fn scratch_repo(s: &Scratch) {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     git(root, &["init", "-q", "-b", "main"]);
-    git(root, &["-c", "user.name=t", "-c", "user.email=t@example.invalid", "add", "-A"]);
-    git(root, &["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "base"]);
+    git(
+        root,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "add",
+            "-A",
+        ],
+    );
+    git(
+        root,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "base",
+        ],
+    );
     std::fs::write(root.join("emulator/src/main.rs"), emulator_source("1.3")).unwrap();
-    git(root, &["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-am", "slower"]);
+    git(
+        root,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "-am",
+            "slower",
+        ],
+    );
 }
 
 #[test]
@@ -66,19 +109,42 @@ fn build_then_gate_two_revisions() {
     // build: the working tree, two variants, with metadata.
     let mut c = s.cmd();
     env_clean(&mut c);
-    let o = c.args(["build", "--variants", "baseline,cputlb-no-bql"]).output().unwrap();
+    let o = c
+        .args(["build", "--variants", "baseline,cputlb-no-bql"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let meta: lockscale::model::BuildInfo =
-        serde_json::from_str(&std::fs::read_to_string(s.p("target/lockscale/bin/ppc64emu-cputlb-no-bql.json")).unwrap()).unwrap();
+    let meta: lockscale::model::BuildInfo = serde_json::from_str(
+        &std::fs::read_to_string(s.p("target/lockscale/bin/ppc64emu-cputlb-no-bql.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(meta.features, ["cputlb-no-bql"]);
     assert_eq!(meta.git_dirty, Some(false));
     assert_eq!(meta.git_rev.as_deref().map(str::len), Some(40));
     assert!(meta.rustc.as_deref().unwrap().starts_with("rustc "));
-    assert_eq!(meta.version.as_deref(), Some("ppc64emu 0.0.0-fake (strategy: cputlb-no-bql)"));
+    assert_eq!(
+        meta.version.as_deref(),
+        Some("ppc64emu 0.0.0-fake (strategy: cputlb-no-bql)")
+    );
     assert_eq!(meta.binary_sha256.as_deref().map(str::len), Some(64));
 
     // sweep --no-build uses those binaries.
-    let o = s.run(&["sweep", "--no-build", "--no-plot", "--variants", "baseline,cputlb-no-bql", "--cpus", "1", "--reps", "1", "--name", "nb"], &[]);
+    let o = s.run(
+        &[
+            "sweep",
+            "--no-build",
+            "--no-plot",
+            "--variants",
+            "baseline,cputlb-no-bql",
+            "--cpus",
+            "1",
+            "--reps",
+            "1",
+            "--name",
+            "nb",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let f = load(&s.p("results/nb.json"));
     assert_eq!(f.builds["baseline"].git_rev, meta.git_rev);
@@ -88,14 +154,29 @@ fn build_then_gate_two_revisions() {
     let mut c = s.cmd();
     env_clean(&mut c);
     let o = c
-        .args(["gate", "--base-rev", "HEAD~1", "--candidate-rev", "HEAD", "--variants", "baseline", "--cpus", "1,2", "--summary"])
+        .args([
+            "gate",
+            "--base-rev",
+            "HEAD~1",
+            "--candidate-rev",
+            "HEAD",
+            "--variants",
+            "baseline",
+            "--cpus",
+            "1,2",
+            "--summary",
+        ])
         .arg(&summary)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("FAIL: 2 regression(s)"), "{out}");
-    assert!(std::fs::read_to_string(&summary).unwrap().contains("**REGRESSION**"));
+    assert!(
+        std::fs::read_to_string(&summary)
+            .unwrap()
+            .contains("**REGRESSION**")
+    );
     let gate_dir = s.p("target/lockscale/gate");
     let mut sides = 0;
     for e in std::fs::read_dir(&gate_dir).unwrap() {
@@ -111,7 +192,11 @@ fn build_then_gate_two_revisions() {
             // The combined A/B file interleaves base and candidate runs.
             let f = load(&p);
             let first: Vec<_> = f.runs.iter().take(2).map(|r| r.variant.clone()).collect();
-            assert!(first.contains(&"base:baseline".to_string()) && first.contains(&"candidate:baseline".to_string()), "{first:?}");
+            assert!(
+                first.contains(&"base:baseline".to_string())
+                    && first.contains(&"candidate:baseline".to_string()),
+                "{first:?}"
+            );
         }
     }
     assert_eq!(sides, 2);
@@ -119,16 +204,47 @@ fn build_then_gate_two_revisions() {
     // The same revision on both sides passes (the worktree and its build are reused).
     let mut c = s.cmd();
     env_clean(&mut c);
-    let o = c.args(["gate", "--base-rev", "HEAD~1", "--candidate-rev", "HEAD~1", "--variants", "baseline", "--cpus", "1"]).output().unwrap();
+    let o = c
+        .args([
+            "gate",
+            "--base-rev",
+            "HEAD~1",
+            "--candidate-rev",
+            "HEAD~1",
+            "--variants",
+            "baseline",
+            "--cpus",
+            "1",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("## lockscale gate: PASS"));
 
     // Too few repetitions are refused before anything is built.
-    let o = s.run(&["gate", "--base-rev", "HEAD~1", "--candidate-rev", "HEAD", "--reps", "3"], &[]);
+    let o = s.run(
+        &[
+            "gate",
+            "--base-rev",
+            "HEAD~1",
+            "--candidate-rev",
+            "HEAD",
+            "--reps",
+            "3",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("--reps 3 is too few"));
     // An unknown revision is a clear error.
-    let o = s.run(&["gate", "--base-rev", "nope", "--candidate-rev", "HEAD"], &[]);
+    let o = s.run(
+        &["gate", "--base-rev", "nope", "--candidate-rev", "HEAD"],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("\"nope\" is not a commit"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("\"nope\" is not a commit"),
+        "{}",
+        text(&o)
+    );
 }

@@ -11,7 +11,10 @@ use common::*;
 use lockscale::model::RunStatus;
 
 fn sweep_args<'a>(s: &'a Scratch, extra: &[&'a str]) -> Vec<String> {
-    let mut v: Vec<String> = ["sweep", "--no-plot"].iter().map(|x| x.to_string()).collect();
+    let mut v: Vec<String> = ["sweep", "--no-plot"]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
     v.extend(s.bins(&VARIANTS));
     v.extend(extra.iter().map(|x| x.to_string()));
     v
@@ -46,19 +49,37 @@ fn sweep_writes_a_valid_complete_file_and_plots() {
     assert_eq!(f.workload.expected_checksum, checks.into_iter().next());
     // The run report is stored whole; oversubscription and pinning follow the host.
     let r4 = f.runs.iter().find(|r| r.cpus == 4).unwrap();
-    assert_eq!(r4.report.as_ref().unwrap()["locks"]["bql.exec_loop"]["acquisitions"], 4000);
+    assert_eq!(
+        r4.report.as_ref().unwrap()["locks"]["bql.exec_loop"]["acquisitions"],
+        4000
+    );
     assert_eq!(r4.oversubscribed, 4 > f.host.logical_cores);
     let r1 = f.runs.iter().find(|r| r.cpus == 1).unwrap();
     assert_eq!(r1.pin, "compact");
-    assert!(r1.result.as_ref().unwrap().counters.contains_key("flush_hcalls"));
+    assert!(
+        r1.result
+            .as_ref()
+            .unwrap()
+            .counters
+            .contains_key("flush_hcalls")
+    );
     // The default guest size reached the guest (the fake reports units + 1 processes).
     let procs = (lockscale::sizes::DEFAULT_GUEST.units + 1).to_string();
     assert_eq!(r1.stats.get("procs"), Some(&procs));
-    assert!(f.builds["baseline"].version.as_deref().unwrap().contains("strategy: baseline"));
+    assert!(
+        f.builds["baseline"]
+            .version
+            .as_deref()
+            .unwrap()
+            .contains("strategy: baseline")
+    );
     // Plots and the ASCII chart at the end.
     assert!(s.p("plots/ok.png").is_file() && s.p("plots/ok.svg").is_file());
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("Speedup vs a single thread") && out.contains("baseline **B**"), "{out}");
+    assert!(
+        out.contains("Speedup vs a single thread") && out.contains("baseline **B**"),
+        "{out}"
+    );
     // The report reads it back.
     let o = s.run(&["report", "results/ok.json"], &[]);
     let rep = String::from_utf8_lossy(&o.stdout);
@@ -66,7 +87,10 @@ fn sweep_writes_a_valid_complete_file_and_plots() {
     assert!(rep.contains("| baseline | 2 | 2 |"), "{rep}");
     assert!(rep.contains("`bql.exec_loop`"), "{rep}");
     // Without --sync-profile the emulator times no holds: the report says so instead of 0.
-    assert!(rep.contains("| – |") && rep.contains("timed only with"), "{rep}");
+    assert!(
+        rep.contains("| – |") && rep.contains("timed only with"),
+        "{rep}"
+    );
 }
 
 #[test]
@@ -74,7 +98,18 @@ fn failed_runs_are_recorded_and_the_sweep_goes_on() {
     let s = Scratch::new();
     let o = run_sweep(
         &s,
-        &["--variants", "baseline,per-cpu-lock", "--cpus", "1,2", "--reps", "1", "--timeout", "1", "--name", "bad"],
+        &[
+            "--variants",
+            "baseline,per-cpu-lock",
+            "--cpus",
+            "1,2",
+            "--reps",
+            "1",
+            "--timeout",
+            "1",
+            "--name",
+            "bad",
+        ],
         &[
             ("FAKE_EMU_FAIL", "baseline/2/checksum,per-cpu-lock/2/hang"),
             ("FAKE_EMU_REPORT", "garbage"),
@@ -87,13 +122,28 @@ fn failed_runs_are_recorded_and_the_sweep_goes_on() {
     validate(&path);
     let f = load(&path);
     assert_eq!(f.runs.len(), 4);
-    let get = |v: &str, n: u32| f.runs.iter().find(|r| r.variant == v && r.cpus == n).unwrap();
+    let get = |v: &str, n: u32| {
+        f.runs
+            .iter()
+            .find(|r| r.variant == v && r.cpus == n)
+            .unwrap()
+    };
     let wrong = get("baseline", 2);
     assert_eq!(wrong.status, RunStatus::Failed);
-    assert!(wrong.reason.as_deref().unwrap().contains("checksum mismatch"), "{wrong:?}");
+    assert!(
+        wrong
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("checksum mismatch"),
+        "{wrong:?}"
+    );
     let hung = get("per-cpu-lock", 2);
     assert_eq!(hung.status, RunStatus::Failed);
-    assert!(hung.reason.as_deref().unwrap().starts_with("timeout"), "{hung:?}");
+    assert!(
+        hung.reason.as_deref().unwrap().starts_with("timeout"),
+        "{hung:?}"
+    );
     let ok = get("per-cpu-lock", 1);
     assert_eq!(ok.status, RunStatus::Ok);
     assert!(ok.report.is_none() && ok.report_error.as_deref().unwrap().contains("not JSON"));
@@ -107,7 +157,10 @@ fn failed_runs_are_recorded_and_the_sweep_goes_on() {
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("2 failed run(s) left out"), "{out}");
-    assert!(out.contains("left out failed run baseline N=2 rep 1: checksum mismatch"), "{out}");
+    assert!(
+        out.contains("left out failed run baseline N=2 rep 1: checksum mismatch"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -117,18 +170,46 @@ fn missing_result_line_guest_error_and_bad_exit() {
         &s,
         &["--cpus", "1,2", "--reps", "1", "--name", "kinds"],
         &[
-            ("FAKE_EMU_FAIL", "baseline/2/noresult,per-cpu-lock/2/error,cputlb-no-bql/2/exit"),
+            (
+                "FAKE_EMU_FAIL",
+                "baseline/2/noresult,per-cpu-lock/2/error,cputlb-no-bql/2/exit",
+            ),
             ("FAKE_EMU_REPORT", "none"),
         ],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let f = load(&s.p("results/kinds.json"));
-    let reason = |v: &str| f.runs.iter().find(|r| r.variant == v && r.cpus == 2).unwrap().reason.clone().unwrap();
-    assert!(reason("baseline").starts_with("no result line"), "{}", reason("baseline"));
-    assert!(reason("per-cpu-lock").contains("guest self-check failed: unit 3"), "{}", reason("per-cpu-lock"));
-    assert!(reason("cputlb-no-bql").contains("exited with code 1 after the result line"), "{}", reason("cputlb-no-bql"));
+    let reason = |v: &str| {
+        f.runs
+            .iter()
+            .find(|r| r.variant == v && r.cpus == 2)
+            .unwrap()
+            .reason
+            .clone()
+            .unwrap()
+    };
+    assert!(
+        reason("baseline").starts_with("no result line"),
+        "{}",
+        reason("baseline")
+    );
+    assert!(
+        reason("per-cpu-lock").contains("guest self-check failed: unit 3"),
+        "{}",
+        reason("per-cpu-lock")
+    );
+    assert!(
+        reason("cputlb-no-bql").contains("exited with code 1 after the result line"),
+        "{}",
+        reason("cputlb-no-bql")
+    );
     let ok = f.runs.iter().find(|r| r.cpus == 1).unwrap();
-    assert!(ok.report_error.as_deref().unwrap().contains("no run report"));
+    assert!(
+        ok.report_error
+            .as_deref()
+            .unwrap()
+            .contains("no run report")
+    );
 }
 
 #[test]
@@ -158,24 +239,48 @@ fn peers_get_the_qemu_command_line_and_no_report() {
     validate(&s.p("results/peer.json"));
     assert_eq!(f.config.variants, ["baseline", "qemu"]);
     assert_eq!(f.builds["qemu"].kind, lockscale::model::BuildKind::Peer);
-    assert!(f.workload.bios.as_deref().unwrap().ends_with("boot-rom.bin"));
+    assert!(
+        f.workload
+            .bios
+            .as_deref()
+            .unwrap()
+            .ends_with("boot-rom.bin")
+    );
     let q: Vec<_> = f.runs.iter().filter(|r| r.variant == "qemu").collect();
     assert_eq!(q.len(), 2);
-    assert!(q.iter().all(|r| r.status == RunStatus::Ok && r.report.is_none() && r.report_error.is_none()));
+    assert!(
+        q.iter()
+            .all(|r| r.status == RunStatus::Ok && r.report.is_none() && r.report_error.is_none())
+    );
     // The console log records the command line.
     let first_log = std::fs::read_to_string(s.p(q[0].log.as_ref().unwrap())).unwrap();
-    assert!(first_log.contains("-M pseries -cpu power8 -accel tcg,thread=multi"), "{first_log}");
+    assert!(
+        first_log.contains("-M pseries -cpu power8 -accel tcg,thread=multi"),
+        "{first_log}"
+    );
     assert!(first_log.contains("-no-reboot -bios"), "{first_log}");
-    assert!(!first_log.contains("--report") && !first_log.contains("--sync-profile"), "{first_log}");
+    assert!(
+        !first_log.contains("--report") && !first_log.contains("--sync-profile"),
+        "{first_log}"
+    );
     // Extra emulator arguments reach ours only, after the standard ones.
     let ours = f.runs.iter().find(|r| r.variant == "baseline").unwrap();
     let ours_log = std::fs::read_to_string(s.p(ours.log.as_ref().unwrap())).unwrap();
-    assert!(ours_log.contains("--timeout 300 --sync-profile --tlb-flush-mode synced"), "{ours_log}");
-    assert_eq!(f.config.emulator_args, ["--sync-profile", "--tlb-flush-mode", "synced"]);
+    assert!(
+        ours_log.contains("--timeout 300 --sync-profile --tlb-flush-mode synced"),
+        "{ours_log}"
+    );
+    assert_eq!(
+        f.config.emulator_args,
+        ["--sync-profile", "--tlb-flush-mode", "synced"]
+    );
     // Profiled runs: the report gives their hold times (the fake's 9 ms for bql.exec_loop).
     let o = s.run(&["report", "results/peer.json"], &[]);
     let rep = String::from_utf8_lossy(&o.stdout);
-    assert!(rep.contains("| 9.00 |") && !rep.contains("timed only with"), "{rep}");
+    assert!(
+        rep.contains("| 9.00 |") && !rep.contains("timed only with"),
+        "{rep}"
+    );
 }
 
 #[test]
@@ -213,33 +318,60 @@ fn interrupted_sweep_resumes_without_rerunning() {
     validate(&path);
     let before = load(&path);
     assert!(!before.complete);
-    let done: Vec<(String, u32, u32, String)> =
-        before.runs.iter().map(|r| (r.variant.clone(), r.cpus, r.rep, r.started.clone())).collect();
+    let done: Vec<(String, u32, u32, String)> = before
+        .runs
+        .iter()
+        .map(|r| (r.variant.clone(), r.cpus, r.rep, r.started.clone()))
+        .collect();
     assert!(done.len() >= 3 && done.len() < 12);
 
     let calls_before = std::fs::read_to_string(&log).unwrap().lines().count();
-    let o = s.run(&["sweep", "--resume", "results/cut.json", "--no-plot"], &[("FAKE_EMU_LOG", log.to_str().unwrap())]);
+    let o = s.run(
+        &["sweep", "--resume", "results/cut.json", "--no-plot"],
+        &[("FAKE_EMU_LOG", log.to_str().unwrap())],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     validate(&path);
     let after = load(&path);
     assert!(after.complete);
     assert_eq!(after.runs.len(), 12);
-    let keys: BTreeSet<_> = after.runs.iter().map(|r| (r.variant.clone(), r.cpus, r.rep)).collect();
+    let keys: BTreeSet<_> = after
+        .runs
+        .iter()
+        .map(|r| (r.variant.clone(), r.cpus, r.rep))
+        .collect();
     assert_eq!(keys.len(), 12, "no run twice");
     for (v, n, rep, started) in &done {
-        let r = after.runs.iter().find(|r| &r.variant == v && r.cpus == *n && r.rep == *rep).unwrap();
+        let r = after
+            .runs
+            .iter()
+            .find(|r| &r.variant == v && r.cpus == *n && r.rep == *rep)
+            .unwrap();
         assert_eq!(&r.started, started, "finished runs are kept as they were");
     }
     let calls_after = std::fs::read_to_string(&log).unwrap().lines().count();
-    assert_eq!(calls_after - calls_before, 12 - done.len(), "resume ran only the missing runs");
+    assert_eq!(
+        calls_after - calls_before,
+        12 - done.len(),
+        "resume ran only the missing runs"
+    );
 
     // Resuming a complete file runs nothing.
-    let o = s.run(&["sweep", "--resume", "results/cut.json", "--no-plot"], &[("FAKE_EMU_LOG", log.to_str().unwrap())]);
+    let o = s.run(
+        &["sweep", "--resume", "results/cut.json", "--no-plot"],
+        &[("FAKE_EMU_LOG", log.to_str().unwrap())],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("already complete"));
-    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), calls_after);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().lines().count(),
+        calls_after
+    );
     // --resume refuses configuration options.
-    let o = s.run(&["sweep", "--resume", "results/cut.json", "--reps", "9"], &[]);
+    let o = s.run(
+        &["sweep", "--resume", "results/cut.json", "--reps", "9"],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("drop --reps"));
 }
@@ -249,7 +381,10 @@ fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => false,
         // The state follows the command name in parentheses: "pid (comm) S …".
-        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).is_some_and(|c| c != 'Z' && c != 'X'),
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|c| c != 'Z' && c != 'X'),
     }
 }
 
@@ -260,7 +395,23 @@ fn the_run_in_flight_dies_with_the_harness() {
     let s = Scratch::new();
     let pids = s.p("pids.txt");
     let peer_arg = format!("hangs={}", s.p("bin/qemu-fake").display());
-    let args = sweep_args(&s, &["--variants", "none", "--peer", &peer_arg, "--cpus", "1", "--reps", "1", "--timeout", "600", "--name", "orphan"]);
+    let args = sweep_args(
+        &s,
+        &[
+            "--variants",
+            "none",
+            "--peer",
+            &peer_arg,
+            "--cpus",
+            "1",
+            "--reps",
+            "1",
+            "--timeout",
+            "600",
+            "--name",
+            "orphan",
+        ],
+    );
     let mut child = s
         .cmd()
         .args(&args)
@@ -272,7 +423,10 @@ fn the_run_in_flight_dies_with_the_harness() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let pid: u32 = loop {
-        if let Some(p) = std::fs::read_to_string(&pids).ok().and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok())) {
+        if let Some(p) = std::fs::read_to_string(&pids)
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok()))
+        {
             break p;
         }
         assert!(Instant::now() < deadline, "the emulator never started");
@@ -283,7 +437,10 @@ fn the_run_in_flight_dies_with_the_harness() {
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while alive(pid) {
-        assert!(Instant::now() < deadline, "the emulator (pid {pid}) outlived the harness");
+        assert!(
+            Instant::now() < deadline,
+            "the emulator (pid {pid}) outlived the harness"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -291,9 +448,31 @@ fn the_run_in_flight_dies_with_the_harness() {
 #[test]
 fn retry_failed_reruns_only_failures() {
     let s = Scratch::new();
-    let o = run_sweep(&s, &["--variants", "baseline", "--cpus", "1,2", "--reps", "2", "--name", "retry"], &[("FAKE_EMU_FAIL", "baseline/2/noresult")]);
+    let o = run_sweep(
+        &s,
+        &[
+            "--variants",
+            "baseline",
+            "--cpus",
+            "1,2",
+            "--reps",
+            "2",
+            "--name",
+            "retry",
+        ],
+        &[("FAKE_EMU_FAIL", "baseline/2/noresult")],
+    );
     assert_eq!(o.status.code(), Some(3));
-    let o = s.run(&["sweep", "--resume", "results/retry.json", "--retry-failed", "--no-plot"], &[]);
+    let o = s.run(
+        &[
+            "sweep",
+            "--resume",
+            "results/retry.json",
+            "--retry-failed",
+            "--no-plot",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let f = load(&s.p("results/retry.json"));
     assert_eq!(f.runs.len(), 4);
@@ -306,18 +485,47 @@ fn plan_shares_and_merge() {
     let o = run_sweep(&s, &["--cpus", "1,2", "--reps", "2", "--plan"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let plan = String::from_utf8_lossy(&o.stdout);
-    assert!(plan.contains("3 variants × 2 vCPU counts × 2 repetitions = 12 runs in 6 points"), "{plan}");
-    assert_eq!(plan.lines().filter(|l| !l.starts_with('#')).count(), 6, "{plan}");
+    assert!(
+        plan.contains("3 variants × 2 vCPU counts × 2 repetitions = 12 runs in 6 points"),
+        "{plan}"
+    );
+    assert_eq!(
+        plan.lines().filter(|l| !l.starts_with('#')).count(),
+        6,
+        "{plan}"
+    );
 
     for i in 1..=2 {
         let share = format!("{i}/2");
-        let o = run_sweep(&s, &["--cpus", "1,2", "--reps", "2", "--only", &share, "--name", &format!("part{i}")], &[]);
+        let o = run_sweep(
+            &s,
+            &[
+                "--cpus",
+                "1,2",
+                "--reps",
+                "2",
+                "--only",
+                &share,
+                "--name",
+                &format!("part{i}"),
+            ],
+            &[],
+        );
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let f = load(&s.p(&format!("results/part{i}.json")));
         assert_eq!(f.runs.len(), 6);
         assert!(f.complete);
     }
-    let o = s.run(&["merge", "results/part1.json", "results/part2.json", "-o", "results/merged.json"], &[]);
+    let o = s.run(
+        &[
+            "merge",
+            "results/part1.json",
+            "results/part2.json",
+            "-o",
+            "results/merged.json",
+        ],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
     validate(&s.p("results/merged.json"));
     let m = load(&s.p("results/merged.json"));
@@ -329,10 +537,29 @@ fn plan_shares_and_merge() {
     let mut other = load(&s.p("results/part2.json"));
     other.host.cpu_model = "Another CPU".into();
     write(&other, &s.p("results/other.json"));
-    let o = s.run(&["merge", "results/part1.json", "results/other.json", "-o", "results/m2.json"], &[]);
+    let o = s.run(
+        &[
+            "merge",
+            "results/part1.json",
+            "results/other.json",
+            "-o",
+            "results/m2.json",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--allow-mixed-hosts"));
-    let o = s.run(&["merge", "results/part1.json", "results/other.json", "-o", "results/m2.json", "--allow-mixed-hosts"], &[]);
+    let o = s.run(
+        &[
+            "merge",
+            "results/part1.json",
+            "results/other.json",
+            "-o",
+            "results/m2.json",
+            "--allow-mixed-hosts",
+        ],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
 }
 
@@ -340,15 +567,38 @@ fn plan_shares_and_merge() {
 fn bad_input_gives_clear_errors_and_exit_2() {
     let s = Scratch::new();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["sweep", "--variants", "nonsense", "--no-build"], "unknown variant"),
-        (vec!["sweep", "--cpus", "0", "--no-build"], "vCPU counts start at 1"),
+        (
+            vec!["sweep", "--variants", "nonsense", "--no-build"],
+            "unknown variant",
+        ),
+        (
+            vec!["sweep", "--cpus", "0", "--no-build"],
+            "vCPU counts start at 1",
+        ),
         (vec!["sweep", "--only", "3/2", "--plan"], "1 ≤ I ≤ K"),
-        (vec!["sweep", "--kernel", "missing.elf", "--no-build"], "guest image"),
-        (vec!["sweep", "--peer", "qemu=/nonexistent/qemu", "--no-build"], "not found"),
+        (
+            vec!["sweep", "--kernel", "missing.elf", "--no-build"],
+            "guest image",
+        ),
+        (
+            vec!["sweep", "--peer", "qemu=/nonexistent/qemu", "--no-build"],
+            "not found",
+        ),
         (vec!["sweep", "--no-build"], "run `lockscale build` first"),
         (vec!["report", "nope.json"], "reading"),
         (vec!["plot"], "nothing to plot"),
-        (vec!["gate", "--threshold", "x", "--base", "a", "--candidate", "b"], "not a number"),
+        (
+            vec![
+                "gate",
+                "--threshold",
+                "x",
+                "--base",
+                "a",
+                "--candidate",
+                "b",
+            ],
+            "not a number",
+        ),
     ];
     for (args, want) in cases {
         let o = s.run(&args, &[]);
@@ -365,11 +615,16 @@ fn bad_input_gives_clear_errors_and_exit_2() {
 #[test]
 fn every_command_has_help() {
     let s = Scratch::new();
-    for cmd in ["build", "sweep", "plot", "report", "compare", "gate", "project", "merge", "schema"] {
+    for cmd in [
+        "build", "sweep", "plot", "report", "compare", "gate", "project", "merge", "schema",
+    ] {
         let o = s.run(&[cmd, "--help"], &[]);
         assert!(o.status.success(), "{cmd}");
         let out = String::from_utf8_lossy(&o.stdout);
-        assert!(out.len() > 200 && out.contains("Usage: lockscale"), "{cmd}: {out}");
+        assert!(
+            out.len() > 200 && out.contains("Usage: lockscale"),
+            "{cmd}: {out}"
+        );
     }
 }
 
@@ -377,19 +632,44 @@ fn every_command_has_help() {
 fn a_hanging_peer_is_killed_at_the_timeout() {
     let s = Scratch::new();
     let o = s.run(
-        &["sweep", "--no-plot", "--variants", "baseline", "--peer", "qemu=bin/qemu-fake", "--cpus", "1", "--reps", "1", "--timeout", "1", "--name", "hang"]
-            .into_iter()
-            .chain(s.bins(&["baseline"]).iter().map(String::as_str))
-            .collect::<Vec<_>>(),
+        &[
+            "sweep",
+            "--no-plot",
+            "--variants",
+            "baseline",
+            "--peer",
+            "qemu=bin/qemu-fake",
+            "--cpus",
+            "1",
+            "--reps",
+            "1",
+            "--timeout",
+            "1",
+            "--name",
+            "hang",
+        ]
+        .into_iter()
+        .chain(s.bins(&["baseline"]).iter().map(String::as_str))
+        .collect::<Vec<_>>(),
         &[("FAKE_EMU_FAIL", "qemu-fake/*/hang")],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let f = load(&s.p("results/hang.json"));
     let q = f.runs.iter().find(|r| r.variant == "qemu").unwrap();
     assert!(q.timed_out, "{q:?}");
-    assert!(q.reason.as_deref().unwrap().starts_with("timeout: killed after"), "{q:?}");
+    assert!(
+        q.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("timeout: killed after"),
+        "{q:?}"
+    );
     assert_eq!(q.signal, Some(9));
-    assert!(f.runs.iter().any(|r| r.variant == "baseline" && r.status == RunStatus::Ok));
+    assert!(
+        f.runs
+            .iter()
+            .any(|r| r.variant == "baseline" && r.status == RunStatus::Ok)
+    );
 }
 
 #[test]
@@ -397,8 +677,32 @@ fn an_emulator_that_cannot_start_is_a_failed_run() {
     let s = Scratch::new();
     std::fs::write(s.p("bin/not-executable"), b"data").unwrap();
     let bin = format!("baseline={}", s.p("bin/not-executable").display());
-    let o = s.run(&["sweep", "--no-plot", "--variants", "baseline", "--bin", &bin, "--cpus", "1", "--reps", "1", "--name", "ns"], &[]);
+    let o = s.run(
+        &[
+            "sweep",
+            "--no-plot",
+            "--variants",
+            "baseline",
+            "--bin",
+            &bin,
+            "--cpus",
+            "1",
+            "--reps",
+            "1",
+            "--name",
+            "ns",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let f = load(&s.p("results/ns.json"));
-    assert!(f.runs[0].reason.as_deref().unwrap().starts_with("could not start"), "{:?}", f.runs[0]);
+    assert!(
+        f.runs[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("could not start"),
+        "{:?}",
+        f.runs[0]
+    );
 }

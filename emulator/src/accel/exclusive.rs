@@ -34,7 +34,12 @@ impl Default for Exclusive {
 
 impl Exclusive {
     pub fn new() -> Self {
-        Self { lock: StatMutex::new((), Class::Leaf), pending: AtomicUsize::new(0), exclusive_cond: Condvar::new(), resume_cond: Condvar::new() }
+        Self {
+            lock: StatMutex::new((), Class::Leaf),
+            pending: AtomicUsize::new(0),
+            exclusive_cond: Condvar::new(),
+            resume_cond: Condvar::new(),
+        }
     }
 
     fn wait_idle(&self, g: &mut StatGuard<'_, ()>, site: Site) {
@@ -99,7 +104,9 @@ impl Exclusive {
         fence(Ordering::SeqCst);
         if self.pending.load(Ordering::SeqCst) != 0 {
             let _g = self.lock.lock(Site::ExclusiveLock);
-            if me.has_waiter.swap(false, Ordering::Relaxed) && self.pending.fetch_sub(1, Ordering::SeqCst) == 2 {
+            if me.has_waiter.swap(false, Ordering::Relaxed)
+                && self.pending.fetch_sub(1, Ordering::SeqCst) == 2
+            {
                 self.exclusive_cond.notify_all();
             }
         }

@@ -24,16 +24,31 @@ pub trait VcpuRunner<S: Strategy>: Sized + Send + 'static {
 
     /// Runs guest code without locks until a block boundary or an exception. Must return
     /// at the latest when `exit_request` of this vCPU is set (checked at block entry).
-    fn run(&mut self, accel: &Accel<S, Self, Self::Devices>, i: usize) -> BlockExit<Self::Exception>;
+    fn run(
+        &mut self,
+        accel: &Accel<S, Self, Self::Devices>,
+        i: usize,
+    ) -> BlockExit<Self::Exception>;
 
     /// BQL site of an exception (hypercalls are counted apart from other exceptions).
     fn exception_site(e: &Self::Exception) -> Site;
 
     /// Delivers an exception or performs a hypercall, under the BQL.
-    fn handle_exception<'a>(&mut self, e: Self::Exception, accel: &'a Accel<S, Self, Self::Devices>, i: usize, bql: &mut StatGuard<'a, Self::Devices>);
+    fn handle_exception<'a>(
+        &mut self,
+        e: Self::Exception,
+        accel: &'a Accel<S, Self, Self::Devices>,
+        i: usize,
+        bql: &mut StatGuard<'a, Self::Devices>,
+    );
 
     /// Handles pending interrupt requests (those the CPU can take now), under the BQL.
-    fn handle_interrupt<'a>(&mut self, accel: &'a Accel<S, Self, Self::Devices>, i: usize, bql: &mut StatGuard<'a, Self::Devices>);
+    fn handle_interrupt<'a>(
+        &mut self,
+        accel: &'a Accel<S, Self, Self::Devices>,
+        i: usize,
+        bql: &mut StatGuard<'a, Self::Devices>,
+    );
 }
 
 /// The exec loop: one stint in guest code, between `exec_start` and `exec_end`.
@@ -69,7 +84,11 @@ fn cpu_exec<S: Strategy, R: VcpuRunner<S>>(accel: &Accel<S, R, R::Devices>, i: u
 }
 
 /// Body of vCPU thread `i` until the machine shuts down.
-pub fn vcpu_thread<S: Strategy, R: VcpuRunner<S>>(accel: &Accel<S, R, R::Devices>, i: usize, r: &mut R) {
+pub fn vcpu_thread<S: Strategy, R: VcpuRunner<S>>(
+    accel: &Accel<S, R, R::Devices>,
+    i: usize,
+    r: &mut R,
+) {
     let v = &accel.vcpus[i];
     let mut outer = accel.enter_outer(i);
     loop {

@@ -35,7 +35,9 @@ fn kick_vs_halt<S: Strategy>() {
             a2.set_irq(0, 1, &b);
         });
         let mut outer = a.enter_outer(0);
-        a.wait_io_event(0, &mut outer, || a.vcpus[0].interrupt_request.load(Ordering::SeqCst) != 0);
+        a.wait_io_event(0, &mut outer, || {
+            a.vcpus[0].interrupt_request.load(Ordering::SeqCst) != 0
+        });
         drop(outer);
         raiser.join().unwrap();
         assert_eq!(a.vcpus[0].interrupt_request.load(Ordering::SeqCst), 1);
@@ -105,10 +107,15 @@ fn run_on_cpu_completes<S: Strategy>() {
         let seen = Arc::new(AtomicU32::new(0));
         let s2 = seen.clone();
         let mut bql = Some(a.bql(Site::BqlHcall));
-        a.run_on_cpu(1, move |c: &mut Ctx| {
-            c.ran += 1;
-            s2.store(1, Ordering::SeqCst);
-        }, &mut bql, Site::BqlHcall);
+        a.run_on_cpu(
+            1,
+            move |c: &mut Ctx| {
+                c.ran += 1;
+                s2.store(1, Ordering::SeqCst);
+            },
+            &mut bql,
+            Site::BqlHcall,
+        );
         assert_eq!(seen.load(Ordering::SeqCst), 1);
         drop(bql);
         assert_eq!(target.join().unwrap(), 1);
@@ -167,19 +174,32 @@ fn loom_catches_an_interrupt_raised_without_the_cpu_lock() {
                 a2.kick_without_cpu_lock(0);
             });
             let mut outer = a.enter_outer(0);
-            a.wait_io_event(0, &mut outer, || a.vcpus[0].interrupt_request.load(Ordering::SeqCst) != 0);
+            a.wait_io_event(0, &mut outer, || {
+                a.vcpus[0].interrupt_request.load(Ordering::SeqCst) != 0
+            });
             drop(outer);
             raiser.join().unwrap();
         });
         return;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "accel::loom_tests::loom_catches_an_interrupt_raised_without_the_cpu_lock", "--test-threads=1", "--nocapture"])
+        .args([
+            "--exact",
+            "accel::loom_tests::loom_catches_an_interrupt_raised_without_the_cpu_lock",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .env(INNER, "1")
         .env("RUST_BACKTRACE", "0")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the broken protocol passed the model check");
-    assert!(stderr.contains("deadlock"), "expected loom to report a deadlock, got:\n{stderr}");
+    assert!(
+        !out.status.success(),
+        "the broken protocol passed the model check"
+    );
+    assert!(
+        stderr.contains("deadlock"),
+        "expected loom to report a deadlock, got:\n{stderr}"
+    );
 }

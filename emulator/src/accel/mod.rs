@@ -7,13 +7,13 @@
 
 pub mod exclusive;
 pub mod exec;
-pub mod timers;
 #[cfg(test)]
 mod loom_tests;
+pub mod timers;
 
-use crate::sync::prim::{AtomicBool, AtomicU32, AtomicU64, Arc, Condvar, Ordering};
+use crate::sync::prim::{Arc, AtomicBool, AtomicU32, AtomicU64, Condvar, Ordering};
 use crate::sync::{Class, Site, StatGuard, StatMutex, StatsSink, Strategy};
-use exclusive::{ExecState, Exclusive};
+use exclusive::{Exclusive, ExecState};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 
@@ -107,7 +107,12 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
             vcpus: (0..n)
                 .map(|index| VcpuShared {
                     index,
-                    lock: StatMutex::new(CpuLocked { work: VecDeque::new() }, Class::Cpu(index)),
+                    lock: StatMutex::new(
+                        CpuLocked {
+                            work: VecDeque::new(),
+                        },
+                        Class::Cpu(index),
+                    ),
                     halt_cond: Condvar::new(),
                     cond: Condvar::new(),
                     exit_request: AtomicBool::new(false),
@@ -209,33 +214,74 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
 
     /// Fire-and-forget work that needs the BQL. Baseline: the caller holds the BQL.
     pub fn async_run_on_cpu(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
-        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::Plain, done: None });
+        self.queue(
+            i,
+            WorkItem {
+                f: Box::new(f),
+                kind: WorkKind::Plain,
+                done: None,
+            },
+        );
     }
 
     /// Fire-and-forget work that runs without the BQL in `cputlb-no-bql` (as plain work
     /// elsewhere, where this API does not exist).
     pub fn async_run_on_cpu_no_bql(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
-        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::NoBql, done: None });
+        self.queue(
+            i,
+            WorkItem {
+                f: Box::new(f),
+                kind: WorkKind::NoBql,
+                done: None,
+            },
+        );
     }
 
     /// A cross-vCPU TLB flush job (see `WorkKind::TlbFlush`).
     pub fn queue_tlb_flush(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
-        self.vcpus[i].counters.flush_jobs_queued.fetch_add(1, Ordering::Relaxed);
-        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::TlbFlush, done: None });
+        self.vcpus[i]
+            .counters
+            .flush_jobs_queued
+            .fetch_add(1, Ordering::Relaxed);
+        self.queue(
+            i,
+            WorkItem {
+                f: Box::new(f),
+                kind: WorkKind::TlbFlush,
+                done: None,
+            },
+        );
     }
 
     /// Work run while every other vCPU is outside guest code.
     pub fn async_safe_run_on_cpu(&self, i: usize, f: impl FnOnce(&mut C) + Send + 'static) {
-        self.queue(i, WorkItem { f: Box::new(f), kind: WorkKind::Exclusive, done: None });
+        self.queue(
+            i,
+            WorkItem {
+                f: Box::new(f),
+                kind: WorkKind::Exclusive,
+                done: None,
+            },
+        );
     }
 
     /// Runs `f` on vCPU `i` and waits for it. `bql` is the caller's BQL guard: baseline waits
     /// with it (on one global condvar); the per-CPU strategies release it first and wait on the
     /// target's condvar with the target's CPU lock, then take it again at `site`.
     /// The caller must not be vCPU `i` itself (run the function directly instead).
-    pub fn run_on_cpu<'a>(&'a self, i: usize, f: impl FnOnce(&mut C) + Send + 'static, bql: &mut Option<StatGuard<'a, D>>, site: Site) {
+    pub fn run_on_cpu<'a>(
+        &'a self,
+        i: usize,
+        f: impl FnOnce(&mut C) + Send + 'static,
+        bql: &mut Option<StatGuard<'a, D>>,
+        site: Site,
+    ) {
         let done = Arc::new(AtomicBool::new(false));
-        let item = WorkItem { f: Box::new(f), kind: WorkKind::Plain, done: Some(done.clone()) };
+        let item = WorkItem {
+            f: Box::new(f),
+            kind: WorkKind::Plain,
+            done: Some(done.clone()),
+        };
         if S::BQL_OUTSIDE_GUEST {
             let g = bql.as_mut().expect("run_on_cpu in baseline needs the BQL");
             self.queue(i, item);
@@ -260,13 +306,22 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
 
     /// Start of the vCPU thread's stay outside guest code: take the BQL or the own CPU lock.
     pub fn enter_outer(&self, i: usize) -> Outer<'_, C, D> {
-        if S::BQL_OUTSIDE_GUEST { Outer::Bql(self.bql(Site::BqlExecLoop)) } else { Outer::Cpu(self.vcpus[i].lock.lock(Site::CpuLockExecLoop)) }
+        if S::BQL_OUTSIDE_GUEST {
+            Outer::Bql(self.bql(Site::BqlExecLoop))
+        } else {
+            Outer::Cpu(self.vcpus[i].lock.lock(Site::CpuLockExecLoop))
+        }
     }
 
     /// Sleeps while vCPU `i` is idle: no queued work, no shutdown, and stopped or halted without
     /// work. `has_work` is the machine's check (an interrupt it can take, a prod); it reads
     /// state protected by the BQL, so the per-CPU strategies take the BQL around it.
-    pub fn wait_io_event<'a>(&'a self, i: usize, outer: &mut Outer<'a, C, D>, mut has_work: impl FnMut() -> bool) {
+    pub fn wait_io_event<'a>(
+        &'a self,
+        i: usize,
+        outer: &mut Outer<'a, C, D>,
+        mut has_work: impl FnMut() -> bool,
+    ) {
         let v = &self.vcpus[i];
         loop {
             if self.shutdown.load(Ordering::SeqCst) || v.work_pending.load(Ordering::SeqCst) {
@@ -287,7 +342,10 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                     let w = has_work();
                     drop(_b);
                     // The predicate may have changed while we held no lock: check again.
-                    if !w && (v.work_pending.load(Ordering::SeqCst) || self.shutdown.load(Ordering::SeqCst)) {
+                    if !w
+                        && (v.work_pending.load(Ordering::SeqCst)
+                            || self.shutdown.load(Ordering::SeqCst))
+                    {
                         return;
                     }
                     w
@@ -331,7 +389,11 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                 } else {
                     // Runs under the BQL this loop already holds; counted at its site so
                     // strategies compare item by item.
-                    let site = if item.kind == WorkKind::TlbFlush { Site::BqlTlbFlushItem } else { Site::BqlWorkItem };
+                    let site = if item.kind == WorkKind::TlbFlush {
+                        Site::BqlTlbFlushItem
+                    } else {
+                        Site::BqlWorkItem
+                    };
                     crate::sync::stats::record_acquire(site, false, 0);
                     (item.f)(ctx);
                 }
@@ -343,9 +405,15 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                 *outer = Outer::None;
                 match item.kind {
                     WorkKind::Exclusive => self.run_exclusive(item.f, ctx),
-                    WorkKind::NoBql | WorkKind::TlbFlush if S::TLB_FLUSH_WITHOUT_BQL => (item.f)(ctx),
+                    WorkKind::NoBql | WorkKind::TlbFlush if S::TLB_FLUSH_WITHOUT_BQL => {
+                        (item.f)(ctx)
+                    }
                     kind => {
-                        let site = if kind == WorkKind::TlbFlush { Site::BqlTlbFlushItem } else { Site::BqlWorkItem };
+                        let site = if kind == WorkKind::TlbFlush {
+                            Site::BqlTlbFlushItem
+                        } else {
+                            Site::BqlWorkItem
+                        };
                         let _b = self.bql(site);
                         (item.f)(ctx);
                     }
@@ -367,10 +435,11 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
 
     /// Waits until every other vCPU is outside guest code (no BQL or CPU lock may be held).
     pub fn start_exclusive(&self) {
-        self.exclusive.start(self.vcpus.iter().map(|v| &v.exec), |i| {
-            // Running vCPUs are in guest code, not asleep: the exit flag is enough.
-            self.vcpus[i].exit_request.store(true, Ordering::SeqCst);
-        });
+        self.exclusive
+            .start(self.vcpus.iter().map(|v| &v.exec), |i| {
+                // Running vCPUs are in guest code, not asleep: the exit flag is enough.
+                self.vcpus[i].exit_request.store(true, Ordering::SeqCst);
+            });
     }
 
     pub fn end_exclusive(&self) {

@@ -20,7 +20,16 @@ pub struct Timers {
 
 impl Timers {
     pub fn new(n: usize) -> Self {
-        Self { state: StatMutex::new(State { deadlines: vec![None; n], stopped: false }, Class::Leaf), changed: Condvar::new() }
+        Self {
+            state: StatMutex::new(
+                State {
+                    deadlines: vec![None; n],
+                    stopped: false,
+                },
+                Class::Leaf,
+            ),
+            changed: Condvar::new(),
+        }
     }
 
     /// Arms (or re-arms) timer `i` to expire at `at`.
@@ -52,7 +61,13 @@ impl Timers {
                 return None;
             }
             let now = Instant::now();
-            let expired: Vec<usize> = s.deadlines.iter().enumerate().filter(|(_, d)| d.is_some_and(|d| d <= now)).map(|(i, _)| i).collect();
+            let expired: Vec<usize> = s
+                .deadlines
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.is_some_and(|d| d <= now))
+                .map(|(i, _)| i)
+                .collect();
             if !expired.is_empty() {
                 for &i in &expired {
                     s.deadlines[i] = None;
@@ -60,8 +75,12 @@ impl Timers {
                 return Some(expired);
             }
             let next = s.deadlines.iter().flatten().min().copied();
-            let sleep = next.map_or(max_sleep, |d| d.saturating_duration_since(now).min(max_sleep));
-            if s.wait_for(&self.changed, Site::CondIdle, sleep) && next.is_none_or(|d| d > Instant::now()) {
+            let sleep = next.map_or(max_sleep, |d| {
+                d.saturating_duration_since(now).min(max_sleep)
+            });
+            if s.wait_for(&self.changed, Site::CondIdle, sleep)
+                && next.is_none_or(|d| d > Instant::now())
+            {
                 return Some(Vec::new());
             }
         }
@@ -95,10 +114,12 @@ mod tests {
         let t = std::sync::Arc::new(Timers::new(2));
         t.arm(0, Instant::now() + Duration::from_secs(3600));
         let t2 = t.clone();
-        let h = std::thread::spawn(move || loop {
-            let e = t2.wait_expired(Duration::from_secs(3600)).unwrap();
-            if !e.is_empty() {
-                return e;
+        let h = std::thread::spawn(move || {
+            loop {
+                let e = t2.wait_expired(Duration::from_secs(3600)).unwrap();
+                if !e.is_empty() {
+                    return e;
+                }
             }
         });
         std::thread::sleep(Duration::from_millis(20));

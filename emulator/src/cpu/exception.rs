@@ -30,22 +30,42 @@ pub enum MachineCheckKind {
 pub enum Exception {
     Program(ProgramKind),
     /// Data storage interrupt: effective address and DSISR.
-    Dsi { ea: u64, dsisr: u32 },
+    Dsi {
+        ea: u64,
+        dsisr: u32,
+    },
     /// Data segment interrupt (no SLB entry).
-    DataSegment { ea: u64 },
+    DataSegment {
+        ea: u64,
+    },
     /// Instruction storage interrupt: address and the SRR1 reason bits.
-    Isi { ea: u64, srr1: u64 },
+    Isi {
+        ea: u64,
+        srr1: u64,
+    },
     /// Instruction segment interrupt.
-    InstructionSegment { ea: u64 },
+    InstructionSegment {
+        ea: u64,
+    },
     /// Alignment interrupt (e.g. `lq`/`larx` on a misaligned address, `dcbz` on cache-inhibited).
-    Alignment { ea: u64, dsisr: u32 },
+    Alignment {
+        ea: u64,
+        dsisr: u32,
+    },
     /// `sc LEV`; LEV 1 is a hypercall.
-    SystemCall { lev: u8 },
+    SystemCall {
+        lev: u8,
+    },
     FpUnavailable,
     VecUnavailable,
     VsxUnavailable,
     /// Facility unavailable (FSCR-controlled facilities: TAR, EBB, DSCR, …); the cause code.
-    FacilityUnavailable { cause: u8 },
+    FacilityUnavailable {
+        cause: u8,
+    },
     /// Machine check: the access at `ea` reached a physical address with no memory behind it.
-    MachineCheck { ea: u64, kind: MachineCheckKind },
+    MachineCheck {
+        ea: u64,
+        kind: MachineCheckKind,
+    },
 }

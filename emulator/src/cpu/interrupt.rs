@@ -36,7 +36,8 @@ pub mod mce {
     pub const LOAD_SRR1: u64 = 1 << (63 - 42);
     pub const LOAD_DSISR: u32 = 1 << (63 - 57);
     /// Store: SRR1 bits 36, 42, 43, 45.
-    pub const STORE_SRR1: u64 = (1 << (63 - 36)) | (1 << (63 - 42)) | (1 << (63 - 43)) | (1 << (63 - 45));
+    pub const STORE_SRR1: u64 =
+        (1 << (63 - 36)) | (1 << (63 - 42)) | (1 << (63 - 43)) | (1 << (63 - 45));
     /// Instruction fetch: SRR1 bits 36, 44, 45.
     pub const FETCH_SRR1: u64 = (1 << (63 - 36)) | (1 << (63 - 44)) | (1 << (63 - 45));
 }
@@ -48,23 +49,40 @@ pub const FSCR_IC_SHIFT: u32 = 56;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interrupt {
     SystemReset,
-    MachineCheck { ea: u64, kind: MachineCheckKind },
-    Dsi { ea: u64, dsisr: u32 },
-    DataSegment { ea: u64 },
-    Isi { srr1: u64 },
+    MachineCheck {
+        ea: u64,
+        kind: MachineCheckKind,
+    },
+    Dsi {
+        ea: u64,
+        dsisr: u32,
+    },
+    DataSegment {
+        ea: u64,
+    },
+    Isi {
+        srr1: u64,
+    },
     InstructionSegment,
     External,
-    Alignment { ea: u64, dsisr: u32 },
+    Alignment {
+        ea: u64,
+        dsisr: u32,
+    },
     Program(ProgramKind),
     FpUnavailable,
     Decrementer,
     SystemCall,
     /// Trace (MSR[SE] single step, MSR[BE] branch trace) after the instruction at `siar`
     /// completed; SRR0 is the next instruction.
-    Trace { siar: u64 },
+    Trace {
+        siar: u64,
+    },
     VecUnavailable,
     VsxUnavailable,
-    FacilityUnavailable { cause: u8 },
+    FacilityUnavailable {
+        cause: u8,
+    },
 }
 
 impl Interrupt {
@@ -196,7 +214,11 @@ pub fn deliver(st: &mut CpuState, irq: Interrupt) -> Delivery {
 
 /// Sets or clears LPCR[ILE] (H_SET_MODE resource 4 applies this to every vCPU).
 pub fn set_interrupt_little_endian(st: &mut CpuState, little: bool) {
-    st.lpcr = if little { st.lpcr | LPCR_ILE } else { st.lpcr & !LPCR_ILE };
+    st.lpcr = if little {
+        st.lpcr | LPCR_ILE
+    } else {
+        st.lpcr & !LPCR_ILE
+    };
 }
 
 /// The highest-priority asynchronous interrupt the thread takes now, given which sources
@@ -235,7 +257,17 @@ mod tests {
     fn state() -> CpuState {
         let mut st = CpuState::new();
         st.pc = 0x1234;
-        st.msr = msr::SF | msr::EE | msr::PR | msr::FP | msr::ME | msr::IR | msr::DR | msr::RI | msr::LE | msr::VEC | msr::VSX;
+        st.msr = msr::SF
+            | msr::EE
+            | msr::PR
+            | msr::FP
+            | msr::ME
+            | msr::IR
+            | msr::DR
+            | msr::RI
+            | msr::LE
+            | msr::VEC
+            | msr::VSX;
         st
     }
 
@@ -303,18 +335,35 @@ mod tests {
     #[test]
     fn storage_interrupt_registers() {
         let mut st = state();
-        deliver(&mut st, Interrupt::Dsi { ea: 0xdead_0000, dsisr: 0x4200_0000 });
+        deliver(
+            &mut st,
+            Interrupt::Dsi {
+                ea: 0xdead_0000,
+                dsisr: 0x4200_0000,
+            },
+        );
         assert_eq!((st.dar, st.dsisr), (0xdead_0000, 0x4200_0000));
         let mut st = state();
         st.dsisr = 7;
         deliver(&mut st, Interrupt::DataSegment { ea: 0xbeef });
         assert_eq!((st.dar, st.dsisr), (0xbeef, 7));
         let mut st = state();
-        deliver(&mut st, Interrupt::Isi { srr1: 0x4000_0000 | msr::EE });
+        deliver(
+            &mut st,
+            Interrupt::Isi {
+                srr1: 0x4000_0000 | msr::EE,
+            },
+        );
         assert_eq!(st.srr1 & SRR1_REASON_MASK, 0x4000_0000);
         assert_eq!(st.srr1 & msr::EE, msr::EE, "EE comes from the old MSR only");
         let mut st = state();
-        deliver(&mut st, Interrupt::Alignment { ea: 0x1001, dsisr: 0x0002_0000 });
+        deliver(
+            &mut st,
+            Interrupt::Alignment {
+                ea: 0x1001,
+                dsisr: 0x0002_0000,
+            },
+        );
         assert_eq!((st.dar, st.dsisr), (0x1001, 0x0002_0000));
         let mut st = state();
         st.fscr = 0x0300_0000_0000_0007;
@@ -325,32 +374,70 @@ mod tests {
     #[test]
     fn machine_check() {
         let mut st = state();
-        let r = deliver(&mut st, Interrupt::MachineCheck { ea: 0x8000_0000, kind: MachineCheckKind::Load });
+        let r = deliver(
+            &mut st,
+            Interrupt::MachineCheck {
+                ea: 0x8000_0000,
+                kind: MachineCheckKind::Load,
+            },
+        );
         assert_eq!(r, Delivery::Taken { vector: 0x200 });
         assert_eq!(st.msr, msr::SF | msr::ME, "a partition keeps ME");
         // With HV = 1, ME is cleared in the handler.
         let mut st = state();
         st.msr |= msr::HV;
-        deliver(&mut st, Interrupt::MachineCheck { ea: 0x8000_0000, kind: MachineCheckKind::Load });
+        deliver(
+            &mut st,
+            Interrupt::MachineCheck {
+                ea: 0x8000_0000,
+                kind: MachineCheckKind::Load,
+            },
+        );
         assert_eq!(st.msr, msr::SF | msr::HV, "ME is cleared in the handler");
         assert_eq!(st.dar, 0x8000_0000);
         assert_eq!(st.srr1 & SRR1_REASON_MASK, 1 << 21);
         // A second one while ME = 0: checkstop, nothing changes.
         let before = st.clone();
         st.pc = 0x4444;
-        let r = deliver(&mut st, Interrupt::MachineCheck { ea: 0, kind: MachineCheckKind::Fetch });
+        let r = deliver(
+            &mut st,
+            Interrupt::MachineCheck {
+                ea: 0,
+                kind: MachineCheckKind::Fetch,
+            },
+        );
         assert_eq!(r, Delivery::Checkstop);
-        assert_eq!((st.srr0, st.srr1, st.msr, st.pc), (before.srr0, before.srr1, before.msr, 0x4444));
+        assert_eq!(
+            (st.srr0, st.srr1, st.msr, st.pc),
+            (before.srr0, before.srr1, before.msr, 0x4444)
+        );
     }
 
     #[test]
     fn async_priorities_and_ee() {
         let mut st = state();
-        let all = Pending { system_reset: true, external: true, decrementer: true };
+        let all = Pending {
+            system_reset: true,
+            external: true,
+            decrementer: true,
+        };
         assert_eq!(next_async(&st, all), Some(Interrupt::SystemReset));
-        let ext_dec = Pending { external: true, decrementer: true, ..Pending::default() };
+        let ext_dec = Pending {
+            external: true,
+            decrementer: true,
+            ..Pending::default()
+        };
         assert_eq!(next_async(&st, ext_dec), Some(Interrupt::External));
-        assert_eq!(next_async(&st, Pending { decrementer: true, ..Pending::default() }), Some(Interrupt::Decrementer));
+        assert_eq!(
+            next_async(
+                &st,
+                Pending {
+                    decrementer: true,
+                    ..Pending::default()
+                }
+            ),
+            Some(Interrupt::Decrementer)
+        );
         assert_eq!(next_async(&st, Pending::default()), None);
         st.msr &= !msr::EE;
         assert_eq!(next_async(&st, ext_dec), None);

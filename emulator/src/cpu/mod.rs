@@ -2,8 +2,8 @@
 
 mod exception;
 pub mod interrupt;
-mod state;
 pub mod spr;
+mod state;
 
 pub use exception::{Exception, MachineCheckKind, ProgramKind};
 pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, msr};

@@ -12,7 +12,11 @@ fn condition(c: &mut Cpu, i: Insn, use_ctr: bool) -> bool {
         true
     } else {
         c.st.ctr = c.st.ctr.wrapping_sub(1);
-        let ctr = if c.st.sf() { c.st.ctr } else { c.st.ctr & 0xffff_ffff };
+        let ctr = if c.st.sf() {
+            c.st.ctr
+        } else {
+            c.st.ctr & 0xffff_ffff
+        };
         (ctr != 0) != (bo & 2 != 0)
     };
     let cond_ok = bo & 0x10 != 0 || c.st.cr_bit(i.ra()) == (bo & 8 != 0);
@@ -69,7 +73,11 @@ pub(super) fn bcctr(c: &mut Cpu, i: Insn) -> Exec {
     }
     let target = c.st.ctr;
     link(c, i);
-    let ctr = if c.st.sf() { target } else { target & 0xffff_ffff };
+    let ctr = if c.st.sf() {
+        target
+    } else {
+        target & 0xffff_ffff
+    };
     if (ctr == 0) != (bo & 2 != 0) {
         return Ok(());
     }
@@ -125,7 +133,9 @@ pub(super) fn mfcr(c: &mut Cpu, i: Insn) -> Exec {
 /// CR field mask of FXM/CRM: bit 7 selects CR0.
 #[inline(always)]
 fn field_mask(fxm: u32) -> u32 {
-    (0..8).filter(|k| fxm & (0x80 >> k) != 0).fold(0, |m, k| m | (0xf000_0000 >> (4 * k)))
+    (0..8)
+        .filter(|k| fxm & (0x80 >> k) != 0)
+        .fold(0, |m, k| m | (0xf000_0000 >> (4 * k)))
 }
 
 pub(super) fn mfocrf(c: &mut Cpu, i: Insn) -> Exec {
@@ -161,7 +171,16 @@ mod tests {
     fn counted_loop_with_bdnz() {
         let mut c = cpu();
         // li r3,0 ; li r4,5 ; mtctr r4 ; addi r3,r3,2 ; bdnz .-4
-        run(&mut c, &[0x3860_0000, 0x3880_0005, 0x7c89_03a6, 0x3863_0002, 0x4200_fffc]);
+        run(
+            &mut c,
+            &[
+                0x3860_0000,
+                0x3880_0005,
+                0x7c89_03a6,
+                0x3863_0002,
+                0x4200_fffc,
+            ],
+        );
         assert_eq!(c.st.gpr[3], 10);
         assert_eq!(c.st.ctr, 0);
     }
@@ -170,7 +189,16 @@ mod tests {
     fn call_and_return() {
         let mut c = cpu();
         // bl +12 ; li r5,1 ; b +12 ; li r6,2 ; blr
-        run(&mut c, &[0x4800_000d, 0x38a0_0001, 0x4800_000c, 0x38c0_0002, 0x4e80_0020]);
+        run(
+            &mut c,
+            &[
+                0x4800_000d,
+                0x38a0_0001,
+                0x4800_000c,
+                0x38c0_0002,
+                0x4e80_0020,
+            ],
+        );
         assert_eq!((c.st.gpr[5], c.st.gpr[6]), (1, 2));
         assert_eq!(c.st.lr, 0x1004);
     }
@@ -180,7 +208,10 @@ mod tests {
         let mut c = cpu();
         c.st.gpr[3] = 0x1234_5678;
         // mtcrf 0xff,r3 ; crxor 0,3,2 ; mfocrf r4,0x80 ; mcrf cr7,cr1
-        run(&mut c, &[0x7c6f_f120, 0x4c03_1182, 0x7c98_0026, 0x4f84_0000]);
+        run(
+            &mut c,
+            &[0x7c6f_f120, 0x4c03_1182, 0x7c98_0026, 0x4f84_0000],
+        );
         assert_eq!(c.st.gpr[4], 0x9000_0000);
         assert_eq!(c.st.crf(7), 2);
     }

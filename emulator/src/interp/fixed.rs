@@ -179,7 +179,12 @@ fn div_result(c: &mut Cpu, i: Insn, q: Option<u64>, undefined: u64) -> Exec {
 
 pub(super) fn divw(c: &mut Cpu, i: Insn) -> Exec {
     let (a, b) = (ra(c, i) as i32, rb(c, i) as i32);
-    div_result(c, i, a.checked_div(b).map(|q| q as u32 as u64), a as u32 as u64)
+    div_result(
+        c,
+        i,
+        a.checked_div(b).map(|q| q as u32 as u64),
+        a as u32 as u64,
+    )
 }
 pub(super) fn divwu(c: &mut Cpu, i: Insn) -> Exec {
     let (a, b) = (ra(c, i) as u32, rb(c, i) as u32);
@@ -222,20 +227,34 @@ pub(super) fn divdeu(c: &mut Cpu, i: Insn) -> Exec {
 
 #[inline(always)]
 fn compare(c: &mut Cpu, bf: u32, lt: bool, gt: bool) {
-    let v = if lt { 8 } else if gt { 4 } else { 2 };
+    let v = if lt {
+        8
+    } else if gt {
+        4
+    } else {
+        2
+    };
     c.st.set_crf(bf, v | c.st.so as u32);
 }
 
 #[inline(always)]
 fn cmp_signed(c: &mut Cpu, i: Insn, b: i64) {
-    let a = if i.l10() != 0 { ra(c, i) as i64 } else { ra(c, i) as i32 as i64 };
+    let a = if i.l10() != 0 {
+        ra(c, i) as i64
+    } else {
+        ra(c, i) as i32 as i64
+    };
     let b = if i.l10() != 0 { b } else { b as i32 as i64 };
     compare(c, i.bf(), a < b, a > b);
 }
 
 #[inline(always)]
 fn cmp_unsigned(c: &mut Cpu, i: Insn, b: u64) {
-    let a = if i.l10() != 0 { ra(c, i) } else { ra(c, i) & 0xffff_ffff };
+    let a = if i.l10() != 0 {
+        ra(c, i)
+    } else {
+        ra(c, i) & 0xffff_ffff
+    };
     let b = if i.l10() != 0 { b } else { b & 0xffff_ffff };
     compare(c, i.bf(), a < b, a > b);
 }
@@ -266,7 +285,11 @@ fn trap(to: u32, a: i64, b: i64) -> Exec {
         || (to & 4 != 0 && a == b)
         || (to & 2 != 0 && (a as u64) < (b as u64))
         || (to & 1 != 0 && (a as u64) > (b as u64));
-    if hit { Err(Exception::Program(ProgramKind::Trap)) } else { Ok(()) }
+    if hit {
+        Err(Exception::Program(ProgramKind::Trap))
+    } else {
+        Ok(())
+    }
 }
 
 // Word traps compare the low words sign-extended, which keeps their unsigned order too.
@@ -373,8 +396,14 @@ unary_norc! {
 /// Applies `f` to each `bits`-wide lane of `a`.
 #[inline(always)]
 fn lanes(a: u64, bits: u32, f: impl Fn(u64) -> u64) -> u64 {
-    let mask = if bits == 64 { u64::MAX } else { (1 << bits) - 1 };
-    (0..64 / bits).fold(0, |acc, k| acc | (f((a >> (k * bits)) & mask) << (k * bits)))
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1 << bits) - 1
+    };
+    (0..64 / bits).fold(0, |acc, k| {
+        acc | (f((a >> (k * bits)) & mask) << (k * bits))
+    })
 }
 
 pub(super) fn cmpb(c: &mut Cpu, i: Insn) -> Exec {
@@ -388,7 +417,11 @@ pub(super) fn bpermd(c: &mut Cpu, i: Insn) -> Exec {
     let mut r = 0;
     for k in 0..8 {
         let index = (s >> (56 - 8 * k)) & 0xff;
-        let bit = if index < 64 { (b >> (63 - index)) & 1 } else { 0 };
+        let bit = if index < 64 {
+            (b >> (63 - index)) & 1
+        } else {
+            0
+        };
         r |= bit << (7 - k);
     }
     c.st.gpr[i.ra() as usize] = r;
@@ -396,7 +429,11 @@ pub(super) fn bpermd(c: &mut Cpu, i: Insn) -> Exec {
 }
 
 pub(super) fn isel(c: &mut Cpu, i: Insn) -> Exec {
-    let v = if c.st.cr_bit(i.frc()) { c.ra0(i.ra()) } else { rb(c, i) };
+    let v = if c.st.cr_bit(i.frc()) {
+        c.ra0(i.ra())
+    } else {
+        rb(c, i)
+    };
     c.st.gpr[i.rt() as usize] = v;
     Ok(())
 }
@@ -527,7 +564,10 @@ mod tests {
         c.st.gpr[4] = 0xffff_ffff_8000_0001;
         c.st.gpr[5] = 4;
         // srawi r3,r4,4 ; rlwinm r6,r4,4,0,31 ; sradi r7,r4,63 ; slw r8,r4,r5
-        run(&mut c, &[0x7c83_2670, 0x5486_203e, 0x7c87_fe76, 0x7c88_2830]);
+        run(
+            &mut c,
+            &[0x7c83_2670, 0x5486_203e, 0x7c87_fe76, 0x7c88_2830],
+        );
         assert_eq!(c.st.gpr[3], 0xffff_ffff_f800_0000);
         assert_eq!(c.st.ca, 1);
         assert_eq!(c.st.gpr[6], 0x0000_0000_0000_0018);

@@ -82,7 +82,8 @@ fn store_gpr(c: &mut Cpu, i: Insn, a: Addr, size: usize, reverse: bool) -> Exec 
     }
     let ea = ea(c, i, a);
     let le = c.st.le() ^ reverse;
-    c.mmu.store(&c.st, ea, size, c.st.gpr[i.rs() as usize], le)?;
+    c.mmu
+        .store(&c.st, ea, size, c.st.gpr[i.rs() as usize], le)?;
     if a.update() {
         c.st.gpr[ra as usize] = ea;
     }
@@ -163,7 +164,8 @@ fn store_quad(c: &mut Cpu, ea: u64, hi: u64, lo: u64) -> Exec {
         // Both halves must be writable before either is written.
         let second = c.mask_ea(ea.wrapping_add(8));
         c.mmu.ram_ptr(&c.st, ea, 1, Access::Write)?;
-        c.mmu.ram_ptr(&c.st, c.mask_ea(ea.wrapping_add(15)), 1, Access::Write)?;
+        c.mmu
+            .ram_ptr(&c.st, c.mask_ea(ea.wrapping_add(15)), 1, Access::Write)?;
         let (first_val, second_val) = if le { (lo, hi) } else { (hi, lo) };
         c.mmu.store(&c.st, ea, 8, first_val, le)?;
         return c.mmu.store(&c.st, second, 8, second_val, le);
@@ -179,11 +181,19 @@ fn split_quad(raw: u128, le: bool) -> (u64, u64) {
     let bytes = raw.to_ne_bytes();
     let first = u64::from_ne_bytes(bytes[..8].try_into().unwrap());
     let second = u64::from_ne_bytes(bytes[8..].try_into().unwrap());
-    if le { (u64::from_le(second), u64::from_le(first)) } else { (u64::from_be(first), u64::from_be(second)) }
+    if le {
+        (u64::from_le(second), u64::from_le(first))
+    } else {
+        (u64::from_be(first), u64::from_be(second))
+    }
 }
 
 fn join_quad(hi: u64, lo: u64, le: bool) -> u128 {
-    let (first, second) = if le { (lo.to_le(), hi.to_le()) } else { (hi.to_be(), lo.to_be()) };
+    let (first, second) = if le {
+        (lo.to_le(), hi.to_le())
+    } else {
+        (hi.to_be(), lo.to_be())
+    };
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&first.to_ne_bytes());
     bytes[8..].copy_from_slice(&second.to_ne_bytes());
@@ -202,7 +212,12 @@ pub(super) fn lmw(c: &mut Cpu, i: Insn) -> Exec {
     }
     let mut vals = [0u64; 32];
     for r in rt..32 {
-        vals[r as usize] = c.mmu.load(&c.st, c.mask_ea(ea.wrapping_add(4 * (r - rt) as u64)), 4, false)?;
+        vals[r as usize] = c.mmu.load(
+            &c.st,
+            c.mask_ea(ea.wrapping_add(4 * (r - rt) as u64)),
+            4,
+            false,
+        )?;
     }
     c.st.gpr[rt as usize..].copy_from_slice(&vals[rt as usize..]);
     Ok(())
@@ -214,7 +229,13 @@ pub(super) fn stmw(c: &mut Cpu, i: Insn) -> Exec {
         return Err(Exception::Alignment { ea, dsisr: 0 });
     }
     for r in i.rs()..32 {
-        c.mmu.store(&c.st, c.mask_ea(ea.wrapping_add(4 * (r - i.rs()) as u64)), 4, c.st.gpr[r as usize], false)?;
+        c.mmu.store(
+            &c.st,
+            c.mask_ea(ea.wrapping_add(4 * (r - i.rs()) as u64)),
+            4,
+            c.st.gpr[r as usize],
+            false,
+        )?;
     }
     Ok(())
 }
@@ -247,7 +268,8 @@ fn store_string(c: &mut Cpu, rs: u32, ea: u64, n: u64) -> Exec {
     for k in 0..n {
         let r = (rs + (k / 4) as u32) % 32;
         let b = c.st.gpr[r as usize] >> (24 - 8 * (k % 4));
-        c.mmu.store(&c.st, c.mask_ea(ea.wrapping_add(k)), 1, b, false)?;
+        c.mmu
+            .store(&c.st, c.mask_ea(ea.wrapping_add(k)), 1, b, false)?;
     }
     Ok(())
 }
@@ -278,7 +300,9 @@ pub(super) fn lswx(c: &mut Cpu, i: Insn) -> Exec {
     if c.st.le() {
         return Err(Exception::Alignment { ea, dsisr: 0 });
     }
-    if n > 0 && ((i.ra() != 0 && in_string_regs(i.rt(), n, i.ra())) || in_string_regs(i.rt(), n, i.rb())) {
+    if n > 0
+        && ((i.ra() != 0 && in_string_regs(i.rt(), n, i.ra())) || in_string_regs(i.rt(), n, i.rb()))
+    {
         return Err(ILLEGAL);
     }
     load_string(c, i.rt(), ea, n)
@@ -340,7 +364,11 @@ fn native_to_guest(raw: u64, size: usize, le: bool) -> u64 {
         4 => (raw as u32).swap_bytes() as u64,
         _ => raw.swap_bytes(),
     };
-    if le == cfg!(target_endian = "little") { raw } else { swapped }
+    if le == cfg!(target_endian = "little") {
+        raw
+    } else {
+        swapped
+    }
 }
 
 fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
@@ -354,30 +382,56 @@ fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
     // it to the implementation). A reserved address is aligned: `l?arx` checked it.
     let reserved = c.st.reserve_addr == ea && c.st.reserve_size == size as u64;
     c.st.reserve_addr = NO_RESERVATION;
-    let p = if reserved { Some(c.mmu.ram_ptr(&c.st, ea, size, Access::Write)?) } else { None };
+    let p = if reserved {
+        Some(c.mmu.ram_ptr(&c.st, ea, size, Access::Write)?)
+    } else {
+        None
+    };
     let le = c.st.le();
     let ok = p.is_some_and(|p| unsafe {
-            let old = c.st.reserve_val;
-            match size {
-                1 => (*AtomicU8::from_ptr(p))
-                    .compare_exchange(old[0] as u8, native_to_guest(c.st.gpr[rs], 1, le) as u8, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok(),
-                2 => (*AtomicU16::from_ptr(p.cast()))
-                    .compare_exchange(old[0] as u16, native_to_guest(c.st.gpr[rs] & 0xffff, 2, le) as u16, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok(),
-                4 => (*AtomicU32::from_ptr(p.cast()))
-                    .compare_exchange(old[0] as u32, native_to_guest(c.st.gpr[rs] & 0xffff_ffff, 4, le) as u32, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok(),
-                8 => (*AtomicU64::from_ptr(p.cast()))
-                    .compare_exchange(old[0], native_to_guest(c.st.gpr[rs], 8, le), Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok(),
-                _ => {
-                    let expected = old[0] as u128 | ((old[1] as u128) << 64);
-                    let new = join_quad(c.st.gpr[rs], c.st.gpr[rs + 1], le);
-                    (*AtomicU128::from_ptr(p.cast())).compare_exchange(expected, new, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-                }
+        let old = c.st.reserve_val;
+        match size {
+            1 => (*AtomicU8::from_ptr(p))
+                .compare_exchange(
+                    old[0] as u8,
+                    native_to_guest(c.st.gpr[rs], 1, le) as u8,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok(),
+            2 => (*AtomicU16::from_ptr(p.cast()))
+                .compare_exchange(
+                    old[0] as u16,
+                    native_to_guest(c.st.gpr[rs] & 0xffff, 2, le) as u16,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok(),
+            4 => (*AtomicU32::from_ptr(p.cast()))
+                .compare_exchange(
+                    old[0] as u32,
+                    native_to_guest(c.st.gpr[rs] & 0xffff_ffff, 4, le) as u32,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok(),
+            8 => (*AtomicU64::from_ptr(p.cast()))
+                .compare_exchange(
+                    old[0],
+                    native_to_guest(c.st.gpr[rs], 8, le),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok(),
+            _ => {
+                let expected = old[0] as u128 | ((old[1] as u128) << 64);
+                let new = join_quad(c.st.gpr[rs], c.st.gpr[rs + 1], le);
+                (*AtomicU128::from_ptr(p.cast()))
+                    .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
             }
-        });
+        }
+    });
     let so = c.st.so as u32;
     c.st.cr = (c.st.cr & 0x0fff_ffff) | ((if ok { 2 } else { 0 } | so) << 28);
     Ok(())
@@ -418,7 +472,11 @@ pub(super) fn stqcx_(c: &mut Cpu, i: Insn) -> Exec {
 
 #[inline(always)]
 fn fp_enabled(c: &Cpu) -> Exec {
-    if c.st.msr & msr::FP == 0 { Err(Exception::FpUnavailable) } else { Ok(()) }
+    if c.st.msr & msr::FP == 0 {
+        Err(Exception::FpUnavailable)
+    } else {
+        Ok(())
+    }
 }
 
 /// The ISA's DOUBLE(): single-precision bits to double-precision bits, exactly, keeping
@@ -528,7 +586,9 @@ pub const CACHE_BLOCK: u64 = 128;
 
 pub(super) fn dcbz(c: &mut Cpu, i: Insn) -> Exec {
     let ea = ea(c, i, Addr::X) & !(CACHE_BLOCK - 1);
-    let p = c.mmu.ram_ptr(&c.st, ea, CACHE_BLOCK as usize, Access::Write)?;
+    let p = c
+        .mmu
+        .ram_ptr(&c.st, ea, CACHE_BLOCK as usize, Access::Write)?;
     for k in 0..(CACHE_BLOCK / 8) as usize {
         unsafe { (*AtomicU64::from_ptr(p.add(8 * k).cast())).store(0, Ordering::Relaxed) };
     }
@@ -568,7 +628,10 @@ pub(super) fn icbi(c: &mut Cpu, i: Insn) -> Exec {
     let ea = ea(c, i, Addr::X);
     c.mmu.load(&c.st, ea & !(CACHE_BLOCK - 1), 1, c.st.le())?;
     if let Ok(p) = c.mmu.space.translate(&c.st, ea, Access::Read) {
-        c.mmu.space.code_written(p.pa + (ea & !crate::softmmu::PAGE_MASK & !(CACHE_BLOCK - 1)), CACHE_BLOCK as usize);
+        c.mmu.space.code_written(
+            p.pa + (ea & !crate::softmmu::PAGE_MASK & !(CACHE_BLOCK - 1)),
+            CACHE_BLOCK as usize,
+        );
     }
     Ok(())
 }
@@ -614,7 +677,18 @@ mod tests {
 
     #[test]
     fn single_double_conversions_are_exact() {
-        for w in [0u32, 0x8000_0000, 0x3f80_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0001, 0x7f80_0001, 0x0000_0001, 0x807f_ffff, 0x7f7f_ffff] {
+        for w in [
+            0u32,
+            0x8000_0000,
+            0x3f80_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0001,
+            0x7f80_0001,
+            0x0000_0001,
+            0x807f_ffff,
+            0x7f7f_ffff,
+        ] {
             let d = single_to_double(w);
             assert_eq!(double_to_single(d), w, "{w:#x}");
             if (w >> 23) & 0xff != 0xff {
@@ -667,7 +741,9 @@ mod tests {
     fn dcbz_clears_an_aligned_128_byte_block() {
         let mut c = cpu();
         for k in 0..64 {
-            c.mmu.store(&c.st, 0x8f80 + 8 * k, 8, u64::MAX, true).unwrap();
+            c.mmu
+                .store(&c.st, 0x8f80 + 8 * k, 8, u64::MAX, true)
+                .unwrap();
         }
         c.st.gpr[3] = 0x9010;
         run(&mut c, &[0x7c00_1fec]); // dcbz 0,r3
@@ -686,7 +762,10 @@ mod tests {
         c.nia = 0x1004;
         // lmw r28,0(r3); stmw r28,0(r3); lswi r5,r3,8
         for w in [0xbb83_0000, 0xbf83_0000, 0x7ca3_44aa] {
-            assert!(matches!(c.execute(w), Err(Exception::Alignment { .. })), "{w:#x}");
+            assert!(
+                matches!(c.execute(w), Err(Exception::Alignment { .. })),
+                "{w:#x}"
+            );
         }
         c.st.msr &= !msr::LE;
         c.st.gpr[28] = 0x1122_3344;

@@ -136,14 +136,25 @@ impl Cpu {
             spr::FSCR => s.fscr = v,
             spr::PSPB => s.pspb = v & 0xffff_ffff,
             // Read-only or hypervisor resources.
-            spr::PVR | spr::PIR | spr::TBL_WRITE | spr::TBU_WRITE | spr::DPDES | spr::TIR | spr::IC | spr::VTB => return Err(PRIVILEGED),
+            spr::PVR
+            | spr::PIR
+            | spr::TBL_WRITE
+            | spr::TBU_WRITE
+            | spr::DPDES
+            | spr::TIR
+            | spr::IC
+            | spr::VTB => return Err(PRIVILEGED),
             _ if pmu_index(n).is_some() => {
                 let k = pmu_index(n).unwrap();
                 if n < PMU_PRIVILEGED_BASE && !pmu_alias_writable(s, n) {
                     return Err(PRIVILEGED);
                 }
                 // PMC1-6 are 32-bit registers.
-                s.pmu[k] = if (spr::PMC1..=spr::PMC6).contains(&(n | 16)) { v & 0xffff_ffff } else { v };
+                s.pmu[k] = if (spr::PMC1..=spr::PMC6).contains(&(n | 16)) {
+                    v & 0xffff_ffff
+                } else {
+                    v
+                };
             }
             _ if (304..320).contains(&n) => return Err(PRIVILEGED),
             _ => return Ok(false),
@@ -181,7 +192,8 @@ const PMCC_NO_ACCESS: u64 = 1;
 /// MMCR1 are read-only there), in problem state also only with PMCC = 1x.
 fn pmu_alias_writable(s: &crate::cpu::CpuState, n: u32) -> bool {
     let full = n + 16;
-    let writable = matches!(full, spr::MMCR2 | spr::MMCRA | spr::MMCR0) || (spr::PMC1..=spr::PMC6).contains(&full);
+    let writable = matches!(full, spr::MMCR2 | spr::MMCRA | spr::MMCR0)
+        || (spr::PMC1..=spr::PMC6).contains(&full);
     writable && (!s.pr() || pmcc(s) >= 2)
 }
 
@@ -364,7 +376,10 @@ pub(super) fn slbmte(c: &mut Cpu, i: Insn) -> Exec {
     {
         return Err(ILLEGAL);
     }
-    c.st.slb[index] = SlbEntry { esid: esid_word, vsid: rs };
+    c.st.slb[index] = SlbEntry {
+        esid: esid_word,
+        vsid: rs,
+    };
     Ok(())
 }
 
@@ -396,7 +411,11 @@ pub(super) fn slbia(c: &mut Cpu, _: Insn) -> Exec {
 
 fn slb_index(c: &Cpu, rb: u32) -> Result<usize, Exception> {
     let index = (c.st.gpr[rb as usize] & esid::INDEX) as usize;
-    if index < SLB_SIZE { Ok(index) } else { Err(ILLEGAL) }
+    if index < SLB_SIZE {
+        Ok(index)
+    } else {
+        Err(ILLEGAL)
+    }
 }
 
 pub(super) fn slbmfee(c: &mut Cpu, i: Insn) -> Exec {
@@ -446,7 +465,10 @@ mod tests {
         c.st.gpr[3] = 0x0000_0001_2345_6000 | 0x400; // VSID word
         c.st.gpr[4] = 0xc000_0000_0800_0005; // ESID 0xc00000000, V, index 5
         // slbmte r3,r4 ; slbmfev r5,r4 ; slbmfee r6,r4 ; slbfee. r7,r4
-        run(&mut c, &[0x7c60_2324, 0x7ca0_26a6, 0x7cc0_2726, 0x7ce0_27a7]);
+        run(
+            &mut c,
+            &[0x7c60_2324, 0x7ca0_26a6, 0x7cc0_2726, 0x7ce0_27a7],
+        );
         assert_eq!(c.st.gpr[5], c.st.gpr[3]);
         assert_eq!(c.st.gpr[6], 0xc000_0000_0800_0000);
         assert_eq!(c.st.gpr[7], c.st.gpr[3]);
@@ -464,7 +486,10 @@ mod tests {
         let mut c = supervisor_cpu();
         c.st.gpr[3] = msr::SF | msr::PR | msr::FP; // LE and ME clear, PR set
         run(&mut c, &[0x7c60_0164]); // mtmsrd r3
-        assert_eq!(c.st.msr, msr::SF | msr::ME | msr::LE | msr::PR | msr::FP | msr::EE | msr::IR | msr::DR);
+        assert_eq!(
+            c.st.msr,
+            msr::SF | msr::ME | msr::LE | msr::PR | msr::FP | msr::EE | msr::IR | msr::DR
+        );
         // L=1 touches only EE and RI.
         let mut c = supervisor_cpu();
         c.st.gpr[3] = !0;
@@ -482,7 +507,10 @@ mod tests {
         let mut c = supervisor_cpu();
         c.st.gpr[3] = msr::IR | msr::DR | msr::EE; // SF clear in RS
         run(&mut c, &[0x7c60_0124]); // mtmsr r3
-        assert_eq!(c.st.msr, msr::SF | msr::ME | msr::LE | msr::IR | msr::DR | msr::EE);
+        assert_eq!(
+            c.st.msr,
+            msr::SF | msr::ME | msr::LE | msr::IR | msr::DR | msr::EE
+        );
     }
 
     #[test]
@@ -496,7 +524,11 @@ mod tests {
         c.nia = 0x1004;
         c.execute(0x4c00_0024).unwrap(); // rfid
         assert_eq!(c.nia, 0x2000);
-        assert_eq!(c.st.msr, msr::PR | msr::LE | msr::FP | msr::EE | msr::IR | msr::DR | msr::ME, "ME kept");
+        assert_eq!(
+            c.st.msr,
+            msr::PR | msr::LE | msr::FP | msr::EE | msr::IR | msr::DR | msr::ME,
+            "ME kept"
+        );
         assert!(!c.tlb_flush_pending, "rfid is context synchronising");
         // Nor can it set ME in a partition.
         let mut c = supervisor_cpu();
@@ -520,15 +552,19 @@ mod tests {
         let mut c = supervisor_cpu();
         let ok_esid = 0x1000_0000 | SLB_VALID;
         for (rs, rb) in [
-            (0x100 << 12, ok_esid | 32),                    // index beyond the SLB
-            (0x100 << 12, ok_esid | 0x0400_0000 | 1),       // reserved ESID bit
+            (0x100 << 12, ok_esid | 32),                      // index beyond the SLB
+            (0x100 << 12, ok_esid | 0x0400_0000 | 1),         // reserved ESID bit
             ((0x100 << 12) | 0x8000_0000_0000_0000, ok_esid), // segment size 0b10
-            ((0x100 << 12) | 0x100, ok_esid),               // 16M pages: not offered
-            ((0x100 << 12) | 0x120, ok_esid),               // undefined L||LP
+            ((0x100 << 12) | 0x100, ok_esid),                 // 16M pages: not offered
+            ((0x100 << 12) | 0x120, ok_esid),                 // undefined L||LP
         ] {
             c.st.gpr[3] = rs;
             c.st.gpr[4] = rb;
-            assert_eq!(c.execute(0x7c60_2324), Err(ILLEGAL), "rs {rs:#x} rb {rb:#x}");
+            assert_eq!(
+                c.execute(0x7c60_2324),
+                Err(ILLEGAL),
+                "rs {rs:#x} rb {rb:#x}"
+            );
         }
         assert!(c.st.slb.iter().all(|e| *e == SlbEntry::default()));
         c.st.gpr[4] = 40;
@@ -539,9 +575,18 @@ mod tests {
     #[test]
     fn slbie_and_slbia_invalidate_and_defer_the_flush() {
         let mut c = supervisor_cpu();
-        c.st.slb[0] = SlbEntry { esid: SLB_VALID, vsid: 1 << 12 };
-        c.st.slb[1] = SlbEntry { esid: 0x1000_0000 | SLB_VALID, vsid: 2 << 12 };
-        c.st.slb[2] = SlbEntry { esid: 0x0000_0100_0000_0000 | SLB_VALID, vsid: vsid::B_1T | (3 << 24) };
+        c.st.slb[0] = SlbEntry {
+            esid: SLB_VALID,
+            vsid: 1 << 12,
+        };
+        c.st.slb[1] = SlbEntry {
+            esid: 0x1000_0000 | SLB_VALID,
+            vsid: 2 << 12,
+        };
+        c.st.slb[2] = SlbEntry {
+            esid: 0x0000_0100_0000_0000 | SLB_VALID,
+            vsid: vsid::B_1T | (3 << 24),
+        };
         c.st.gpr[4] = 0x1000_0000 | 0xffff; // offset bits ignored
         c.execute(0x7c00_2364).unwrap(); // slbie r4
         assert_eq!(c.st.slb[1].esid & SLB_VALID, 0);
@@ -554,7 +599,10 @@ mod tests {
         c.st.gpr[4] = 0x0000_01ab_cdef_0000;
         c.execute(0x7c00_2364).unwrap();
         assert_eq!(c.st.slb[2].esid & SLB_VALID, 0);
-        c.st.slb[5] = SlbEntry { esid: 0x5000_0000 | SLB_VALID, vsid: 5 << 12 };
+        c.st.slb[5] = SlbEntry {
+            esid: 0x5000_0000 | SLB_VALID,
+            vsid: 5 << 12,
+        };
         c.execute(0x7c00_03e4).unwrap(); // slbia
         assert_eq!(c.st.slb[5].esid & SLB_VALID, 0);
         assert_ne!(c.st.slb[0].esid & SLB_VALID, 0, "slbia keeps entry 0");

@@ -44,7 +44,11 @@ impl Cpu {
             return self.step().map(|()| None);
         }
         let pc = self.st.pc;
-        let op = self.mmu.fetch(&self.st, pc).map(decode).unwrap_or(Op::Illegal);
+        let op = self
+            .mmu
+            .fetch(&self.st, pc)
+            .map(decode)
+            .unwrap_or(Op::Illegal);
         self.step()?;
         let single_step = m & msr::SE != 0 && !matches!(op, Op::Rfid | Op::Hrfid);
         let branch = m & msr::BE != 0 && op.info().flags.contains(InsnFlags::BRANCH);
@@ -66,10 +70,12 @@ impl Cpu {
             Err(e) => match crate::engine::hypercall_rule(self, e) {
                 None => StepOutcome::Retired,
                 Some(SystemExit::Hypercall) => StepOutcome::Hypercall,
-                Some(SystemExit::Exception(e)) => match self.deliver_interrupt(Interrupt::from(e)) {
-                    Delivery::Taken { vector } => StepOutcome::Interrupt { vector },
-                    Delivery::Checkstop => StepOutcome::Checkstop,
-                },
+                Some(SystemExit::Exception(e)) => {
+                    match self.deliver_interrupt(Interrupt::from(e)) {
+                        Delivery::Taken { vector } => StepOutcome::Interrupt { vector },
+                        Delivery::Checkstop => StepOutcome::Checkstop,
+                    }
+                }
             },
         }
     }

@@ -53,11 +53,19 @@ fn operand(s: &mut String, o: Operand, i: Insn, pc: u64, absolute: bool) {
         Bb | Sh | Nb => write!(s, "{}", i.rb()),
         Bh => write!(s, "{}", i.bh()),
         Bd => {
-            let t = if absolute { i.bd() as u64 } else { pc.wrapping_add(i.bd() as u64) };
+            let t = if absolute {
+                i.bd() as u64
+            } else {
+                pc.wrapping_add(i.bd() as u64)
+            };
             write!(s, "0x{t:x}")
         }
         Li => {
-            let t = if absolute { i.li() as u64 } else { pc.wrapping_add(i.li() as u64) };
+            let t = if absolute {
+                i.li() as u64
+            } else {
+                pc.wrapping_add(i.li() as u64)
+            };
             write!(s, "0x{t:x}")
         }
         Mb => write!(s, "{}", i.mb()),

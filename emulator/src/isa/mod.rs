@@ -189,7 +189,12 @@ mod tests {
             let d = decode(all_free);
             // A more specific instruction may claim the all-ones pattern; it must still
             // be consistent with this op's fixed bits.
-            assert!(d == *op || d.info().mask.count_ones() > info.mask.count_ones(), "{} -> {:?}", info.mnemonic, d);
+            assert!(
+                d == *op || d.info().mask.count_ones() > info.mask.count_ones(),
+                "{} -> {:?}",
+                info.mnemonic,
+                d
+            );
         }
     }
 

@@ -76,18 +76,34 @@ pub struct Tiers {
 }
 
 impl Tiers {
-    pub const CRANELIFT: Tiers = Tiers { baseline: false, cranelift: true };
-    pub const BASELINE: Tiers = Tiers { baseline: true, cranelift: false };
-    pub const BOTH: Tiers = Tiers { baseline: true, cranelift: true };
+    pub const CRANELIFT: Tiers = Tiers {
+        baseline: false,
+        cranelift: true,
+    };
+    pub const BASELINE: Tiers = Tiers {
+        baseline: true,
+        cranelift: false,
+    };
+    pub const BOTH: Tiers = Tiers {
+        baseline: true,
+        cranelift: true,
+    };
 
     /// `baseline`, `cranelift` or both, comma-separated.
     pub fn parse(v: &str) -> Result<Tiers, String> {
-        let mut t = Tiers { baseline: false, cranelift: false };
+        let mut t = Tiers {
+            baseline: false,
+            cranelift: false,
+        };
         for part in v.split(',') {
             match part.trim() {
                 "baseline" => t.baseline = true,
                 "cranelift" => t.cranelift = true,
-                other => return Err(format!("unknown tier {other:?} (expected baseline, cranelift or both, comma-separated)")),
+                other => {
+                    return Err(format!(
+                        "unknown tier {other:?} (expected baseline, cranelift or both, comma-separated)"
+                    ));
+                }
             }
         }
         Ok(t)
@@ -96,12 +112,20 @@ impl Tiers {
     /// The tiers this host has: without the baseline tier's backend (not x86-64) Cranelift
     /// alone.
     pub fn available(self) -> Tiers {
-        if cfg!(target_arch = "x86_64") { self } else { Tiers::CRANELIFT }
+        if cfg!(target_arch = "x86_64") {
+            self
+        } else {
+            Tiers::CRANELIFT
+        }
     }
 
     /// The default `--jit-threshold` for these tiers.
     pub fn default_threshold(self) -> u32 {
-        if self.available().baseline { DEFAULT_BASELINE_THRESHOLD } else { DEFAULT_THRESHOLD }
+        if self.available().baseline {
+            DEFAULT_BASELINE_THRESHOLD
+        } else {
+            DEFAULT_THRESHOLD
+        }
     }
 }
 
@@ -235,9 +259,10 @@ impl JitShared {
     fn kill_baseline(&self, _f: usize) {
         #[cfg(target_arch = "x86_64")]
         if _f & BASELINE_MAP_TAG != 0
-            && let Some(b) = &self.baseline {
-                b.kill(_f & !BASELINE_MAP_TAG);
-            }
+            && let Some(b) = &self.baseline
+        {
+            b.kill(_f & !BASELINE_MAP_TAG);
+        }
     }
 
     /// Bytes of baseline code placed since the last flush.
@@ -622,7 +647,11 @@ impl Jit {
     /// The baseline tier's code, when that tier is on.
     #[cfg(target_arch = "x86_64")]
     fn baseline_code(&self) -> Option<&baseline::Shared> {
-        if self.tiers.baseline { self.ctx.shared.baseline.as_ref() } else { None }
+        if self.tiers.baseline {
+            self.ctx.shared.baseline.as_ref()
+        } else {
+            None
+        }
     }
 
     /// Moves this JIT to another CPU, as `attach` would attach a new one, but keeping the
@@ -689,7 +718,11 @@ impl Jit {
         };
         if e.pc == pc && e.flags & !BASELINE_JC_TAG == flags && maps_same(cpu) {
             self.counters.jump_cache_hits += 1;
-            let tag = if e.flags & BASELINE_JC_TAG != 0 { BASELINE_MAP_TAG } else { 0 };
+            let tag = if e.flags & BASELINE_JC_TAG != 0 {
+                BASELINE_MAP_TAG
+            } else {
+                0
+            };
             return Ok(Some(e.f | tag));
         }
         // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
@@ -728,9 +761,19 @@ impl Jit {
 
     fn jc_entry(pc: u64, flags: u64, f: usize, addend: u64) -> JcEntry {
         if f & BASELINE_MAP_TAG != 0 {
-            JcEntry { pc, flags: flags | BASELINE_JC_TAG, f: f & !BASELINE_MAP_TAG, addend }
+            JcEntry {
+                pc,
+                flags: flags | BASELINE_JC_TAG,
+                f: f & !BASELINE_MAP_TAG,
+                addend,
+            }
         } else {
-            JcEntry { pc, flags, f, addend }
+            JcEntry {
+                pc,
+                flags,
+                f,
+                addend,
+            }
         }
     }
 
@@ -784,7 +827,12 @@ impl Jit {
         Ok(Some(f))
     }
 
-    fn compile_cranelift(&mut self, block: &DecodedBlock, key: BlockKey, t0: std::time::Instant) -> Result<usize, Exception> {
+    fn compile_cranelift(
+        &mut self,
+        block: &DecodedBlock,
+        key: BlockKey,
+        t0: std::time::Instant,
+    ) -> Result<usize, Exception> {
         let c = self.backend.compile(block, key)?;
         let f = c.entry;
         self.counters.code_bytes += c.code_bytes;
@@ -797,7 +845,8 @@ impl Jit {
 
     /// A code cache (this vCPU's module or the machine's baseline code) passed the limit.
     fn over_limit(&self) -> bool {
-        self.counters.code_bytes > self.cache_limit || self.ctx.shared.baseline_code_bytes() > self.cache_limit
+        self.counters.code_bytes > self.cache_limit
+            || self.ctx.shared.baseline_code_bytes() > self.cache_limit
     }
 
     /// The baseline block at the PC asked to be promoted: translates it with Cranelift and
@@ -809,14 +858,26 @@ impl Jit {
         let flags = cpu.st.msr & KEY_MSR_BITS;
         cpu.mmu.fetch(&cpu.st, pc)?;
         let idx = mmu_idx(cpu.st.msr, Access::Exec);
-        let Some(host) = cpu.mmu.tlb.lookup(idx, pc, 4, Access::Exec).map(|p| p as u64) else { return Ok(()) };
+        let Some(host) = cpu
+            .mmu
+            .tlb
+            .lookup(idx, pc, 4, Access::Exec)
+            .map(|p| p as u64)
+        else {
+            return Ok(());
+        };
         let key = BlockKey { pc, host, flags };
         let slot = (pc >> 2) as usize & (JC_SIZE - 1);
         let old = match self.ctx.shared.lookup(&key) {
             Some(f) if f & BASELINE_MAP_TAG != 0 => f,
             Some(f) => {
                 // Another vCPU promoted it already.
-                self.jc[slot] = JcEntry { pc, flags, f, addend: host.wrapping_sub(pc) };
+                self.jc[slot] = JcEntry {
+                    pc,
+                    flags,
+                    f,
+                    addend: host.wrapping_sub(pc),
+                };
                 return Ok(());
             }
             None => return Ok(()),
@@ -832,7 +893,12 @@ impl Jit {
         drop(map);
         self.ctx.shared.kill_baseline(old);
         self.counters.baseline.promotions += 1;
-        self.jc[slot] = JcEntry { pc, flags, f, addend: host.wrapping_sub(pc) };
+        self.jc[slot] = JcEntry {
+            pc,
+            flags,
+            f,
+            addend: host.wrapping_sub(pc),
+        };
         Ok(())
     }
 
@@ -933,8 +999,13 @@ impl Jit {
             #[cfg(target_arch = "x86_64")]
             if let Some(f) = found.filter(|f| f & BASELINE_MAP_TAG != 0) {
                 let entry = f & !BASELINE_MAP_TAG;
-                let b = shared.baseline.as_ref().expect("baseline block without baseline code");
-                if pending_link != 0 && b.link(pending_link as usize, entry, cpu.st.msr & KEY_MSR_BITS) {
+                let b = shared
+                    .baseline
+                    .as_ref()
+                    .expect("baseline block without baseline code");
+                if pending_link != 0
+                    && b.link(pending_link as usize, entry, cpu.st.msr & KEY_MSR_BITS)
+                {
                     self.counters.baseline.links += 1;
                 }
                 let budget = max.saturating_sub(done).min(i64::MAX as u64) as i64;

@@ -72,7 +72,12 @@ pub struct HcallResult {
 
 impl HcallResult {
     fn code(ret: i64) -> Self {
-        Self { ret, out: [0; 8], n_out: 0, flush_all_tlbs: false }
+        Self {
+            ret,
+            out: [0; 8],
+            n_out: 0,
+            flush_all_tlbs: false,
+        }
     }
 
     /// The outputs, for the dispatcher to copy into r4.. .
@@ -92,7 +97,12 @@ pub enum HptError {
 impl std::fmt::Display for HptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HptError::BadShift(s) => write!(f, "HPT size 2^{s} outside 2^{}..2^{}", Hpt::MIN_SHIFT, Hpt::MAX_SHIFT),
+            HptError::BadShift(s) => write!(
+                f,
+                "HPT size 2^{s} outside 2^{}..2^{}",
+                Hpt::MIN_SHIFT,
+                Hpt::MAX_SHIFT
+            ),
             HptError::NoMemory(s) => write!(f, "cannot allocate a 2^{s}-byte HPT"),
         }
     }
@@ -131,7 +141,8 @@ impl Hpt {
     /// device tree; 2 GiB → 2^24).
     pub fn shift_for_ram_size(ram: u64) -> u32 {
         let log2 = 64 - ram.max(1).next_power_of_two().leading_zeros() - 1;
-        log2.saturating_sub(7).clamp(Self::MIN_SHIFT, Self::MAX_SHIFT)
+        log2.saturating_sub(7)
+            .clamp(Self::MIN_SHIFT, Self::MAX_SHIFT)
     }
 
     /// An empty table of `2^shift` bytes.
@@ -140,7 +151,8 @@ impl Hpt {
             return Err(HptError::BadShift(shift));
         }
         let n = (1usize << shift) / 8;
-        let layout = std::alloc::Layout::array::<AtomicU64>(n).map_err(|_| HptError::NoMemory(shift))?;
+        let layout =
+            std::alloc::Layout::array::<AtomicU64>(n).map_err(|_| HptError::NoMemory(shift))?;
         // SAFETY: non-zero size; zeroed memory is a valid `AtomicU64` array; the box frees it
         // with the same layout.
         let words = unsafe {
@@ -230,7 +242,12 @@ impl Hpt {
             // An entry for another base page size (left over from a segment demotion) is
             // not a match.
             if let Some(shift) = hpte_page_shift(seg, v, r) {
-                return Some(Found { ptex, pte0: v, pte1: r, shift });
+                return Some(Found {
+                    ptex,
+                    pte0: v,
+                    pte1: r,
+                    shift,
+                });
             }
         }
         None
@@ -243,7 +260,9 @@ impl Hpt {
         if f.pte1 & bits == bits {
             return true;
         }
-        self.r(f.ptex).compare_exchange(f.pte1, f.pte1 | bits, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.r(f.ptex)
+            .compare_exchange(f.pte1, f.pte1 | bits, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
             && self.v(f.ptex).load(Ordering::Acquire) == f.pte0
     }
 
@@ -260,7 +279,14 @@ impl Hpt {
     /// free slot, or exactly at `ptex` with H_EXACT. r4 = the index used. Like QEMU, RAM must
     /// be mapped with WIMG = M and anything else with I or I|M; H_ZERO_PAGE zeroes a RAM page
     /// first (PAPR; Linux does not use it).
-    pub fn h_enter(&self, ram: &GuestRam, flags: u64, ptex: u64, pteh: u64, ptel: u64) -> HcallResult {
+    pub fn h_enter(
+        &self,
+        ram: &GuestRam,
+        flags: u64,
+        ptex: u64,
+        pteh: u64,
+        ptel: u64,
+    ) -> HcallResult {
         let Some(shift) = hpte_page_shift_any(pteh, ptel) else {
             return HcallResult::code(H_PARAMETER);
         };
@@ -297,7 +323,12 @@ impl Hpt {
         }
         self.r(slot).store(ptel, Ordering::Release);
         self.v(slot).store(pteh, Ordering::Release);
-        HcallResult { ret: H_SUCCESS, out: [slot, 0, 0, 0, 0, 0, 0, 0], n_out: 1, flush_all_tlbs: false }
+        HcallResult {
+            ret: H_SUCCESS,
+            out: [slot, 0, 0, 0, 0, 0, 0, 0],
+            n_out: 1,
+            flush_all_tlbs: false,
+        }
     }
 
     /// Removes a valid HPTE that passes the H_AVPN / H_ANDCOND test; the old entry.
@@ -322,7 +353,12 @@ impl Hpt {
     /// H_REMOVE(flags, ptex, avpn): r4, r5 = the removed HPTE.
     pub fn h_remove(&self, flags: u64, ptex: u64, avpn: u64) -> HcallResult {
         match self.remove(flags, ptex, avpn) {
-            Ok((v, r)) => HcallResult { ret: H_SUCCESS, out: [v, r, 0, 0, 0, 0, 0, 0], n_out: 2, flush_all_tlbs: true },
+            Ok((v, r)) => HcallResult {
+                ret: H_SUCCESS,
+                out: [v, r, 0, 0, 0, 0, 0, 0],
+                n_out: 2,
+                flush_all_tlbs: true,
+            },
             Err(code) => HcallResult::code(code),
         }
     }
@@ -333,8 +369,17 @@ impl Hpt {
         if !self.valid_ptex(ptex) {
             return HcallResult::code(H_PARAMETER);
         }
-        let (first, n) = if flags & H_READ_4 != 0 { (ptex & !3, 4) } else { (ptex, 1) };
-        let mut res = HcallResult { ret: H_SUCCESS, out: [0; 8], n_out: 2 * n, flush_all_tlbs: false };
+        let (first, n) = if flags & H_READ_4 != 0 {
+            (ptex & !3, 4)
+        } else {
+            (ptex, 1)
+        };
+        let mut res = HcallResult {
+            ret: H_SUCCESS,
+            out: [0; 8],
+            n_out: 2 * n,
+            flush_all_tlbs: false,
+        };
         for k in 0..n {
             let (v, r) = self.load(first + k as u64);
             res.out[2 * k] = v;
@@ -361,16 +406,30 @@ impl Hpt {
         // Invalidate while rewriting so no reader pairs the old V with a half-new R; keep
         // R/C bits readers set meanwhile.
         self.v(ptex).store(v & !hpte_v::VALID, Ordering::SeqCst);
-        let _ = self.r(ptex).fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| Some((r & keep) | new));
+        let _ = self
+            .r(ptex)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                Some((r & keep) | new)
+            });
         self.v(ptex).store(v, Ordering::SeqCst);
-        HcallResult { ret: H_SUCCESS, out: [0; 8], n_out: 0, flush_all_tlbs: true }
+        HcallResult {
+            ret: H_SUCCESS,
+            out: [0; 8],
+            n_out: 0,
+            flush_all_tlbs: true,
+        }
     }
 
     /// H_BULK_REMOVE(r4..r11): up to four (request, AVPN) pairs; each request word comes back
     /// as a response word (code, R/C of the removed entry). Stops at an END word; a word of
     /// another type, or both ANDCOND and AVPN, is a parameter error that ends the call.
     pub fn h_bulk_remove(&self, args: [u64; 8]) -> HcallResult {
-        let mut res = HcallResult { ret: H_SUCCESS, out: args, n_out: 8, flush_all_tlbs: false };
+        let mut res = HcallResult {
+            ret: H_SUCCESS,
+            out: args,
+            n_out: 8,
+            flush_all_tlbs: false,
+        };
         for i in 0..bulk::MAX_PAIRS {
             let tsh = args[2 * i];
             let tsl = args[2 * i + 1];
@@ -409,7 +468,9 @@ impl Hpt {
 
 impl std::fmt::Debug for Hpt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hpt").field("shift", &self.shift).finish_non_exhaustive()
+        f.debug_struct("Hpt")
+            .field("shift", &self.shift)
+            .finish_non_exhaustive()
     }
 }
 
@@ -427,12 +488,18 @@ mod tests {
 
     /// First doubleword of a 4K HPTE for `ea` in a 256M segment with VSID `vsid`.
     fn pteh(vsid: u64, ea: u64) -> u64 {
-        let e = SlbEntry { esid: (ea & esid::ESID_256M) | esid::VALID, vsid: vsid << 12 };
+        let e = SlbEntry {
+            esid: (ea & esid::ESID_256M) | esid::VALID,
+            vsid: vsid << 12,
+        };
         hash_key(&e, 12, ea).ptem
     }
 
     fn group_of(hpt: &Hpt, vsid: u64, ea: u64) -> u64 {
-        let e = SlbEntry { esid: (ea & esid::ESID_256M) | esid::VALID, vsid: vsid << 12 };
+        let e = SlbEntry {
+            esid: (ea & esid::ESID_256M) | esid::VALID,
+            vsid: vsid << 12,
+        };
         (hash_key(&e, 12, ea).hash & hpt.pteg_mask()) * 8
     }
 
@@ -455,13 +522,20 @@ mod tests {
         let (hpt, ram) = setup();
         let g = 8 * 37;
         for k in 0..8 {
-            let r = hpt.h_enter(&ram, 0, g + 3, pteh(1, k << 12) , PTEL_RAM);
+            let r = hpt.h_enter(&ram, 0, g + 3, pteh(1, k << 12), PTEL_RAM);
             assert_eq!((r.ret, r.outputs()), (H_SUCCESS, &[g + k][..]), "slot {k}");
             assert!(!r.flush_all_tlbs);
         }
-        assert_eq!(hpt.h_enter(&ram, 0, g, pteh(1, 0x9000), PTEL_RAM).ret, H_PTEG_FULL);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, g, pteh(1, 0x9000), PTEL_RAM).ret,
+            H_PTEG_FULL
+        );
         // Other groups are unaffected.
-        assert_eq!(hpt.h_enter(&ram, 0, g + 8, pteh(1, 0x9000), PTEL_RAM).outputs(), &[g + 8]);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, g + 8, pteh(1, 0x9000), PTEL_RAM)
+                .outputs(),
+            &[g + 8]
+        );
     }
 
     #[test]
@@ -470,9 +544,17 @@ mod tests {
         let r = hpt.h_enter(&ram, H_EXACT, 8 * 5 + 6, pteh(2, 0), PTEL_RAM);
         assert_eq!((r.ret, r.outputs()), (H_SUCCESS, &[8 * 5 + 6][..]));
         assert_eq!(hpt.read_hpte(8 * 5 + 6), Some((pteh(2, 0), PTEL_RAM)));
-        assert_eq!(hpt.h_enter(&ram, H_EXACT, 8 * 5 + 6, pteh(2, 0), PTEL_RAM).ret, H_PTEG_FULL);
+        assert_eq!(
+            hpt.h_enter(&ram, H_EXACT, 8 * 5 + 6, pteh(2, 0), PTEL_RAM)
+                .ret,
+            H_PTEG_FULL
+        );
         // Without H_EXACT the first free slot of the group is used.
-        assert_eq!(hpt.h_enter(&ram, 0, 8 * 5 + 6, pteh(2, 0), PTEL_RAM).outputs(), &[8 * 5]);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, 8 * 5 + 6, pteh(2, 0), PTEL_RAM)
+                .outputs(),
+            &[8 * 5]
+        );
     }
 
     #[test]
@@ -480,18 +562,38 @@ mod tests {
         let (hpt, ram) = setup();
         let v = pteh(3, 0);
         // ptex beyond the table.
-        assert_eq!(hpt.h_enter(&ram, 0, hpt.hpte_count(), v, PTEL_RAM).ret, H_PARAMETER);
-        assert_eq!(hpt.h_enter(&ram, H_EXACT, u64::MAX, v, PTEL_RAM).ret, H_PARAMETER);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, hpt.hpte_count(), v, PTEL_RAM).ret,
+            H_PARAMETER
+        );
+        assert_eq!(
+            hpt.h_enter(&ram, H_EXACT, u64::MAX, v, PTEL_RAM).ret,
+            H_PARAMETER
+        );
         // RAM must be WIMG = M.
         assert_eq!(hpt.h_enter(&ram, 0, 0, v, 0x5000 | 0x2).ret, H_PARAMETER);
-        assert_eq!(hpt.h_enter(&ram, 0, 0, v, 0x5000 | hpte_r::M | hpte_r::I).ret, H_PARAMETER);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, 0, v, 0x5000 | hpte_r::M | hpte_r::I)
+                .ret,
+            H_PARAMETER
+        );
         // Beyond RAM: I or I|M only.
         assert_eq!(hpt.h_enter(&ram, 0, 0, v, RAM | hpte_r::M).ret, H_PARAMETER);
-        assert_eq!(hpt.h_enter(&ram, 0, 0, v, RAM | hpte_r::I | hpte_r::G).ret, H_SUCCESS);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, 0, v, RAM | hpte_r::I | hpte_r::G).ret,
+            H_SUCCESS
+        );
         // Large page with an encoding that is not 64K (16M is not offered).
         let l = v | hpte_v::LARGE;
-        assert_eq!(hpt.h_enter(&ram, 0, 8, l, 0x100_0000 | hpte_r::M).ret, H_PARAMETER);
-        assert_eq!(hpt.h_enter(&ram, 0, 8, l, 0x1_0000 | 0x1000 | hpte_r::M).ret, H_SUCCESS);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, 8, l, 0x100_0000 | hpte_r::M).ret,
+            H_PARAMETER
+        );
+        assert_eq!(
+            hpt.h_enter(&ram, 0, 8, l, 0x1_0000 | 0x1000 | hpte_r::M)
+                .ret,
+            H_SUCCESS
+        );
         // Nothing was written by the failures.
         assert_eq!(hpt.read_hpte(16), Some((0, 0)));
     }
@@ -502,7 +604,11 @@ mod tests {
         ram.fill(0x5000, 0x1000, 0xab).unwrap();
         assert_eq!(hpt.h_enter(&ram, 0, 0, pteh(1, 0), PTEL_RAM).ret, H_SUCCESS);
         assert_eq!(ram.read_u64_be(0x5ff8).unwrap(), 0xabab_abab_abab_abab);
-        assert_eq!(hpt.h_enter(&ram, H_ZERO_PAGE, 0, pteh(1, 0x1000), PTEL_RAM).ret, H_SUCCESS);
+        assert_eq!(
+            hpt.h_enter(&ram, H_ZERO_PAGE, 0, pteh(1, 0x1000), PTEL_RAM)
+                .ret,
+            H_SUCCESS
+        );
         assert_eq!(ram.read_u64_be(0x5000).unwrap(), 0);
         assert_eq!(ram.read_u64_be(0x5ff8).unwrap(), 0);
         assert_eq!(ram.read_u64_be(0x6000).unwrap(), 0);
@@ -513,9 +619,15 @@ mod tests {
     fn remove_with_and_without_conditions() {
         let (hpt, ram) = setup();
         let v = pteh(4, 0x7000) | hpte_v::BOLTED;
-        assert_eq!(hpt.h_enter(&ram, 0, 16, v, PTEL_RAM | hpte_r::R).ret, H_SUCCESS);
+        assert_eq!(
+            hpt.h_enter(&ram, 0, 16, v, PTEL_RAM | hpte_r::R).ret,
+            H_SUCCESS
+        );
         // Wrong AVPN.
-        assert_eq!(hpt.h_remove(H_AVPN, 16, (v & !0x7f) ^ 0x80).ret, H_NOT_FOUND);
+        assert_eq!(
+            hpt.h_remove(H_AVPN, 16, (v & !0x7f) ^ 0x80).ret,
+            H_NOT_FOUND
+        );
         // ANDCOND: fails when any of the given bits is set.
         assert_eq!(hpt.h_remove(H_ANDCOND, 16, hpte_v::BOLTED).ret, H_NOT_FOUND);
         assert!(hpt.read_hpte(16).unwrap().0 & hpte_v::VALID != 0);
@@ -523,7 +635,10 @@ mod tests {
         assert_eq!(hpt.h_remove(0, hpt.hpte_count() + 8, 0).ret, H_PARAMETER);
         assert_eq!(hpt.h_remove(0, 17, 0).ret, H_NOT_FOUND);
         let r = hpt.h_remove(H_AVPN, 16, v & !0x7f);
-        assert_eq!((r.ret, r.outputs(), r.flush_all_tlbs), (H_SUCCESS, &[v, PTEL_RAM | hpte_r::R][..], true));
+        assert_eq!(
+            (r.ret, r.outputs(), r.flush_all_tlbs),
+            (H_SUCCESS, &[v, PTEL_RAM | hpte_r::R][..], true)
+        );
         assert_eq!(hpt.read_hpte(16), Some((0, 0)));
         assert_eq!(hpt.h_remove(0, 16, 0).ret, H_NOT_FOUND);
         // ANDCOND with bits that are clear succeeds.
@@ -538,7 +653,10 @@ mod tests {
             hpt.h_enter(&ram, 0, 24, pteh(5, k << 12), PTEL_RAM + (k << 12));
         }
         let r = hpt.h_read(0, 26);
-        assert_eq!((r.ret, r.outputs()), (H_SUCCESS, &[pteh(5, 0x2000), PTEL_RAM + 0x2000][..]));
+        assert_eq!(
+            (r.ret, r.outputs()),
+            (H_SUCCESS, &[pteh(5, 0x2000), PTEL_RAM + 0x2000][..])
+        );
         let r = hpt.h_read(H_READ_4, 30);
         assert_eq!(r.n_out, 8);
         for k in 0..4u64 {
@@ -548,7 +666,10 @@ mod tests {
         assert_eq!(hpt.h_read(0, hpt.hpte_count()).ret, H_PARAMETER);
         assert_eq!(hpt.h_read(H_READ_4, u64::MAX).ret, H_PARAMETER);
         // Reading the last entries of the table is fine.
-        assert_eq!(hpt.h_read(H_READ_4, hpt.hpte_count() - 1).outputs(), &[0; 8]);
+        assert_eq!(
+            hpt.h_read(H_READ_4, hpt.hpte_count() - 1).outputs(),
+            &[0; 8]
+        );
     }
 
     #[test]
@@ -563,9 +684,21 @@ mod tests {
         assert_eq!((r.ret, r.flush_all_tlbs), (H_SUCCESS, true));
         let (v2, r2) = hpt.read_hpte(40).unwrap();
         assert_eq!(v2, v);
-        assert_eq!(r2, (PTEL_RAM & !0x3) | hpte_r::R | hpte_r::C | hpte_r::PP0 | 0x1 | (0x2 << 60) | (0x1 << 9));
+        assert_eq!(
+            r2,
+            (PTEL_RAM & !0x3)
+                | hpte_r::R
+                | hpte_r::C
+                | hpte_r::PP0
+                | 0x1
+                | (0x2 << 60)
+                | (0x1 << 9)
+        );
         // AVPN mismatch / empty / bad index.
-        assert_eq!(hpt.h_protect(H_AVPN, 40, (v & !0x7f) + 0x80).ret, H_NOT_FOUND);
+        assert_eq!(
+            hpt.h_protect(H_AVPN, 40, (v & !0x7f) + 0x80).ret,
+            H_NOT_FOUND
+        );
         assert_eq!(hpt.h_protect(0, 41, 0).ret, H_NOT_FOUND);
         assert_eq!(hpt.h_protect(0, 1 << 40, 0).ret, H_PARAMETER);
         assert!(!hpt.h_protect(0, 41, 0).flush_all_tlbs);
@@ -594,10 +727,16 @@ mod tests {
         let r = hpt.h_bulk_remove(args);
         assert_eq!(r.ret, H_SUCCESS);
         assert!(r.flush_all_tlbs);
-        assert_eq!(r.out[0], bulk::RESPONSE | bulk::AVPN | 48 | (hpte_r::R << 43));
+        assert_eq!(
+            r.out[0],
+            bulk::RESPONSE | bulk::AVPN | 48 | (hpte_r::R << 43)
+        );
         assert_eq!(r.out[1], v0 & !0x7f);
         assert_eq!(r.out[2], bulk::RESPONSE | 50 | (1 << 60));
-        assert_eq!(r.out[4], bulk::RESPONSE | 49 | ((hpte_r::R | hpte_r::C) << 43));
+        assert_eq!(
+            r.out[4],
+            bulk::RESPONSE | 49 | ((hpte_r::R | hpte_r::C) << 43)
+        );
         assert_eq!(r.out[6], bulk::END);
         assert_eq!(hpt.read_hpte(48), Some((0, 0)));
         assert_eq!(hpt.read_hpte(49), Some((0, 0)));
@@ -610,7 +749,16 @@ mod tests {
         assert_eq!(r.ret, H_PARAMETER);
         // ANDCOND together with AVPN.
         hpt.h_enter(&ram, H_EXACT, 48, v0, PTEL_RAM);
-        let r = hpt.h_bulk_remove([req(48, bulk::AVPN | bulk::ANDCOND), 0, bulk::END, 0, 0, 0, 0, 0]);
+        let r = hpt.h_bulk_remove([
+            req(48, bulk::AVPN | bulk::ANDCOND),
+            0,
+            bulk::END,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ]);
         assert_eq!(r.ret, H_PARAMETER);
         assert_eq!(r.out[0] & bulk::CODE, bulk::PARAMETER << 60);
         assert!(hpt.read_hpte(48).unwrap().0 & hpte_v::VALID != 0);
@@ -633,12 +781,21 @@ mod tests {
         let (hpt, ram) = setup();
         let seg = segment_page_sizes(0).unwrap();
         let ea = 0x0123_4000;
-        let e = SlbEntry { esid: esid::VALID, vsid: 9 << 12 };
+        let e = SlbEntry {
+            esid: esid::VALID,
+            vsid: 9 << 12,
+        };
         let key = hash_key(&e, 12, ea);
         assert_eq!(hpt.search(key, seg), None);
         // Secondary group entry (H bit set).
         let sec = ((!key.hash) & hpt.pteg_mask()) * 8;
-        hpt.h_enter(&ram, H_EXACT, sec + 2, key.ptem | hpte_v::SECONDARY, PTEL_RAM);
+        hpt.h_enter(
+            &ram,
+            H_EXACT,
+            sec + 2,
+            key.ptem | hpte_v::SECONDARY,
+            PTEL_RAM,
+        );
         let f = hpt.search(key, seg).unwrap();
         assert_eq!((f.ptex, f.shift), (sec + 2, 12));
         // An entry in the secondary group without H is not a match.
@@ -652,7 +809,13 @@ mod tests {
         assert_eq!((f.ptex, f.pte1), (pri + 7, PTEL_RAM + 0x1000));
         // A 64K entry with the same AVPN does not match in a 4K segment.
         hpt.h_remove(0, pri + 7, 0);
-        hpt.h_enter(&ram, H_EXACT, pri + 7, key.ptem | hpte_v::LARGE, 0x1_1000 | hpte_r::M);
+        hpt.h_enter(
+            &ram,
+            H_EXACT,
+            pri + 7,
+            key.ptem | hpte_v::LARGE,
+            0x1_1000 | hpte_r::M,
+        );
         assert_eq!(hpt.search(key, seg), None);
         let _ = slb::lookup(&[e], ea);
     }
@@ -661,7 +824,10 @@ mod tests {
     fn rc_update_fails_after_a_change() {
         let (hpt, ram) = setup();
         let seg = segment_page_sizes(0).unwrap();
-        let e = SlbEntry { esid: esid::VALID, vsid: 10 << 12 };
+        let e = SlbEntry {
+            esid: esid::VALID,
+            vsid: 10 << 12,
+        };
         let key = hash_key(&e, 12, 0);
         let pri = (key.hash & hpt.pteg_mask()) * 8;
         hpt.h_enter(&ram, 0, pri, key.ptem, PTEL_RAM);
@@ -674,7 +840,10 @@ mod tests {
         assert!(hpt.set_rc(&f, hpte_r::R | hpte_r::C));
         // H_PROTECT keeps R/C.
         hpt.h_protect(3, f.ptex, 0);
-        assert_eq!(hpt.read_hpte(f.ptex).unwrap().1, (PTEL_RAM & !3) | 3 | hpte_r::R | hpte_r::C);
+        assert_eq!(
+            hpt.read_hpte(f.ptex).unwrap().1,
+            (PTEL_RAM & !3) | 3 | hpte_r::R | hpte_r::C
+        );
     }
 
     #[test]
@@ -683,7 +852,10 @@ mod tests {
         let hpt = Arc::new(Hpt::new(18).unwrap());
         let ram = GuestRam::new(RAM).unwrap();
         let seg = segment_page_sizes(0).unwrap();
-        let e = SlbEntry { esid: esid::VALID, vsid: 11 << 12 };
+        let e = SlbEntry {
+            esid: esid::VALID,
+            vsid: 11 << 12,
+        };
         let key = hash_key(&e, 12, 0x3000);
         let pri = (key.hash & hpt.pteg_mask()) * 8;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -704,7 +876,13 @@ mod tests {
         };
         for k in 1..20_000u64 {
             let n = k % 4096;
-            let r = hpt.h_enter(&ram, H_EXACT, pri, key.ptem, (n << 12) | hpte_r::M | (n % 3));
+            let r = hpt.h_enter(
+                &ram,
+                H_EXACT,
+                pri,
+                key.ptem,
+                (n << 12) | hpte_r::M | (n % 3),
+            );
             assert_eq!(r.ret, H_SUCCESS);
             assert_eq!(hpt.h_remove(0, pri, 0).ret, H_SUCCESS);
         }

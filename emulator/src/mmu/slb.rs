@@ -57,8 +57,22 @@ pub struct SegmentPageSizes {
 /// 64 KiB segments with 64 KiB pages. 16 MiB pages would be one more row
 /// (`{24, 0x100, [(24, 0)]}`) but change Linux's HPT traffic relative to the peer.
 pub const SEGMENT_PAGE_SIZES: &[SegmentPageSizes] = &[
-    SegmentPageSizes { base_shift: 12, slb_enc: 0x000, sizes: &[PageSize { shift: 12, pte_enc: 0 }] },
-    SegmentPageSizes { base_shift: 16, slb_enc: 0x110, sizes: &[PageSize { shift: 16, pte_enc: 1 }] },
+    SegmentPageSizes {
+        base_shift: 12,
+        slb_enc: 0x000,
+        sizes: &[PageSize {
+            shift: 12,
+            pte_enc: 0,
+        }],
+    },
+    SegmentPageSizes {
+        base_shift: 16,
+        slb_enc: 0x110,
+        sizes: &[PageSize {
+            shift: 16,
+            pte_enc: 1,
+        }],
+    },
 ];
 
 /// The `ibm,segment-page-sizes` property cells for [`SEGMENT_PAGE_SIZES`]: per segment size
@@ -78,7 +92,9 @@ pub fn segment_page_sizes_cells() -> Vec<u32> {
 /// does not offer (slbmte refuses those, so a lookup never sees one).
 #[inline]
 pub fn segment_page_sizes(slb_vsid: u64) -> Option<&'static SegmentPageSizes> {
-    SEGMENT_PAGE_SIZES.iter().find(|s| s.slb_enc == slb_vsid & vsid::LLP)
+    SEGMENT_PAGE_SIZES
+        .iter()
+        .find(|s| s.slb_enc == slb_vsid & vsid::LLP)
 }
 
 /// Actual page shift of an HPTE in a segment with page sizes `seg`, or `None` when the HPTE
@@ -100,7 +116,9 @@ pub fn hpte_page_shift_any(pte0: u64, pte1: u64) -> Option<u32> {
     if pte0 & super::hpte_v::LARGE == 0 {
         return Some(12);
     }
-    SEGMENT_PAGE_SIZES.iter().find_map(|s| hpte_page_shift(s, pte0, pte1))
+    SEGMENT_PAGE_SIZES
+        .iter()
+        .find_map(|s| hpte_page_shift(s, pte0, pte1))
 }
 
 /// The SLB entry that translates `ea`: a valid entry whose ESID matches for its segment size.
@@ -139,13 +157,24 @@ pub fn hash_key(e: &SlbEntry, base_shift: u32, ea: u64) -> HashKey {
     let (hash, vsid_bits, epn) = if e.vsid & vsid::B == vsid::B_1T {
         let v = (e.vsid & vsid::VSID_1T) >> vsid::SHIFT_1T;
         let epn = ea & !esid::ESID_1T & page_mask;
-        (v ^ (v << 25) ^ (epn >> base_shift), e.vsid & (vsid::B | vsid::VSID_1T), epn)
+        (
+            v ^ (v << 25) ^ (epn >> base_shift),
+            e.vsid & (vsid::B | vsid::VSID_1T),
+            epn,
+        )
     } else {
         let v = (e.vsid & vsid::VSID_256M) >> vsid::SHIFT_256M;
         let epn = ea & !esid::ESID_256M & page_mask;
-        (v ^ (epn >> base_shift), e.vsid & (vsid::B | vsid::VSID_256M), epn)
+        (
+            v ^ (epn >> base_shift),
+            e.vsid & (vsid::B | vsid::VSID_256M),
+            epn,
+        )
     };
-    HashKey { hash, ptem: vsid_bits | ((epn >> 16) & super::hpte_v::AVPN) | super::hpte_v::VALID }
+    HashKey {
+        hash,
+        ptem: vsid_bits | ((epn >> 16) & super::hpte_v::AVPN) | super::hpte_v::VALID,
+    }
 }
 
 #[cfg(test)]
@@ -154,17 +183,26 @@ mod tests {
     use crate::mmu::hpte_v;
 
     fn seg256(esid_ea: u64, vsid_val: u64, llp: u64) -> SlbEntry {
-        SlbEntry { esid: (esid_ea & esid::ESID_256M) | esid::VALID, vsid: (vsid_val << 12) | llp }
+        SlbEntry {
+            esid: (esid_ea & esid::ESID_256M) | esid::VALID,
+            vsid: (vsid_val << 12) | llp,
+        }
     }
 
     fn seg1t(esid_ea: u64, vsid_val: u64, llp: u64) -> SlbEntry {
-        SlbEntry { esid: (esid_ea & esid::ESID_1T) | esid::VALID, vsid: vsid::B_1T | (vsid_val << 24) | llp }
+        SlbEntry {
+            esid: (esid_ea & esid::ESID_1T) | esid::VALID,
+            vsid: vsid::B_1T | (vsid_val << 24) | llp,
+        }
     }
 
     #[test]
     fn device_tree_cells_match_qemu_7_2() {
         // ibm,segment-page-sizes from qemu-7.2-pseries-power8-smp2.dts.
-        assert_eq!(segment_page_sizes_cells(), vec![0x0c, 0x00, 0x01, 0x0c, 0x00, 0x10, 0x110, 0x01, 0x10, 0x01]);
+        assert_eq!(
+            segment_page_sizes_cells(),
+            vec![0x0c, 0x00, 0x01, 0x0c, 0x00, 0x10, 0x110, 0x01, 0x10, 0x01]
+        );
     }
 
     #[test]
@@ -189,8 +227,15 @@ mod tests {
     #[test]
     fn segment_page_size_decoding() {
         assert_eq!(segment_page_sizes(0x123_4000).unwrap().base_shift, 12);
-        assert_eq!(segment_page_sizes(0x123_4000 | 0x110).unwrap().base_shift, 16);
-        assert_eq!(segment_page_sizes(0x123_4000 | 0x100), None, "16M segments are not offered");
+        assert_eq!(
+            segment_page_sizes(0x123_4000 | 0x110).unwrap().base_shift,
+            16
+        );
+        assert_eq!(
+            segment_page_sizes(0x123_4000 | 0x100),
+            None,
+            "16M segments are not offered"
+        );
         assert_eq!(segment_page_sizes(0x123_4000 | 0x120), None);
         let s4k = segment_page_sizes(0).unwrap();
         let s64k = segment_page_sizes(0x110).unwrap();
@@ -203,7 +248,11 @@ mod tests {
         assert_eq!(hpte_page_shift(s64k, l, 0x1234_0000 | 0x2000), None);
         assert_eq!(hpte_page_shift(s4k, l, 0x1234_0000 | 0x1000), None);
         assert_eq!(hpte_page_shift_any(l, 0x1234_1000), Some(16));
-        assert_eq!(hpte_page_shift_any(l, 0x1234_0000), None, "16M encoding refused");
+        assert_eq!(
+            hpte_page_shift_any(l, 0x1234_0000),
+            None,
+            "16M encoding refused"
+        );
         assert_eq!(hpte_page_shift_any(hpte_v::VALID, 0x1234_0000), Some(12));
     }
 
@@ -214,7 +263,10 @@ mod tests {
         let k = hash_key(&e, 12, ea);
         assert_eq!(k.hash, 0x0abc_def1 ^ 0x1234);
         // AVPN: VSID << 12 | EA bits 36:40 (page index bits above the hash) << 7.
-        assert_eq!(k.ptem, (0x0abc_def1 << 12) | ((0x0123_4567u64 >> 23) << 7) | hpte_v::VALID);
+        assert_eq!(
+            k.ptem,
+            (0x0abc_def1 << 12) | ((0x0123_4567u64 >> 23) << 7) | hpte_v::VALID
+        );
     }
 
     #[test]
@@ -223,7 +275,10 @@ mod tests {
         let ea = 0x1fed_cba9;
         let k = hash_key(&e, 16, ea);
         assert_eq!(k.hash, 0x77 ^ 0xfed);
-        assert_eq!(k.ptem, (0x77 << 12) | ((0x0fed_cba9u64 >> 23) << 7) | hpte_v::VALID);
+        assert_eq!(
+            k.ptem,
+            (0x77 << 12) | ((0x0fed_cba9u64 >> 23) << 7) | hpte_v::VALID
+        );
     }
 
     #[test]
@@ -234,10 +289,16 @@ mod tests {
         let off = ea & 0xff_ffff_ffff;
         let k = hash_key(&e, 12, ea);
         assert_eq!(k.hash, v ^ (v << 25) ^ (off >> 12));
-        assert_eq!(k.ptem, hpte_v::SSIZE_1T | (v << 24) | ((off >> 23) << 7) | hpte_v::VALID);
+        assert_eq!(
+            k.ptem,
+            hpte_v::SSIZE_1T | (v << 24) | ((off >> 23) << 7) | hpte_v::VALID
+        );
         let e64 = seg1t(0x0000_0300_0000_0000, v, 0x110);
         let k = hash_key(&e64, 16, ea);
         assert_eq!(k.hash, v ^ (v << 25) ^ (off >> 16));
-        assert_eq!(k.ptem, hpte_v::SSIZE_1T | (v << 24) | ((off >> 23) << 7) | hpte_v::VALID);
+        assert_eq!(
+            k.ptem,
+            hpte_v::SSIZE_1T | (v << 24) | ((off >> 23) << 7) | hpte_v::VALID
+        );
     }
 }

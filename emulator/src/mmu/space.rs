@@ -53,7 +53,12 @@ pub struct SystemSpace {
 
 impl SystemSpace {
     pub fn new(ram: Arc<GuestRam>, hpt: Arc<Hpt>) -> Self {
-        Self { ram, hpt, stats: Arc::new(MmuStats::default()), slb_hint: 0 }
+        Self {
+            ram,
+            hpt,
+            stats: Arc::new(MmuStats::default()),
+            slb_hint: 0,
+        }
     }
 
     /// The counters of this vCPU's fill path.
@@ -62,7 +67,11 @@ impl SystemSpace {
     }
 
     fn segment(&mut self, st: &CpuState, ea: u64) -> Option<usize> {
-        if st.slb.get(self.slb_hint).is_some_and(|e| slb::matches(e, ea)) {
+        if st
+            .slb
+            .get(self.slb_hint)
+            .is_some_and(|e| slb::matches(e, ea))
+        {
             return Some(self.slb_hint);
         }
         let i = slb::lookup(&st.slb, ea)?;
@@ -72,7 +81,15 @@ impl SystemSpace {
 
     /// Maps the 4 KiB page of `pa` for the TLB entry of `ea`, or raises a machine check when
     /// there is no RAM behind it.
-    fn map(&self, ea: u64, pa: u64, access: Access, read: bool, write: bool, exec: bool) -> Result<PageMapping, Exception> {
+    fn map(
+        &self,
+        ea: u64,
+        pa: u64,
+        access: Access,
+        read: bool,
+        write: bool,
+        exec: bool,
+    ) -> Result<PageMapping, Exception> {
         let page = pa & PAGE_MASK;
         let Some(host) = self.ram.host_ptr(page) else {
             MmuStats::bump(&self.stats.machine_checks);
@@ -83,19 +100,37 @@ impl SystemSpace {
             };
             return Err(Exception::MachineCheck { ea, kind });
         };
-        Ok(PageMapping { host, pa: page, read, write, exec, watch_writes: false })
+        Ok(PageMapping {
+            host,
+            pa: page,
+            read,
+            write,
+            exec,
+            watch_writes: false,
+        })
     }
 
     fn storage_fault(&self, ea: u64, access: Access, bits: u32) -> Exception {
         MmuStats::bump(&self.stats.storage_faults);
         match access {
-            Access::Exec => Exception::Isi { ea, srr1: bits as u64 },
+            Access::Exec => Exception::Isi {
+                ea,
+                srr1: bits as u64,
+            },
             Access::Read => Exception::Dsi { ea, dsisr: bits },
-            Access::Write => Exception::Dsi { ea, dsisr: bits | dsisr::STORE },
+            Access::Write => Exception::Dsi {
+                ea,
+                dsisr: bits | dsisr::STORE,
+            },
         }
     }
 
-    fn translate_hpt(&mut self, st: &CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception> {
+    fn translate_hpt(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        access: Access,
+    ) -> Result<PageMapping, Exception> {
         let Some(i) = self.segment(st, ea) else {
             MmuStats::bump(&self.stats.segment_faults);
             return Err(match access {
@@ -112,14 +147,20 @@ impl SystemSpace {
             return Err(self.storage_fault(ea, access, dsisr::NOPTE));
         };
         let key = hash_key(&e, seg.base_shift, ea);
-        let supervisor_key = if st.msr & msr::PR != 0 { e.vsid & vsid::KP } else { e.vsid & vsid::KS } != 0;
+        let supervisor_key = if st.msr & msr::PR != 0 {
+            e.vsid & vsid::KP
+        } else {
+            e.vsid & vsid::KS
+        } != 0;
         // Retried only when a concurrent hypercall changed the entry under us.
         let mut tries = 0;
         loop {
             tries += 1;
             let found = self.hpt.search(key, seg);
             let secondary = found.is_none_or(|f| f.pte0 & hpte_v::SECONDARY != 0);
-            self.stats.pteg_reads.fetch_add(1 + secondary as u64, Ordering::Relaxed);
+            self.stats
+                .pteg_reads
+                .fetch_add(1 + secondary as u64, Ordering::Relaxed);
             let Some(f) = found else {
                 return Err(self.storage_fault(ea, access, dsisr::NOPTE));
             };
@@ -135,7 +176,11 @@ impl SystemSpace {
             if let Some(bits) = denied {
                 return Err(self.storage_fault(ea, access, bits));
             }
-            let rc = if access == Access::Write { hpte_r::R | hpte_r::C } else { hpte_r::R };
+            let rc = if access == Access::Write {
+                hpte_r::R | hpte_r::C
+            } else {
+                hpte_r::R
+            };
             if f.pte1 & rc != rc {
                 if !self.hpt.set_rc(&f, rc) && tries < 1000 {
                     continue;
@@ -173,8 +218,19 @@ fn pp_access(key: bool, pte1: u64) -> (bool, bool) {
 }
 
 impl AddressSpace for SystemSpace {
-    fn translate(&mut self, st: &CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception> {
-        let relocate = st.msr & if access == Access::Exec { msr::IR } else { msr::DR } != 0;
+    fn translate(
+        &mut self,
+        st: &CpuState,
+        ea: u64,
+        access: Access,
+    ) -> Result<PageMapping, Exception> {
+        let relocate = st.msr
+            & if access == Access::Exec {
+                msr::IR
+            } else {
+                msr::DR
+            }
+            != 0;
         if relocate {
             return self.translate_hpt(st, ea, access);
         }
@@ -186,11 +242,23 @@ impl AddressSpace for SystemSpace {
     /// There are no devices in the pseries physical address space: every physical address
     /// outside RAM is a machine check (raised by `translate` before this can be reached).
     fn mmio_read(&mut self, _st: &CpuState, pa: u64, _size: usize) -> Result<u64, Exception> {
-        Err(Exception::MachineCheck { ea: pa, kind: MachineCheckKind::Load })
+        Err(Exception::MachineCheck {
+            ea: pa,
+            kind: MachineCheckKind::Load,
+        })
     }
 
-    fn mmio_write(&mut self, _st: &CpuState, pa: u64, _size: usize, _val: u64) -> Result<(), Exception> {
-        Err(Exception::MachineCheck { ea: pa, kind: MachineCheckKind::Store })
+    fn mmio_write(
+        &mut self,
+        _st: &CpuState,
+        pa: u64,
+        _size: usize,
+        _val: u64,
+    ) -> Result<(), Exception> {
+        Err(Exception::MachineCheck {
+            ea: pa,
+            kind: MachineCheckKind::Store,
+        })
     }
 
     /// Counted only, until the JIT invalidates the page's translations here.
@@ -204,8 +272,8 @@ mod tests {
     use super::*;
     use crate::cpu::{SlbEntry, msr};
     use crate::mmu::hpt::H_EXACT;
-    use crate::papr::H_SUCCESS;
     use crate::mmu::slb::esid;
+    use crate::papr::H_SUCCESS;
 
     const RAM: u64 = 64 << 20;
 
@@ -221,14 +289,26 @@ mod tests {
         let hpt = Arc::new(Hpt::new(18).unwrap());
         let mut st = CpuState::new();
         st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
-        Env { space: SystemSpace::new(ram.clone(), hpt.clone()), ram, hpt, st }
+        Env {
+            space: SystemSpace::new(ram.clone(), hpt.clone()),
+            ram,
+            hpt,
+            st,
+        }
     }
 
     impl Env {
         /// Installs SLB entry `i` for the segment of `ea`.
         fn segment(&mut self, i: usize, ea: u64, vsid_word: u64) {
-            let mask = if vsid_word & vsid::B == vsid::B_1T { esid::ESID_1T } else { esid::ESID_256M };
-            self.st.slb[i] = SlbEntry { esid: (ea & mask) | esid::VALID, vsid: vsid_word };
+            let mask = if vsid_word & vsid::B == vsid::B_1T {
+                esid::ESID_1T
+            } else {
+                esid::ESID_256M
+            };
+            self.st.slb[i] = SlbEntry {
+                esid: (ea & mask) | esid::VALID,
+                vsid: vsid_word,
+            };
         }
 
         /// Maps the page of `ea` (through SLB entry `i`) to real address `ra` with `pte1_flags`.
@@ -237,11 +317,19 @@ mod tests {
             let seg = segment_page_sizes(e.vsid).unwrap();
             let key = hash_key(&e, seg.base_shift, ea);
             let large = seg.base_shift > 12;
-            let (hash, h) = if secondary { (!key.hash, hpte_v::SECONDARY) } else { (key.hash, 0) };
+            let (hash, h) = if secondary {
+                (!key.hash, hpte_v::SECONDARY)
+            } else {
+                (key.hash, 0)
+            };
             let group = (hash & self.hpt.pteg_mask()) * 8;
             let pteh = key.ptem | h | if large { hpte_v::LARGE } else { 0 };
             let enc = if large { 0x1000 } else { 0 };
-            let wimg = if pte1_flags & hpte_r::I != 0 { 0 } else { hpte_r::M };
+            let wimg = if pte1_flags & hpte_r::I != 0 {
+                0
+            } else {
+                hpte_r::M
+            };
             let ptel = (ra & !((1 << seg.base_shift) - 1)) | enc | wimg | pte1_flags;
             let r = self.hpt.h_enter(&self.ram, 0, group, pteh, ptel);
             assert_eq!(r.ret, H_SUCCESS);
@@ -253,7 +341,9 @@ mod tests {
         }
 
         fn err(&mut self, ea: u64, a: Access) -> Exception {
-            self.tr(ea, a).err().unwrap_or_else(|| panic!("{ea:#x} translated"))
+            self.tr(ea, a)
+                .err()
+                .unwrap_or_else(|| panic!("{ea:#x} translated"))
         }
 
         fn pa(&mut self, ea: u64, a: Access) -> u64 {
@@ -272,12 +362,32 @@ mod tests {
         let m = t.tr(0x4000, Access::Write).unwrap();
         assert!(m.read && m.write && m.exec && !m.watch_writes);
         assert_eq!(
-            t.err(0xc000_0000_0000_0000 | RAM, Access::Write), Exception::MachineCheck { ea: 0xc000_0000_0000_0000 | RAM, kind: MachineCheckKind::Store });
-        assert!(matches!(t.err(RAM + 0x1000, Access::Exec), Exception::MachineCheck { kind: MachineCheckKind::Fetch, .. }));
-        assert!(matches!(t.err(u64::MAX, Access::Read), Exception::MachineCheck { kind: MachineCheckKind::Load, .. }));
+            t.err(0xc000_0000_0000_0000 | RAM, Access::Write),
+            Exception::MachineCheck {
+                ea: 0xc000_0000_0000_0000 | RAM,
+                kind: MachineCheckKind::Store
+            }
+        );
+        assert!(matches!(
+            t.err(RAM + 0x1000, Access::Exec),
+            Exception::MachineCheck {
+                kind: MachineCheckKind::Fetch,
+                ..
+            }
+        ));
+        assert!(matches!(
+            t.err(u64::MAX, Access::Read),
+            Exception::MachineCheck {
+                kind: MachineCheckKind::Load,
+                ..
+            }
+        ));
         // Instruction and data relocation are independent.
         t.st.msr |= msr::DR;
-        assert_eq!(t.err(0x4000, Access::Read), Exception::DataSegment { ea: 0x4000 });
+        assert_eq!(
+            t.err(0x4000, Access::Read),
+            Exception::DataSegment { ea: 0x4000 }
+        );
         assert_eq!(t.pa(0x4000, Access::Exec), 0x4000);
         assert_eq!(t.space.stats.real_fills.load(Ordering::Relaxed), 4);
     }
@@ -285,9 +395,18 @@ mod tests {
     #[test]
     fn segment_misses() {
         let mut t = env();
-        assert_eq!(t.err(0x1234, Access::Read), Exception::DataSegment { ea: 0x1234 });
-        assert_eq!(t.err(0x1234, Access::Write), Exception::DataSegment { ea: 0x1234 });
-        assert_eq!(t.err(0x1234, Access::Exec), Exception::InstructionSegment { ea: 0x1234 });
+        assert_eq!(
+            t.err(0x1234, Access::Read),
+            Exception::DataSegment { ea: 0x1234 }
+        );
+        assert_eq!(
+            t.err(0x1234, Access::Write),
+            Exception::DataSegment { ea: 0x1234 }
+        );
+        assert_eq!(
+            t.err(0x1234, Access::Exec),
+            Exception::InstructionSegment { ea: 0x1234 }
+        );
         assert_eq!(t.space.stats.segment_faults.load(Ordering::Relaxed), 3);
     }
 
@@ -301,11 +420,33 @@ mod tests {
         assert_eq!(t.pa(0xc000_0000_0345_6abc, Access::Read), 0x78_9abc);
         assert_eq!(t.space.stats.pteg_reads.load(Ordering::Relaxed), 1);
         assert_eq!(t.pa(0x0000_10ab_cdef_0ff8, Access::Read), 0x12_3ff8);
-        assert_eq!(t.space.stats.pteg_reads.load(Ordering::Relaxed), 3, "secondary hit: two groups");
+        assert_eq!(
+            t.space.stats.pteg_reads.load(Ordering::Relaxed),
+            3,
+            "secondary hit: two groups"
+        );
         // The neighbouring page is not mapped.
-        assert_eq!(t.err(0xc000_0000_0345_7000, Access::Read), Exception::Dsi { ea: 0xc000_0000_0345_7000, dsisr: dsisr::NOPTE });
-        assert_eq!(t.err(0xc000_0000_0345_7000, Access::Write), Exception::Dsi { ea: 0xc000_0000_0345_7000, dsisr: dsisr::NOPTE | dsisr::STORE });
-        assert_eq!(t.err(0xc000_0000_0345_7000, Access::Exec), Exception::Isi { ea: 0xc000_0000_0345_7000, srr1: dsisr::NOPTE as u64 });
+        assert_eq!(
+            t.err(0xc000_0000_0345_7000, Access::Read),
+            Exception::Dsi {
+                ea: 0xc000_0000_0345_7000,
+                dsisr: dsisr::NOPTE
+            }
+        );
+        assert_eq!(
+            t.err(0xc000_0000_0345_7000, Access::Write),
+            Exception::Dsi {
+                ea: 0xc000_0000_0345_7000,
+                dsisr: dsisr::NOPTE | dsisr::STORE
+            }
+        );
+        assert_eq!(
+            t.err(0xc000_0000_0345_7000, Access::Exec),
+            Exception::Isi {
+                ea: 0xc000_0000_0345_7000,
+                srr1: dsisr::NOPTE as u64
+            }
+        );
     }
 
     #[test]
@@ -314,7 +455,10 @@ mod tests {
         t.segment(1, 0x1000_0000, (0x99 << 12) | 0x110);
         t.map(1, 0x1234_0000, 0x03bc_0000, 0x2, false);
         for sub in 0..16u64 {
-            assert_eq!(t.pa(0x1234_0000 + sub * 0x1000 + 8, Access::Read), 0x03bc_0000 + sub * 0x1000 + 8);
+            assert_eq!(
+                t.pa(0x1234_0000 + sub * 0x1000 + 8, Access::Read),
+                0x03bc_0000 + sub * 0x1000 + 8
+            );
         }
         assert!(t.tr(0x1235_0000, Access::Read).is_err());
         assert!(t.tr(0x1233_ffff, Access::Read).is_err());
@@ -322,7 +466,11 @@ mod tests {
         t.segment(1, 0x1000_0000, 0x99 << 12);
         assert!(t.tr(0x1234_0000, Access::Read).is_err());
         // 1T segment with 64K pages, secondary hash.
-        t.segment(2, 0x0000_0400_0000_0000, vsid::B_1T | (0x3_0000 << 24) | 0x110);
+        t.segment(
+            2,
+            0x0000_0400_0000_0000,
+            vsid::B_1T | (0x3_0000 << 24) | 0x110,
+        );
         t.map(2, 0x0000_04f0_0001_0000, 0x20_0000, 0x2, true);
         assert_eq!(t.pa(0x0000_04f0_0001_f004, Access::Exec), 0x20_f004);
     }
@@ -345,7 +493,11 @@ mod tests {
             (true, 1, 1, false, false),
         ];
         for (key, pp0, pp, r, w) in table {
-            assert_eq!(pp_access(key, (pp0 << 63) | pp), (r, w), "key {key} pp {pp0}{pp:02b}");
+            assert_eq!(
+                pp_access(key, (pp0 << 63) | pp),
+                (r, w),
+                "key {key} pp {pp0}{pp:02b}"
+            );
         }
     }
 
@@ -361,21 +513,69 @@ mod tests {
         assert_eq!(t.pa(0x1008, Access::Write), 0x5008);
         assert_eq!(t.pa(0x1008, Access::Exec), 0x5008);
         t.st.msr |= msr::PR;
-        assert_eq!(t.err(0x1008, Access::Read), Exception::Dsi { ea: 0x1008, dsisr: dsisr::PROTFAULT });
-        assert_eq!(t.err(0x1008, Access::Exec), Exception::Isi { ea: 0x1008, srr1: dsisr::PROTFAULT as u64 });
+        assert_eq!(
+            t.err(0x1008, Access::Read),
+            Exception::Dsi {
+                ea: 0x1008,
+                dsisr: dsisr::PROTFAULT
+            }
+        );
+        assert_eq!(
+            t.err(0x1008, Access::Exec),
+            Exception::Isi {
+                ea: 0x1008,
+                srr1: dsisr::PROTFAULT as u64
+            }
+        );
         assert_eq!(t.pa(0x2010, Access::Read), 0x6010);
-        assert_eq!(t.err(0x2010, Access::Write), Exception::Dsi { ea: 0x2010, dsisr: dsisr::PROTFAULT | dsisr::STORE });
+        assert_eq!(
+            t.err(0x2010, Access::Write),
+            Exception::Dsi {
+                ea: 0x2010,
+                dsisr: dsisr::PROTFAULT | dsisr::STORE
+            }
+        );
         t.st.msr &= !msr::PR;
-        assert_eq!(t.err(0x2010, Access::Write), Exception::Dsi { ea: 0x2010, dsisr: dsisr::PROTFAULT | dsisr::STORE });
+        assert_eq!(
+            t.err(0x2010, Access::Write),
+            Exception::Dsi {
+                ea: 0x2010,
+                dsisr: dsisr::PROTFAULT | dsisr::STORE
+            }
+        );
         assert_eq!(t.pa(0x3000, Access::Write), 0x7000);
-        assert_eq!(t.err(0x3000, Access::Exec), Exception::Isi { ea: 0x3000, srr1: dsisr::NOEXEC_GUARD as u64 });
-        assert_eq!(t.err(0x4000, Access::Exec), Exception::Isi { ea: 0x4000, srr1: dsisr::NOEXEC_GUARD as u64 });
+        assert_eq!(
+            t.err(0x3000, Access::Exec),
+            Exception::Isi {
+                ea: 0x3000,
+                srr1: dsisr::NOEXEC_GUARD as u64
+            }
+        );
+        assert_eq!(
+            t.err(0x4000, Access::Exec),
+            Exception::Isi {
+                ea: 0x4000,
+                srr1: dsisr::NOEXEC_GUARD as u64
+            }
+        );
         let m = t.tr(0x3000, Access::Read).unwrap();
         assert!(m.read && !m.exec);
         // A no-execute segment refuses fetches before looking at the HPT.
         t.st.slb[0].vsid |= vsid::N;
-        assert_eq!(t.err(0x1000, Access::Exec), Exception::Isi { ea: 0x1000, srr1: dsisr::NOEXEC_GUARD as u64 });
-        assert_eq!(t.err(0x9000, Access::Exec), Exception::Isi { ea: 0x9000, srr1: dsisr::NOEXEC_GUARD as u64 });
+        assert_eq!(
+            t.err(0x1000, Access::Exec),
+            Exception::Isi {
+                ea: 0x1000,
+                srr1: dsisr::NOEXEC_GUARD as u64
+            }
+        );
+        assert_eq!(
+            t.err(0x9000, Access::Exec),
+            Exception::Isi {
+                ea: 0x9000,
+                srr1: dsisr::NOEXEC_GUARD as u64
+            }
+        );
         assert!(t.tr(0x1000, Access::Read).is_ok());
     }
 
@@ -404,7 +604,18 @@ mod tests {
         t.segment(0, 0, 0x66 << 12);
         let group = (hash_key(&t.st.slb[0], 12, 0x2000).hash & t.hpt.pteg_mask()) * 8;
         let pteh = hash_key(&t.st.slb[0], 12, 0x2000).ptem;
-        assert_eq!(t.hpt.h_enter(&t.ram, H_EXACT, group, pteh, RAM | hpte_r::I | 0x2).ret, H_SUCCESS);
-        assert_eq!(t.err(0x2008, Access::Read), Exception::MachineCheck { ea: 0x2008, kind: MachineCheckKind::Load });
+        assert_eq!(
+            t.hpt
+                .h_enter(&t.ram, H_EXACT, group, pteh, RAM | hpte_r::I | 0x2)
+                .ret,
+            H_SUCCESS
+        );
+        assert_eq!(
+            t.err(0x2008, Access::Read),
+            Exception::MachineCheck {
+                ea: 0x2008,
+                kind: MachineCheckKind::Load
+            }
+        );
     }
 }

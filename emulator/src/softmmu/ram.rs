@@ -26,8 +26,14 @@ pub enum RamError {
 impl fmt::Display for RamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            RamError::BadSize(s) => write!(f, "guest RAM size {s:#x} is not a non-zero multiple of 64 KiB"),
-            RamError::HostMap(s) => write!(f, "cannot reserve {s:#x} bytes of host memory for guest RAM"),
+            RamError::BadSize(s) => write!(
+                f,
+                "guest RAM size {s:#x} is not a non-zero multiple of 64 KiB"
+            ),
+            RamError::HostMap(s) => write!(
+                f,
+                "cannot reserve {s:#x} bytes of host memory for guest RAM"
+            ),
             RamError::OutOfRange { pa, len } => {
                 write!(f, "guest physical range {pa:#x}+{len:#x} is outside RAM")
             }
@@ -72,7 +78,10 @@ impl GuestRam {
         if p == libc::MAP_FAILED {
             return Err(RamError::HostMap(size));
         }
-        Ok(Self { base: NonNull::new(p.cast()).expect("mmap returned null"), size })
+        Ok(Self {
+            base: NonNull::new(p.cast()).expect("mmap returned null"),
+            size,
+        })
     }
 
     #[inline]
@@ -98,7 +107,10 @@ impl GuestRam {
         if self.contains(pa, len as u64) {
             Ok(unsafe { self.base.as_ptr().add(pa as usize) })
         } else {
-            Err(RamError::OutOfRange { pa, len: len as u64 })
+            Err(RamError::OutOfRange {
+                pa,
+                len: len as u64,
+            })
         }
     }
 
@@ -191,7 +203,9 @@ impl Drop for GuestRam {
 
 impl fmt::Debug for GuestRam {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuestRam").field("size", &self.size).finish_non_exhaustive()
+        f.debug_struct("GuestRam")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
     }
 }
 
@@ -218,7 +232,10 @@ unsafe fn copy_atomic(g: *mut u8, h: *mut u8, len: usize, dir: Dir) {
             let a = AtomicU64::from_ptr(g.add(k).cast());
             match dir {
                 Dir::ToGuest => a.store(h.add(k).cast::<u64>().read_unaligned(), Ordering::Relaxed),
-                Dir::FromGuest => h.add(k).cast::<u64>().write_unaligned(a.load(Ordering::Relaxed)),
+                Dir::FromGuest => h
+                    .add(k)
+                    .cast::<u64>()
+                    .write_unaligned(a.load(Ordering::Relaxed)),
             }
             k += 8;
         }
@@ -236,7 +253,10 @@ mod tests {
     #[test]
     fn sizes_are_checked() {
         assert_eq!(GuestRam::new(0).unwrap_err(), RamError::BadSize(0));
-        assert_eq!(GuestRam::new(0x1_1000).unwrap_err(), RamError::BadSize(0x1_1000));
+        assert_eq!(
+            GuestRam::new(0x1_1000).unwrap_err(),
+            RamError::BadSize(0x1_1000)
+        );
         let ram = GuestRam::new(1 << 20).unwrap();
         assert_eq!(ram.size(), 1 << 20);
     }
@@ -289,7 +309,10 @@ mod tests {
         let ram = GuestRam::new(1 << 16).unwrap();
         ram.write(0x1234, &[0x5a]).unwrap();
         let p = ram.host_ptr(0x1234).unwrap();
-        assert_eq!(unsafe { AtomicU8::from_ptr(p).load(Ordering::Relaxed) }, 0x5a);
+        assert_eq!(
+            unsafe { AtomicU8::from_ptr(p).load(Ordering::Relaxed) },
+            0x5a
+        );
     }
 
     #[test]

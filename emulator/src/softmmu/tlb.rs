@@ -35,11 +35,18 @@ pub struct TlbEntry {
 }
 
 impl TlbEntry {
-    pub const EMPTY: TlbEntry = TlbEntry { read: INVALID, write: INVALID, exec: INVALID, addend: 0 };
+    pub const EMPTY: TlbEntry = TlbEntry {
+        read: INVALID,
+        write: INVALID,
+        exec: INVALID,
+        addend: 0,
+    };
 
     /// The page this entry maps, if it has any valid tag.
     fn page(&self) -> Option<u64> {
-        [self.read, self.write, self.exec].into_iter().find(|t| t & !PAGE_MASK == 0)
+        [self.read, self.write, self.exec]
+            .into_iter()
+            .find(|t| t & !PAGE_MASK == 0)
     }
 }
 
@@ -198,7 +205,14 @@ mod tests {
     use super::*;
 
     fn mapping(host: *mut u8, read: bool, write: bool, exec: bool) -> PageMapping {
-        PageMapping { host, pa: 0, read, write, exec, watch_writes: false }
+        PageMapping {
+            host,
+            pa: 0,
+            read,
+            write,
+            exec,
+            watch_writes: false,
+        }
     }
 
     #[test]
@@ -213,16 +227,35 @@ mod tests {
         assert!(t.lookup(2, a, 4, Access::Write).is_none());
         // The same page again, now writable: one entry with all three tags.
         t.insert(2, a, &mapping(h, true, true, true));
-        assert_eq!(t.lookup(2, a + 8, 8, Access::Write), Some(unsafe { h.add(8) }));
-        t.insert(2, b, &mapping(unsafe { h.add(PAGE_SIZE as usize) }, true, true, false));
-        assert!(t.lookup(2, a, 4, Access::Read).is_none(), "displaced from the table");
-        assert_eq!(t.lookup(2, b + 4, 4, Access::Read), Some(unsafe { h.add(PAGE_SIZE as usize + 4) }));
+        assert_eq!(
+            t.lookup(2, a + 8, 8, Access::Write),
+            Some(unsafe { h.add(8) })
+        );
+        t.insert(
+            2,
+            b,
+            &mapping(unsafe { h.add(PAGE_SIZE as usize) }, true, true, false),
+        );
+        assert!(
+            t.lookup(2, a, 4, Access::Read).is_none(),
+            "displaced from the table"
+        );
+        assert_eq!(
+            t.lookup(2, b + 4, 4, Access::Read),
+            Some(unsafe { h.add(PAGE_SIZE as usize + 4) })
+        );
         // A miss on `a` finds it among the victims and swaps it back, with its permissions.
         assert!(t.victim_lookup(2, a + 16, Access::Write));
-        assert_eq!(t.lookup(2, a + 16, 8, Access::Write), Some(unsafe { h.add(16) }));
+        assert_eq!(
+            t.lookup(2, a + 16, 8, Access::Write),
+            Some(unsafe { h.add(16) })
+        );
         assert!(t.lookup(2, b, 4, Access::Read).is_none());
         assert!(t.victim_lookup(2, b, Access::Read));
-        assert!(!t.victim_lookup(2, b, Access::Exec), "b was never executable");
+        assert!(
+            !t.victim_lookup(2, b, Access::Exec),
+            "b was never executable"
+        );
         // Other MMU indexes have their own victims.
         assert!(!t.victim_lookup(3, a, Access::Read));
         assert_eq!(t.counters.victim_hits, 2);

@@ -31,9 +31,17 @@ mod order {
         match c {
             Class::Bql => {
                 assert!(!BQL.get(), "BQL taken twice by one thread");
-                CPUS.with(|v| assert!(v.borrow().is_empty(), "BQL taken while holding CPU lock(s) {:?}", v.borrow()));
+                CPUS.with(|v| {
+                    assert!(
+                        v.borrow().is_empty(),
+                        "BQL taken while holding CPU lock(s) {:?}",
+                        v.borrow()
+                    )
+                });
             }
-            Class::Cpu(n) => CPUS.with(|v| assert!(!v.borrow().contains(&n), "CPU lock {n} taken twice")),
+            Class::Cpu(n) => {
+                CPUS.with(|v| assert!(!v.borrow().contains(&n), "CPU lock {n} taken twice"))
+            }
             Class::Leaf => {}
         }
     }
@@ -86,7 +94,10 @@ pub fn assert_bql_held() {
 #[inline(always)]
 pub fn assert_no_locks_held() {
     #[cfg(all(debug_assertions, not(feature = "loom")))]
-    assert!(!order::bql_held() && order::cpu_locks_held() == 0, "lock held where none may be");
+    assert!(
+        !order::bql_held() && order::cpu_locks_held() == 0,
+        "lock held where none may be"
+    );
 }
 
 pub struct StatMutex<T> {
@@ -103,7 +114,10 @@ pub struct StatGuard<'a, T> {
 
 impl<T> StatMutex<T> {
     pub fn new(t: T, class: Class) -> Self {
-        Self { m: Mutex::new(t), class }
+        Self {
+            m: Mutex::new(t),
+            class,
+        }
     }
 
     /// Locks, counting the acquisition at `site` (and its wait when contended).
@@ -123,7 +137,12 @@ impl<T> StatMutex<T> {
             }
         };
         order::acquired(self.class);
-        StatGuard { g, site, class: self.class, since: stats::profiling().then(Instant::now) }
+        StatGuard {
+            g,
+            site,
+            class: self.class,
+            since: stats::profiling().then(Instant::now),
+        }
     }
 }
 

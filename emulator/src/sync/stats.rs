@@ -119,12 +119,20 @@ impl LockStats {
 
     /// Sites with any acquisition, by name, for the run report.
     pub fn to_map(&self) -> std::collections::BTreeMap<&'static str, SiteStats> {
-        Site::ALL.iter().filter(|s| self.get(**s).acquisitions > 0).map(|s| (s.name(), *self.get(*s))).collect()
+        Site::ALL
+            .iter()
+            .filter(|s| self.get(**s).acquisitions > 0)
+            .map(|s| (s.name(), *self.get(*s)))
+            .collect()
     }
 
     /// A top-N table like QEMU's `info sync-profile`, sorted by total wait then hold.
     pub fn table(&self, n: usize) -> String {
-        let mut rows: Vec<(&Site, &SiteStats)> = Site::ALL.iter().map(|s| (s, self.get(*s))).filter(|(_, t)| t.acquisitions > 0).collect();
+        let mut rows: Vec<(&Site, &SiteStats)> = Site::ALL
+            .iter()
+            .map(|s| (s, self.get(*s)))
+            .filter(|(_, t)| t.acquisitions > 0)
+            .collect();
         rows.sort_by_key(|(_, t)| std::cmp::Reverse((t.wait_ns, t.hold_ns, t.acquisitions)));
         let mut out = format!(
             "{:<22} {:>12} {:>10} {:>12} {:>12} {:>12} {:>12}\n",
@@ -195,7 +203,10 @@ impl StatsSink {
     /// Merges the calling thread's counters into this sink.
     pub fn absorb_thread(&self) {
         let local = take_local();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).merge(&local);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .merge(&local);
     }
 
     pub fn snapshot(&self) -> LockStats {
@@ -235,8 +246,20 @@ mod tests {
         .join()
         .unwrap();
         let s = sink.snapshot();
-        assert_eq!(*s.get(Site::BqlHcall), SiteStats { acquisitions: 3, contended: 2, wait_ns: 700, max_wait_ns: 500, hold_ns: 1000 });
+        assert_eq!(
+            *s.get(Site::BqlHcall),
+            SiteStats {
+                acquisitions: 3,
+                contended: 2,
+                wait_ns: 700,
+                max_wait_ns: 500,
+                hold_ns: 1000
+            }
+        );
         assert!(s.table(5).contains("bql.hcall"));
-        assert_eq!(s.to_map().keys().copied().collect::<Vec<_>>(), vec!["bql.hcall"]);
+        assert_eq!(
+            s.to_map().keys().copied().collect::<Vec<_>>(),
+            vec!["bql.hcall"]
+        );
     }
 }

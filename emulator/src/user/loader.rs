@@ -80,13 +80,20 @@ struct Image {
 
 /// Loads the segments of the ELF file `data` into `mem`, or says why the file cannot run.
 fn load_segments(mem: &mut GuestMemory, data: &[u8]) -> Result<Image, String> {
-    let hdr = elf::FileHeader64::<Endianness>::parse(data).map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
+    let hdr = elf::FileHeader64::<Endianness>::parse(data)
+        .map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
     let endian = hdr.endian().map_err(|e| format!("bad ELF header: {e}"))?;
     if !hdr.is_little_endian() {
-        return Err("big-endian ppc64 (ELFv1) programs are not supported; only little-endian ppc64le".into());
+        return Err(
+            "big-endian ppc64 (ELFv1) programs are not supported; only little-endian ppc64le"
+                .into(),
+        );
     }
     if hdr.e_machine(endian) != elf::EM_PPC64 {
-        return Err(format!("not a ppc64 program (e_machine {})", hdr.e_machine(endian).0));
+        return Err(format!(
+            "not a ppc64 program (e_machine {})",
+            hdr.e_machine(endian).0
+        ));
     }
     let etype = hdr.e_type(endian);
     let base = match etype {
@@ -94,7 +101,9 @@ fn load_segments(mem: &mut GuestMemory, data: &[u8]) -> Result<Image, String> {
         elf::ET_DYN => PIE_BASE,
         t => return Err(format!("not an executable (e_type {})", t.0)),
     };
-    let phdrs = hdr.program_headers(endian, data).map_err(|e| format!("bad program headers: {e}"))?;
+    let phdrs = hdr
+        .program_headers(endian, data)
+        .map_err(|e| format!("bad program headers: {e}"))?;
     if phdrs.iter().any(|p| p.p_type(endian) == elf::PT_INTERP) {
         return Err("dynamically linked programs are not supported; link with -static".into());
     }
@@ -139,7 +148,9 @@ fn load_segments(mem: &mut GuestMemory, data: &[u8]) -> Result<Image, String> {
             phdr_addr = Some(start + hdr.e_phoff(endian) - off);
         }
         // Mapped later (pages first); contents written once the map exists.
-        let _ = p.data(endian, data).map_err(|_| "segment data outside the file")?;
+        let _ = p
+            .data(endian, data)
+            .map_err(|_| "segment data outside the file")?;
     }
     if prot.is_empty() {
         return Err("no loadable segments".into());
@@ -161,7 +172,9 @@ fn load_segments(mem: &mut GuestMemory, data: &[u8]) -> Result<Image, String> {
         mem.map(s, e, p);
     }
     for p in phdrs.iter().filter(|p| p.p_type(endian) == elf::PT_LOAD) {
-        let bytes = p.data(endian, data).map_err(|_| "segment data outside the file")?;
+        let bytes = p
+            .data(endian, data)
+            .map_err(|_| "segment data outside the file")?;
         mem.poke(base + p.p_vaddr(endian), bytes)
             .map_err(|_| "segment overlaps nothing mapped")?;
     }
@@ -200,14 +213,23 @@ pub fn load(
         top -= len;
         mem.poke(top, bytes).map_err(|_| TOO_BIG)?;
         if nul {
-            mem.poke(top + bytes.len() as u64, &[0]).map_err(|_| TOO_BIG)?;
+            mem.poke(top + bytes.len() as u64, &[0])
+                .map_err(|_| TOO_BIG)?;
         }
         Ok(top)
     };
     let execfn_addr = push(mem, execfn, true)?;
-    let mut env_addrs = envp.iter().rev().map(|s| push(mem, s, true)).collect::<Result<Vec<_>, _>>()?;
+    let mut env_addrs = envp
+        .iter()
+        .rev()
+        .map(|s| push(mem, s, true))
+        .collect::<Result<Vec<_>, _>>()?;
     env_addrs.reverse();
-    let mut arg_addrs = argv.iter().rev().map(|s| push(mem, s, true)).collect::<Result<Vec<_>, _>>()?;
+    let mut arg_addrs = argv
+        .iter()
+        .rev()
+        .map(|s| push(mem, s, true))
+        .collect::<Result<Vec<_>, _>>()?;
     arg_addrs.reverse();
     let platform_addr = push(mem, PLATFORM.as_bytes(), true)?;
     let random_addr = push(mem, &random, false)?;

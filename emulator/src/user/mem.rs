@@ -176,7 +176,9 @@ impl GuestMemory {
     /// Joins adjacent mappings of equal protection in and next to `[start, end)`, so that
     /// repeated `mprotect` calls do not fragment the map.
     fn merge_around(&mut self, start: u64, end: u64) {
-        let lo = self.vma_at(start.wrapping_sub(1)).map_or(start, |(s, _, _)| s);
+        let lo = self
+            .vma_at(start.wrapping_sub(1))
+            .map_or(start, |(s, _, _)| s);
         let keys: Vec<u64> = self.vmas.range(lo..=end).map(|(&s, _)| s).collect();
         let mut prev: Option<u64> = None;
         for k in keys {
@@ -206,7 +208,13 @@ impl GuestMemory {
             }
         }
         self.unmap(old, old + len);
-        self.vmas.insert(new, Vma { end: new + len, prot });
+        self.vmas.insert(
+            new,
+            Vma {
+                end: new + len,
+                prot,
+            },
+        );
         self.pages.extend(moved);
     }
 
@@ -244,7 +252,9 @@ impl GuestMemory {
     /// Host pointer to the byte at `addr` if its page allows `need`, allocating the page.
     fn byte_ptr(&mut self, addr: u64, need: u32) -> Result<*mut u8, Fault> {
         match self.vma_at(addr) {
-            Some((_, _, prot)) if prot & need == need => Ok(unsafe { self.page(addr >> 12).add((addr & !PAGE_MASK) as usize) }),
+            Some((_, _, prot)) if prot & need == need => {
+                Ok(unsafe { self.page(addr >> 12).add((addr & !PAGE_MASK) as usize) })
+            }
             _ => Err(Fault),
         }
     }
@@ -304,7 +314,13 @@ impl GuestMemory {
     }
 
     /// Walks `[addr, addr+len)` page by page, calling `f(host, offset, n)` for each piece.
-    fn copy(&mut self, addr: u64, len: usize, need: u32, mut f: impl FnMut(*mut u8, usize, usize)) -> Result<(), Fault> {
+    fn copy(
+        &mut self,
+        addr: u64,
+        len: usize,
+        need: u32,
+        mut f: impl FnMut(*mut u8, usize, usize),
+    ) -> Result<(), Fault> {
         addr.checked_add(len as u64).ok_or(Fault)?;
         let mut off = 0usize;
         while off < len {
@@ -366,9 +382,16 @@ impl GuestMemory {
             found => {
                 // DSISR/SRR1: bit 33 (0x4000_0000) no translation, bit 36 (0x0800_0000)
                 // protection; bit 38 (0x0200_0000) marks a store.
-                let cause: u32 = if found.is_some() { 0x0800_0000 } else { 0x4000_0000 };
+                let cause: u32 = if found.is_some() {
+                    0x0800_0000
+                } else {
+                    0x4000_0000
+                };
                 Err(match access {
-                    Access::Exec => Exception::Isi { ea, srr1: cause as u64 },
+                    Access::Exec => Exception::Isi {
+                        ea,
+                        srr1: cause as u64,
+                    },
                     Access::Read => Exception::Dsi { ea, dsisr: cause },
                     Access::Write => Exception::Dsi {
                         ea,
@@ -402,7 +425,12 @@ fn zeroed_page() -> *mut Page {
 pub struct UserSpace(pub Arc<parking_lot::Mutex<GuestMemory>>);
 
 impl AddressSpace for UserSpace {
-    fn translate(&mut self, _st: &CpuState, ea: u64, access: Access) -> Result<PageMapping, Exception> {
+    fn translate(
+        &mut self,
+        _st: &CpuState,
+        ea: u64,
+        access: Access,
+    ) -> Result<PageMapping, Exception> {
         self.0.lock().translate(ea, access)
     }
 }
@@ -423,11 +451,17 @@ mod tests {
         assert_eq!(m.read_vec(0x10fff, 2).unwrap(), vec![1, 1]);
         assert_eq!(m.vma_at(0x11800), Some((0x11000, 0x12000, PROT_READ)));
         assert!(m.protect(0x11000, 0x12000, PROT_READ | PROT_WRITE));
-        assert_eq!(m.vma_at(0x11800), Some((0x10000, 0x20000, PROT_READ | PROT_WRITE)));
+        assert_eq!(
+            m.vma_at(0x11800),
+            Some((0x10000, 0x20000, PROT_READ | PROT_WRITE))
+        );
         m.unmap(0x11000, 0x13000);
         assert!(m.read_vec(0x11000, 1).is_err());
         assert_eq!(m.read_vec(0x10ff8, 8).unwrap(), vec![1; 8]);
-        assert_eq!(m.vma_at(0x13000), Some((0x13000, 0x20000, PROT_READ | PROT_WRITE)));
+        assert_eq!(
+            m.vma_at(0x13000),
+            Some((0x13000, 0x20000, PROT_READ | PROT_WRITE))
+        );
         // Unmapped and remapped memory reads as zero.
         m.map(0x11000, 0x12000, PROT_READ);
         assert_eq!(m.read_vec(0x11000, 8).unwrap(), vec![0; 8]);
@@ -438,12 +472,24 @@ mod tests {
     fn find_free_top_down() {
         let mut m = GuestMemory::new();
         m.map(0x7000_0000, 0x8000_0000, PROT_READ);
-        assert_eq!(m.find_free(0x1000, MMAP_MIN, 0x8000_0000), Some(0x6fff_f000));
+        assert_eq!(
+            m.find_free(0x1000, MMAP_MIN, 0x8000_0000),
+            Some(0x6fff_f000)
+        );
         m.map(0x6fff_f000, 0x7000_0000, PROT_READ);
         m.map(0x6fff_c000, 0x6fff_d000, PROT_READ);
-        assert_eq!(m.find_free(0x1000, MMAP_MIN, 0x8000_0000), Some(0x6fff_e000));
-        assert_eq!(m.find_free(0x2000, MMAP_MIN, 0x8000_0000), Some(0x6fff_d000));
-        assert_eq!(m.find_free(0x3000, MMAP_MIN, 0x8000_0000), Some(0x6fff_9000));
+        assert_eq!(
+            m.find_free(0x1000, MMAP_MIN, 0x8000_0000),
+            Some(0x6fff_e000)
+        );
+        assert_eq!(
+            m.find_free(0x2000, MMAP_MIN, 0x8000_0000),
+            Some(0x6fff_d000)
+        );
+        assert_eq!(
+            m.find_free(0x3000, MMAP_MIN, 0x8000_0000),
+            Some(0x6fff_9000)
+        );
         assert_eq!(m.find_free(0x1_0000_0000, MMAP_MIN, 0x8000_0000), None);
     }
 
@@ -466,7 +512,10 @@ mod tests {
                 dsisr: 0x4000_0000
             }
         );
-        assert!(matches!(m.translate(0x10000, Access::Exec), Err(Exception::Isi { .. })));
+        assert!(matches!(
+            m.translate(0x10000, Access::Exec),
+            Err(Exception::Isi { .. })
+        ));
     }
 
     #[test]

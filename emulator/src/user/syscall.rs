@@ -188,12 +188,20 @@ pub type SysResult = Result<u64, Stop>;
 
 /// The host errno of the last failed libc call.
 fn host_errno() -> Stop {
-    Stop::Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(EINVAL))
+    Stop::Errno(
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(EINVAL),
+    )
 }
 
 /// A libc result (negative on failure) as a syscall result.
 fn host(r: i64) -> SysResult {
-    if r < 0 { Err(host_errno()) } else { Ok(r as u64) }
+    if r < 0 {
+        Err(host_errno())
+    } else {
+        Ok(r as u64)
+    }
 }
 
 /// Names of signals for fatal-signal messages.
@@ -234,7 +242,11 @@ pub struct Process {
 
 impl Process {
     pub fn new(mem: Arc<Mutex<GuestMemory>>, brk: u64, exe: Vec<u8>) -> Self {
-        let mut thread_name = exe.rsplit(|&c| c == b'/').next().unwrap_or_default().to_vec();
+        let mut thread_name = exe
+            .rsplit(|&c| c == b'/')
+            .next()
+            .unwrap_or_default()
+            .to_vec();
         thread_name.truncate(15);
         Self {
             thread_name,
@@ -257,7 +269,9 @@ impl Process {
         if self.strace {
             let shown = match &r {
                 Ok(v) => format!("{:#x}", v),
-                Err(Stop::Errno(e)) => format!("-1 errno={e} ({})", std::io::Error::from_raw_os_error(*e)),
+                Err(Stop::Errno(e)) => {
+                    format!("-1 errno={e} ({})", std::io::Error::from_raw_os_error(*e))
+                }
                 Err(Stop::Exit(c)) => format!("exit {c}"),
             };
             eprintln!(
@@ -329,7 +343,11 @@ impl Process {
                 self.put_stat(a[1], &st)
             }
             nr::STAT | nr::LSTAT => {
-                let flags = if n == nr::LSTAT { libc::AT_SYMLINK_NOFOLLOW as u64 } else { 0 };
+                let flags = if n == nr::LSTAT {
+                    libc::AT_SYMLINK_NOFOLLOW as u64
+                } else {
+                    0
+                };
                 self.fstatat(AT_FDCWD, a[0], a[1], flags)
             }
             nr::NEWFSTATAT => self.fstatat(a[0] as i32, a[1], a[2], a[3]),
@@ -339,15 +357,24 @@ impl Process {
             nr::READLINKAT => self.readlinkat(a[0] as i32, a[1], a[2], a[3]),
             nr::ACCESS => self.path_call(libc::SYS_faccessat, AT_FDCWD, a[0], [a[1], 0, 0]),
             nr::FACCESSAT => self.path_call(libc::SYS_faccessat, a[0] as i32, a[1], [a[2], 0, 0]),
-            nr::FACCESSAT2 => self.path_call(libc::SYS_faccessat2, a[0] as i32, a[1], [a[2], a[3], 0]),
+            nr::FACCESSAT2 => {
+                self.path_call(libc::SYS_faccessat2, a[0] as i32, a[1], [a[2], a[3], 0])
+            }
             nr::UNLINK => self.path_call(libc::SYS_unlinkat, AT_FDCWD, a[0], [0, 0, 0]),
-            nr::RMDIR => self.path_call(libc::SYS_unlinkat, AT_FDCWD, a[0], [libc::AT_REMOVEDIR as u64, 0, 0]),
+            nr::RMDIR => self.path_call(
+                libc::SYS_unlinkat,
+                AT_FDCWD,
+                a[0],
+                [libc::AT_REMOVEDIR as u64, 0, 0],
+            ),
             nr::UNLINKAT => self.path_call(libc::SYS_unlinkat, a[0] as i32, a[1], [a[2], 0, 0]),
             nr::MKDIR => self.path_call(libc::SYS_mkdirat, AT_FDCWD, a[0], [a[1], 0, 0]),
             nr::MKDIRAT => self.path_call(libc::SYS_mkdirat, a[0] as i32, a[1], [a[2], 0, 0]),
             nr::CHMOD => self.path_call(libc::SYS_fchmodat, AT_FDCWD, a[0], [a[1], 0, 0]),
             nr::FCHMODAT => self.path_call(libc::SYS_fchmodat, a[0] as i32, a[1], [a[2], 0, 0]),
-            nr::FCHOWNAT => self.path_call(libc::SYS_fchownat, a[0] as i32, a[1], [a[2], a[3], a[4]]),
+            nr::FCHOWNAT => {
+                self.path_call(libc::SYS_fchownat, a[0] as i32, a[1], [a[2], a[3], a[4]])
+            }
             nr::CHDIR => self.path_call(libc::SYS_chdir, AT_FDCWD, a[0], [0, 0, 0]),
             nr::TRUNCATE => self.path_call(libc::SYS_truncate, AT_FDCWD, a[0], [a[1], 0, 0]),
             nr::RENAME => self.two_path_call(AT_FDCWD, a[0], AT_FDCWD, a[1], 0, true),
@@ -388,11 +415,19 @@ impl Process {
             nr::GETEGID => Ok(unsafe { libc::getegid() } as u64),
             nr::GETRESUID => self.put_ids(
                 &[a[0], a[1], a[2]],
-                [unsafe { libc::getuid() }, unsafe { libc::geteuid() }, unsafe { libc::geteuid() }],
+                [
+                    unsafe { libc::getuid() },
+                    unsafe { libc::geteuid() },
+                    unsafe { libc::geteuid() },
+                ],
             ),
             nr::GETRESGID => self.put_ids(
                 &[a[0], a[1], a[2]],
-                [unsafe { libc::getgid() }, unsafe { libc::getegid() }, unsafe { libc::getegid() }],
+                [
+                    unsafe { libc::getgid() },
+                    unsafe { libc::getegid() },
+                    unsafe { libc::getegid() },
+                ],
             ),
             nr::SET_TID_ADDRESS => Ok(std::process::id() as u64),
             nr::SET_ROBUST_LIST => Ok(0),
@@ -412,7 +447,10 @@ impl Process {
             nr::FUTEX => self.futex(a),
             nr::GETRANDOM => self.getrandom(a[0], a[1], a[2]),
             nr::CLOCK_GETTIME | nr::CLOCK_GETRES => {
-                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
                 let r = if n == nr::CLOCK_GETTIME {
                     unsafe { libc::clock_gettime(a[0] as i32, &mut ts) }
                 } else {
@@ -460,7 +498,12 @@ impl Process {
                 if a[0] != 0 {
                     self.put_words(
                         a[0],
-                        &[t.tms_utime as u64, t.tms_stime as u64, t.tms_cutime as u64, t.tms_cstime as u64],
+                        &[
+                            t.tms_utime as u64,
+                            t.tms_stime as u64,
+                            t.tms_cutime as u64,
+                            t.tms_cstime as u64,
+                        ],
                     )?;
                 }
                 Ok(r as u64)
@@ -504,7 +547,11 @@ impl Process {
                     return Err(Stop::Errno(ESRCH));
                 }
                 // New limits are accepted and ignored: they would apply to the emulator.
-                if a[3] != 0 { self.get_rlimit(a[1], a[3]) } else { Ok(0) }
+                if a[3] != 0 {
+                    self.get_rlimit(a[1], a[3])
+                } else {
+                    Ok(0)
+                }
             }
             nr::RT_SIGACTION => self.sigaction(a[0], a[1], a[2]),
             nr::RT_SIGPROCMASK => self.sigprocmask(a[0], a[1], a[2]),
@@ -548,12 +595,18 @@ impl Process {
 
     fn path(&self, addr: u64) -> Result<CString, Stop> {
         let mut mem = self.mem.lock();
-        let s = mem.read_cstr(addr, PATH_MAX).map_err(|_| match mem.check(addr, 1, PROT_READ) {
-            Ok(()) => Stop::Errno(ENAMETOOLONG),
-            Err(_) => Stop::Errno(EFAULT),
-        })?;
+        let s = mem
+            .read_cstr(addr, PATH_MAX)
+            .map_err(|_| match mem.check(addr, 1, PROT_READ) {
+                Ok(()) => Stop::Errno(ENAMETOOLONG),
+                Err(_) => Stop::Errno(EFAULT),
+            })?;
         drop(mem);
-        let s = if s == b"/proc/self/exe" { self.exe.clone() } else { s };
+        let s = if s == b"/proc/self/exe" {
+            self.exe.clone()
+        } else {
+            s
+        };
         Ok(CString::new(s).expect("no NUL inside"))
     }
 
@@ -625,7 +678,11 @@ impl Process {
 
     fn readv(&mut self, fd: i32, iov: u64, count: u64) -> SysResult {
         let vecs = self.iovecs(iov, count)?;
-        let total: usize = vecs.iter().map(|v| v.1 as usize).fold(0, usize::saturating_add).min(MAX_IO);
+        let total: usize = vecs
+            .iter()
+            .map(|v| v.1 as usize)
+            .fold(0, usize::saturating_add)
+            .min(MAX_IO);
         for &(base, len) in &vecs {
             self.mem.lock().check(base, len, PROT_WRITE)?;
         }
@@ -645,7 +702,10 @@ impl Process {
 
     fn openat(&mut self, dirfd: i32, path: u64, flags: u64, mode: u64) -> SysResult {
         let p = self.path(path)?;
-        host(unsafe { libc::openat(dirfd, p.as_ptr(), open_flags(flags), mode as libc::c_uint) } as i64)
+        host(
+            unsafe { libc::openat(dirfd, p.as_ptr(), open_flags(flags), mode as libc::c_uint) }
+                as i64,
+        )
     }
 
     fn pipe(&mut self, out: u64, flags: u64) -> SysResult {
@@ -667,10 +727,13 @@ impl Process {
         const F_DUPFD_CLOEXEC: u64 = 1030;
         match cmd {
             F_DUPFD => host(unsafe { libc::fcntl(fd, libc::F_DUPFD, arg as i32) } as i64),
-            F_DUPFD_CLOEXEC => host(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, arg as i32) } as i64),
+            F_DUPFD_CLOEXEC => {
+                host(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, arg as i32) } as i64)
+            }
             F_GETFD => host(unsafe { libc::fcntl(fd, libc::F_GETFD) } as i64),
             F_SETFD => host(unsafe { libc::fcntl(fd, libc::F_SETFD, arg as i32) } as i64),
-            F_GETFL => host(unsafe { libc::fcntl(fd, libc::F_GETFL) } as i64).map(|f| guest_open_flags(f as i32)),
+            F_GETFL => host(unsafe { libc::fcntl(fd, libc::F_GETFL) } as i64)
+                .map(|f| guest_open_flags(f as i32)),
             F_SETFL => host(unsafe { libc::fcntl(fd, libc::F_SETFL, open_flags(arg)) } as i64),
             _ => Err(Stop::Errno(EINVAL)),
         }
@@ -737,7 +800,8 @@ impl Process {
         let len = (len as usize).min(1 << 20);
         self.mem.lock().check(buf, len as u64, PROT_WRITE)?;
         let mut data = vec![0u8; len];
-        let n = host(unsafe { libc::syscall(libc::SYS_getdents64, fd, data.as_mut_ptr(), len) })? as usize;
+        let n = host(unsafe { libc::syscall(libc::SYS_getdents64, fd, data.as_mut_ptr(), len) })?
+            as usize;
         self.mem.lock().write(buf, &data[..n])?;
         Ok(n as u64)
     }
@@ -749,7 +813,9 @@ impl Process {
         } else {
             let p = CString::new(raw).expect("no NUL inside");
             let mut out = vec![0u8; PATH_MAX];
-            let n = host(unsafe { libc::readlinkat(dirfd, p.as_ptr(), out.as_mut_ptr().cast(), out.len()) } as i64)?;
+            let n = host(unsafe {
+                libc::readlinkat(dirfd, p.as_ptr(), out.as_mut_ptr().cast(), out.len())
+            } as i64)?;
             out.truncate(n as usize);
             out
         };
@@ -759,7 +825,13 @@ impl Process {
     }
 
     /// A host `*at` call whose only pointer argument is one path.
-    fn path_call(&mut self, host_nr: libc::c_long, dirfd: i32, path: u64, rest: [u64; 3]) -> SysResult {
+    fn path_call(
+        &mut self,
+        host_nr: libc::c_long,
+        dirfd: i32,
+        path: u64,
+        rest: [u64; 3],
+    ) -> SysResult {
         let p = self.path(path)?;
         let r = if host_nr == libc::SYS_chdir {
             unsafe { libc::syscall(host_nr, p.as_ptr()) }
@@ -772,9 +844,21 @@ impl Process {
     }
 
     /// `renameat2` (rename = true) or `linkat`.
-    fn two_path_call(&mut self, d1: i32, p1: u64, d2: i32, p2: u64, flags: u64, rename: bool) -> SysResult {
+    fn two_path_call(
+        &mut self,
+        d1: i32,
+        p1: u64,
+        d2: i32,
+        p2: u64,
+        flags: u64,
+        rename: bool,
+    ) -> SysResult {
         let (a, b) = (self.path(p1)?, self.path(p2)?);
-        let nr = if rename { libc::SYS_renameat2 } else { libc::SYS_linkat };
+        let nr = if rename {
+            libc::SYS_renameat2
+        } else {
+            libc::SYS_linkat
+        };
         host(unsafe { libc::syscall(nr, d1, a.as_ptr(), d2, b.as_ptr(), flags as u32) })
     }
 
@@ -784,7 +868,11 @@ impl Process {
     }
 
     fn utimensat(&mut self, a: [u64; 6]) -> SysResult {
-        let p = if a[1] == 0 { None } else { Some(self.path(a[1])?) };
+        let p = if a[1] == 0 {
+            None
+        } else {
+            Some(self.path(a[1])?)
+        };
         let times = if a[2] == 0 {
             None
         } else {
@@ -807,7 +895,8 @@ impl Process {
     }
 
     fn getcwd(&mut self, buf: u64, len: u64) -> SysResult {
-        let cwd = std::env::current_dir().map_err(|e| Stop::Errno(e.raw_os_error().unwrap_or(ENOENT)))?;
+        let cwd =
+            std::env::current_dir().map_err(|e| Stop::Errno(e.raw_os_error().unwrap_or(ENOENT)))?;
         let mut b = cwd.into_os_string().into_encoded_bytes();
         b.push(0);
         if b.len() as u64 > len {
@@ -839,7 +928,8 @@ impl Process {
     }
 
     fn mmap(&mut self, cpu: &mut Cpu, a: [u64; 6]) -> SysResult {
-        let (addr, len, prot, flags, fd, off) = (a[0], a[1], guest_prot(a[2]), a[3], a[4] as i32, a[5]);
+        let (addr, len, prot, flags, fd, off) =
+            (a[0], a[1], guest_prot(a[2]), a[3], a[4] as i32, a[5]);
         if len == 0 || off & !PAGE_MASK != 0 || !matches!(flags & 3, MAP_SHARED | MAP_PRIVATE | 3) {
             return Err(Stop::Errno(EINVAL));
         }
@@ -849,19 +939,30 @@ impl Process {
         }
         let mut mem = self.mem.lock();
         let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
-            if addr & !PAGE_MASK != 0 || addr.checked_add(len).is_none_or(|e| e > MMAP_TOP.max(super::loader::STACK_TOP)) {
+            if addr & !PAGE_MASK != 0
+                || addr
+                    .checked_add(len)
+                    .is_none_or(|e| e > MMAP_TOP.max(super::loader::STACK_TOP))
+            {
                 return Err(Stop::Errno(EINVAL));
             }
-            if flags & MAP_FIXED_NOREPLACE != 0 && flags & MAP_FIXED == 0 && mem.any_mapped(addr, addr + len) {
+            if flags & MAP_FIXED_NOREPLACE != 0
+                && flags & MAP_FIXED == 0
+                && mem.any_mapped(addr, addr + len)
+            {
                 return Err(Stop::Errno(EEXIST));
             }
             addr
         } else {
             let hint = addr & PAGE_MASK;
-            if hint >= MMAP_MIN && hint.checked_add(len).is_some_and(|e| e <= MMAP_TOP) && !mem.any_mapped(hint, hint + len) {
+            if hint >= MMAP_MIN
+                && hint.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
+                && !mem.any_mapped(hint, hint + len)
+            {
                 hint
             } else {
-                mem.find_free(len, MMAP_MIN, MMAP_TOP).ok_or(Stop::Errno(ENOMEM))?
+                mem.find_free(len, MMAP_MIN, MMAP_TOP)
+                    .ok_or(Stop::Errno(ENOMEM))?
             }
         };
         let mut contents = Vec::new();
@@ -911,7 +1012,11 @@ impl Process {
         if len == 0 {
             return Ok(0);
         }
-        if !self.mem.lock().protect(addr, page_up(addr + len), guest_prot(prot)) {
+        if !self
+            .mem
+            .lock()
+            .protect(addr, page_up(addr + len), guest_prot(prot))
+        {
             return Err(Stop::Errno(ENOMEM));
         }
         cpu.mmu.tlb.flush_all();
@@ -933,11 +1038,16 @@ impl Process {
         let r = if new_len <= old_len {
             mem.unmap(old + new_len, old + old_len);
             old
-        } else if vend == old + old_len && old + new_len <= MMAP_TOP && !mem.any_mapped(vend, old + new_len) {
+        } else if vend == old + old_len
+            && old + new_len <= MMAP_TOP
+            && !mem.any_mapped(vend, old + new_len)
+        {
             mem.set_end(vstart, old + new_len);
             old
         } else if flags & MREMAP_MAYMOVE != 0 {
-            let new = mem.find_free(new_len, MMAP_MIN, MMAP_TOP).ok_or(Stop::Errno(ENOMEM))?;
+            let new = mem
+                .find_free(new_len, MMAP_MIN, MMAP_TOP)
+                .ok_or(Stop::Errno(ENOMEM))?;
             mem.relocate(old, old_len, new);
             mem.set_end(new, new + new_len);
             new
@@ -966,7 +1076,12 @@ impl Process {
         let mut u: libc::utsname = unsafe { std::mem::zeroed() };
         host(unsafe { libc::uname(&mut u) } as i64)?;
         let field = |s: &[libc::c_char]| -> Vec<u8> {
-            let mut v: Vec<u8> = s.iter().take_while(|&&c| c != 0).map(|&c| c as u8).take(64).collect();
+            let mut v: Vec<u8> = s
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .take(64)
+                .collect();
             v.resize(65, 0);
             v
         };
@@ -1013,7 +1128,10 @@ impl Process {
 
     fn get_rlimit(&mut self, res: u64, out: u64) -> SysResult {
         const RLIMIT_STACK: u64 = 3;
-        let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         if res > 15 {
             return Err(Stop::Errno(EINVAL));
         }
@@ -1102,7 +1220,9 @@ impl Process {
                 return Err(Stop::Errno(EINVAL));
             }
             let b = self.mem.lock().read_vec(act, 32)?;
-            self.sigactions[sig as usize] = std::array::from_fn(|k| u64::from_le_bytes(b[8 * k..8 * k + 8].try_into().unwrap()));
+            self.sigactions[sig as usize] = std::array::from_fn(|k| {
+                u64::from_le_bytes(b[8 * k..8 * k + 8].try_into().unwrap())
+            });
         }
         if oact != 0 {
             self.put_words(oact, &old)?;
@@ -1142,9 +1262,14 @@ impl Process {
             return Ok(0);
         }
         if handler != 0 {
-            eprintln!("ppc64emu: signal {sig} has a guest handler; signal delivery is not supported");
+            eprintln!(
+                "ppc64emu: signal {sig} has a guest handler; signal delivery is not supported"
+            );
         }
-        eprintln!("ppc64emu: uncaught target signal {sig} ({})", signal_name(sig));
+        eprintln!(
+            "ppc64emu: uncaught target signal {sig} ({})",
+            signal_name(sig)
+        );
         Err(Stop::Exit(128 + sig as i32))
     }
 }
@@ -1160,7 +1285,11 @@ fn guest_prot(p: u64) -> u32 {
 
 /// The host kernel's value of O_LARGEFILE (libc reports 0 on 64-bit hosts, but the kernel
 /// still sets the bit in F_GETFL results).
-const HOST_O_LARGEFILE: i32 = if cfg!(target_arch = "aarch64") { 0o400000 } else { 0o100000 };
+const HOST_O_LARGEFILE: i32 = if cfg!(target_arch = "aarch64") {
+    0o400000
+} else {
+    0o100000
+};
 
 /// `open` flags whose bit differs between powerpc and the host: (guest, host).
 fn moved_open_flags() -> [(u64, i32); 4] {

@@ -16,7 +16,10 @@ pub const VARIANTS: [&str; 3] = ["baseline", "per-cpu-lock", "cputlb-no-bql"];
 
 /// The workspace root (the real one, for results/ and the schema).
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// A scratch repository: bin/ppc64emu-<variant> and bin/qemu-fake link to the fake emulator.
@@ -34,10 +37,18 @@ impl Scratch {
         }
         std::os::unix::fs::symlink(FAKE, root.join("bin/qemu-fake")).unwrap();
         std::fs::create_dir_all(root.join("workloads/mkbench")).unwrap();
-        std::fs::write(root.join("workloads/mkbench/mkbench.elf"), b"\x7fELF stand-in guest").unwrap();
+        std::fs::write(
+            root.join("workloads/mkbench/mkbench.elf"),
+            b"\x7fELF stand-in guest",
+        )
+        .unwrap();
         std::fs::write(root.join("workloads/mkbench/boot-rom.bin"), b"rom").unwrap();
         std::fs::create_dir_all(root.join("results/reference")).unwrap();
-        std::fs::copy(workspace().join("results/reference/posted-curve.json"), root.join("results/reference/posted-curve.json")).unwrap();
+        std::fs::copy(
+            workspace().join("results/reference/posted-curve.json"),
+            root.join("results/reference/posted-curve.json"),
+        )
+        .unwrap();
         Scratch { dir }
     }
 
@@ -53,7 +64,12 @@ impl Scratch {
     pub fn bins(&self, variants: &[&str]) -> Vec<String> {
         variants
             .iter()
-            .flat_map(|v| ["--bin".to_string(), format!("{v}={}", self.p(&format!("bin/ppc64emu-{v}")).display())])
+            .flat_map(|v| {
+                [
+                    "--bin".to_string(),
+                    format!("{v}={}", self.p(&format!("bin/ppc64emu-{v}")).display()),
+                ]
+            })
             .collect()
     }
 
@@ -80,7 +96,11 @@ impl Scratch {
 }
 
 pub fn text(o: &Output) -> String {
-    format!("--- stdout\n{}\n--- stderr\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 pub fn load(path: &Path) -> ResultsFile {
@@ -89,12 +109,23 @@ pub fn load(path: &Path) -> ResultsFile {
 
 /// Validates a JSON document against results/schema.json.
 pub fn validate(path: &Path) {
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(workspace().join("results/schema.json")).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("results/schema.json")).unwrap(),
+    )
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "{} does not validate:\n{}", path.display(), errors.join("\n"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} does not validate:\n{}",
+        path.display(),
+        errors.join("\n")
+    );
 }
 
 /// A synthetic results file: `times[variant][N]` are the guest seconds of the repetitions.
@@ -144,7 +175,10 @@ pub fn synthetic(name: &str, times: &[(&str, u32, Vec<f64>)]) -> ResultsFile {
         created: "2026-01-01T00:00:00Z".into(),
         updated: "2026-01-01T00:00:00Z".into(),
         complete: true,
-        harness: HarnessInfo { version: "test".into(), git_rev: None },
+        harness: HarnessInfo {
+            version: "test".into(),
+            git_rev: None,
+        },
         host: HostInfo {
             cpu_model: "Test CPU".into(),
             arch: "x86_64".into(),

@@ -67,7 +67,13 @@ pub mod class {
 
 /// FPRF of a double-format value.
 pub fn class_double(x: u64) -> u64 {
-    classify(x >> 63 != 0, (x >> 52) & 0x7ff, 0x7ff, x & ((1 << 52) - 1), 1 << 51)
+    classify(
+        x >> 63 != 0,
+        (x >> 52) & 0x7ff,
+        0x7ff,
+        x & ((1 << 52) - 1),
+        1 << 51,
+    )
 }
 
 /// FPRF of a single-format value.
@@ -80,12 +86,40 @@ fn classify(neg: bool, exp: u64, exp_max: u64, frac: u64, quiet: u64) -> u64 {
     use class::*;
     match (exp, frac) {
         (e, f) if e == exp_max && f != 0 => {
-            if f & quiet != 0 { QNAN } else { SNAN }
+            if f & quiet != 0 {
+                QNAN
+            } else {
+                SNAN
+            }
         }
-        (e, _) if e == exp_max => if neg { NEG_INF } else { POS_INF },
-        (0, 0) => if neg { NEG_ZERO } else { POS_ZERO },
-        (0, _) => if neg { NEG_DENORMAL } else { POS_DENORMAL },
-        _ => if neg { NEG_NORMAL } else { POS_NORMAL },
+        (e, _) if e == exp_max => {
+            if neg {
+                NEG_INF
+            } else {
+                POS_INF
+            }
+        }
+        (0, 0) => {
+            if neg {
+                NEG_ZERO
+            } else {
+                POS_ZERO
+            }
+        }
+        (0, _) => {
+            if neg {
+                NEG_DENORMAL
+            } else {
+                POS_DENORMAL
+            }
+        }
+        _ => {
+            if neg {
+                NEG_NORMAL
+            } else {
+                POS_NORMAL
+            }
+        }
     }
 }
 
@@ -212,20 +246,43 @@ mod tests {
     fn update_sets_fx_and_suppression_rules() {
         let mut st = CpuState::new();
         st.fpscr = VE;
-        let f = Flags { exc: VXISI, ..Flags::default() };
+        let f = Flags {
+            exc: VXISI,
+            ..Flags::default()
+        };
         assert!(suppresses(st.fpscr, f.exc));
         assert!(update(&mut st, f, false, Report::Full(class::QNAN)));
         assert_eq!(st.fpscr, VE | VXISI | VX | FX | FEX);
         // A lone SNaN with VE keeps FR/FI; other invalid operations clear them.
         st.fpscr = VE | FR | FI;
-        update(&mut st, Flags { exc: VXSNAN, ..Flags::default() }, false, Report::Full(0));
+        update(
+            &mut st,
+            Flags {
+                exc: VXSNAN,
+                ..Flags::default()
+            },
+            false,
+            Report::Full(0),
+        );
         assert_eq!(st.fpscr & (FR | FI), FR | FI);
         st.fpscr = FR | FI;
-        update(&mut st, Flags { exc: VXZDZ, ..Flags::default() }, true, Report::Exceptions);
+        update(
+            &mut st,
+            Flags {
+                exc: VXZDZ,
+                ..Flags::default()
+            },
+            true,
+            Report::Exceptions,
+        );
         assert_eq!(st.fpscr & (FR | FI), 0);
         // Inexact with XE: written, interrupts.
         st.fpscr = XE;
-        let f = Flags { exc: XX, fi: true, fr: true };
+        let f = Flags {
+            exc: XX,
+            fi: true,
+            fr: true,
+        };
         assert!(!suppresses(st.fpscr, f.exc));
         assert!(update(&mut st, f, true, Report::Full(class::POS_NORMAL)));
         assert_eq!(st.fpscr, XE | XX | FX | FEX | FI | FR | class::POS_NORMAL);

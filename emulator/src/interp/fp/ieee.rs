@@ -37,7 +37,11 @@ pub struct Env {
 
 impl Env {
     pub fn from_fpscr(f: u64) -> Self {
-        Env { round: rounding_mode(f), oe: f & fpscr::OE != 0, ue: f & fpscr::UE != 0 }
+        Env {
+            round: rounding_mode(f),
+            oe: f & fpscr::OE != 0,
+            ue: f & fpscr::UE != 0,
+        }
     }
 }
 
@@ -65,11 +69,21 @@ pub struct Res {
 
 impl Res {
     pub fn new(bits: u64, f: Flags) -> Self {
-        Res { bits, f, wide: None }
+        Res {
+            bits,
+            f,
+            wide: None,
+        }
     }
 
     fn invalid(prec: Prec, exc: u64) -> Self {
-        Res::new(default_nan(prec), Flags { exc, ..Flags::default() })
+        Res::new(
+            default_nan(prec),
+            Flags {
+                exc,
+                ..Flags::default()
+            },
+        )
     }
 
     /// A single-precision result as rounding to single format (`frsp`, VSX) delivers it.
@@ -136,8 +150,18 @@ fn nan_result(x: u64, prec: Prec) -> u64 {
 /// VXSNAN if any operand is signalling.
 fn propagate(ops: &[u64], prec: Prec) -> Option<Res> {
     let first = *ops.iter().find(|&&x| is_nan(x))?;
-    let exc = if ops.iter().any(|&x| is_snan(x)) { fpscr::VXSNAN } else { 0 };
-    Some(Res::new(nan_result(first, prec), Flags { exc, ..Flags::default() }))
+    let exc = if ops.iter().any(|&x| is_snan(x)) {
+        fpscr::VXSNAN
+    } else {
+        0
+    };
+    Some(Res::new(
+        nan_result(first, prec),
+        Flags {
+            exc,
+            ..Flags::default()
+        },
+    ))
 }
 
 // --- exact / round-to-odd evaluation in quad precision ---
@@ -178,7 +202,9 @@ pub(super) fn round(v: Quad, prec: Prec, env: Env) -> Res {
                 let sign = (w.is_negative() as u32) << 31;
                 let f23 = mb & 0x7f_ffff;
                 r.bits = (sign | (((e + 127) as u32 & 0xff) << 23) | f23) as u64;
-                r.wide = Some((sign as u64) << 32 | (((e + 1023) as u64) & 0x7ff) << 52 | (f23 as u64) << 29);
+                r.wide = Some(
+                    (sign as u64) << 32 | (((e + 1023) as u64) & 0x7ff) << 52 | (f23 as u64) << 29,
+                );
                 let inexact = m.status.contains(Status::INEXACT);
                 let back: Quad = m.value.convert(&mut false).value;
                 r.f.exc = (r.f.exc & !fpscr::XX) | if inexact { fpscr::XX } else { 0 };
@@ -229,7 +255,14 @@ where
         _ => v,
     };
     let fr = inexact && to_quad(out.value).abs() > scaled.abs();
-    Res::new(out.value.to_bits() as u64, Flags { exc, fi: inexact, fr })
+    Res::new(
+        out.value.to_bits() as u64,
+        Flags {
+            exc,
+            fi: inexact,
+            fr,
+        },
+    )
 }
 
 /// Exact zero results of sums take their sign from the rounding mode (IEEE 754 6.3).
@@ -308,7 +341,13 @@ pub fn div(a: u64, b: u64, prec: Prec, env: Env) -> Res {
             Prec::Double => inf,
             Prec::Single => double_to_single(inf) as u64,
         };
-        return Res::new(bits, Flags { exc: fpscr::ZX, ..Flags::default() });
+        return Res::new(
+            bits,
+            Flags {
+                exc: fpscr::ZX,
+                ..Flags::default()
+            },
+        );
     }
     host::div(a, b, prec, env).unwrap_or_else(|| div_quad(a, b, prec, env))
 }
@@ -358,7 +397,11 @@ mod host {
     fn result(r: f64, err_toward_exact_positive: Option<bool>) -> Res {
         let f = match err_toward_exact_positive {
             None => Flags::default(),
-            Some(up) => Flags { exc: fpscr::XX, fi: true, fr: up != (r > 0.0) },
+            Some(up) => Flags {
+                exc: fpscr::XX,
+                fi: true,
+                fr: up != (r > 0.0),
+            },
         };
         Res::new(r.to_bits(), f)
     }
@@ -447,10 +490,13 @@ mod host {
         let ep = x.mul_add(y, -p);
         let (s, es) = two_sum(p, z);
         let (d, ed) = two_sum(s, -r);
-        Some(result(r, match exact_sign([d, ed, es, ep]) {
-            0 => None,
-            k => Some(k > 0),
-        }))
+        Some(result(
+            r,
+            match exact_sign([d, ed, es, ep]) {
+                0 => None,
+                k => Some(k > 0),
+            },
+        ))
     }
 
     pub(super) fn sqrt(b: u64, prec: Prec, env: Env) -> Option<Res> {
@@ -468,7 +514,11 @@ mod host {
 /// The square root of a positive finite double, rounded to odd at 60+ bits.
 fn sqrt_odd(b: u64) -> Quad {
     let biased = ((b & EXP) >> 52) as i32;
-    let (m, e) = if biased == 0 { (b & FRAC, -1074) } else { ((b & FRAC) | (1 << 52), biased - 1075) };
+    let (m, e) = if biased == 0 {
+        (b & FRAC, -1074)
+    } else {
+        ((b & FRAC) | (1 << 52), biased - 1075)
+    };
     // b = m * 2^e. Scale m up to about 124 bits with an even total exponent.
     let mut s = m.leading_zeros() as i32 + 64 - 4;
     if (e - s) % 2 != 0 {
@@ -523,7 +573,16 @@ fn negate(r: Res, prec: Prec, a: u64, c: u64, b: u64, env: Env) -> Res {
         n.wide = r.wide.map(|w| w ^ SIGN);
         return n;
     }
-    fma_quad(a ^ SIGN, c, b ^ SIGN, prec, Env { round: mirror(env.round), ..env })
+    fma_quad(
+        a ^ SIGN,
+        c,
+        b ^ SIGN,
+        prec,
+        Env {
+            round: mirror(env.round),
+            ..env
+        },
+    )
 }
 
 /// `a * c + b` rounded once, in quad precision.
@@ -534,7 +593,11 @@ fn fma_quad(a: u64, c: u64, b: u64, prec: Prec, env: Env) -> Res {
         let prod_neg = is_neg(a) ^ is_neg(c);
         // (±0) + (±0) of one sign keeps that sign; any other exact zero follows the mode.
         let like = is_zero(b) && prod_neg == is_neg(b);
-        v = if like { if prod_neg { -Quad::ZERO } else { Quad::ZERO } } else { zero_sum_sign(v, env) };
+        v = if like {
+            if prod_neg { -Quad::ZERO } else { Quad::ZERO }
+        } else {
+            zero_sum_sign(v, env)
+        };
     }
     round(v, prec, env)
 }
@@ -571,7 +634,14 @@ pub fn round_to_integral(b: u64, prec: Prec, mode: Round) -> Res {
         // A single operand's integral value is a single value.
         Prec::Single => double_to_single(bits) as u64,
     };
-    Res::new(bits, Flags { exc: 0, fi: inexact, fr: false })
+    Res::new(
+        bits,
+        Flags {
+            exc: 0,
+            fi: inexact,
+            fr: false,
+        },
+    )
 }
 
 /// Integer formats of the float-to-integer conversions.
@@ -616,7 +686,13 @@ impl IntFmt {
 pub fn to_int(b: u64, fmt: IntFmt, mode: Round) -> Res {
     if is_nan(b) {
         let exc = fpscr::VXCVI | if is_snan(b) { fpscr::VXSNAN } else { 0 };
-        return Res::new(fmt.nan_value(), Flags { exc, ..Flags::default() });
+        return Res::new(
+            fmt.nan_value(),
+            Flags {
+                exc,
+                ..Flags::default()
+            },
+        );
     }
     let (lo, hi) = fmt.range();
     let r = Double::from_bits(b as u128).round_to_integral(mode);
@@ -626,7 +702,11 @@ pub fn to_int(b: u64, fmt: IntFmt, mode: Round) -> Res {
     // (or infinite) is out of range by its sign.
     let big = v.is_infinite() || v.abs() >= Double::from_u128(1 << 64).value;
     let i = if big {
-        if v.is_negative() { i128::MIN } else { i128::MAX }
+        if v.is_negative() {
+            i128::MIN
+        } else {
+            i128::MAX
+        }
     } else {
         v.to_i128_r(128, Round::TowardZero, &mut false).value
     };
@@ -638,16 +718,33 @@ pub fn to_int(b: u64, fmt: IntFmt, mode: Round) -> Res {
         (i, 0)
     };
     if exc != 0 {
-        return Res::new(fmt.encode(value), Flags { exc, ..Flags::default() });
+        return Res::new(
+            fmt.encode(value),
+            Flags {
+                exc,
+                ..Flags::default()
+            },
+        );
     }
     let exc = if inexact { fpscr::XX } else { 0 };
     let fr = inexact && v.abs() > Double::from_bits(b as u128).abs();
-    Res::new(fmt.encode(value), Flags { exc, fi: inexact, fr })
+    Res::new(
+        fmt.encode(value),
+        Flags {
+            exc,
+            fi: inexact,
+            fr,
+        },
+    )
 }
 
 /// Converts a signed or unsigned 64-bit integer to the target precision.
 pub fn from_int(x: u64, signed: bool, prec: Prec, env: Env) -> Res {
-    let v = if signed { Quad::from_i128(x as i64 as i128).value } else { Quad::from_u128(x as u128).value };
+    let v = if signed {
+        Quad::from_i128(x as i64 as i128).value
+    } else {
+        Quad::from_u128(x as u128).value
+    };
     round(v, prec, env)
 }
 
@@ -659,7 +756,11 @@ mod tests {
         x.to_bits()
     }
     fn rn() -> Env {
-        Env { round: Round::NearestTiesToEven, oe: false, ue: false }
+        Env {
+            round: Round::NearestTiesToEven,
+            oe: false,
+            ue: false,
+        }
     }
 
     #[test]
@@ -686,14 +787,42 @@ mod tests {
 
     #[test]
     fn arithmetic_matches_host_in_round_to_nearest() {
-        let vals = [1.0, -2.5, 3.0, 1e300, -1e-300, 0.1, 7.0 / 3.0, 5e-324, f64::MAX, 0.0, -0.0];
+        let vals = [
+            1.0,
+            -2.5,
+            3.0,
+            1e300,
+            -1e-300,
+            0.1,
+            7.0 / 3.0,
+            5e-324,
+            f64::MAX,
+            0.0,
+            -0.0,
+        ];
         for &a in &vals {
             for &b in &vals {
-                assert_eq!(add(d(a), d(b), Prec::Double, rn()).bits, d(a + b), "{a}+{b}");
-                assert_eq!(sub(d(a), d(b), Prec::Double, rn()).bits, d(a - b), "{a}-{b}");
-                assert_eq!(mul(d(a), d(b), Prec::Double, rn()).bits, d(a * b), "{a}*{b}");
+                assert_eq!(
+                    add(d(a), d(b), Prec::Double, rn()).bits,
+                    d(a + b),
+                    "{a}+{b}"
+                );
+                assert_eq!(
+                    sub(d(a), d(b), Prec::Double, rn()).bits,
+                    d(a - b),
+                    "{a}-{b}"
+                );
+                assert_eq!(
+                    mul(d(a), d(b), Prec::Double, rn()).bits,
+                    d(a * b),
+                    "{a}*{b}"
+                );
                 if b != 0.0 {
-                    assert_eq!(div(d(a), d(b), Prec::Double, rn()).bits, d(a / b), "{a}/{b}");
+                    assert_eq!(
+                        div(d(a), d(b), Prec::Double, rn()).bits,
+                        d(a / b),
+                        "{a}/{b}"
+                    );
                 }
                 for &c in &vals {
                     let r = fma(d(a), d(c), d(b), false, false, Prec::Double, rn());
@@ -708,7 +837,10 @@ mod tests {
         // 1 + 2^-24 + 2^-60 rounded to double is 1 + 2^-24, a tie that rounds to 1.0 in
         // single; rounded once to single it is 1 + 2^-23.
         let b = d(2f64.powi(-24) + 2f64.powi(-60));
-        assert_eq!(add(d(1.0), b, Prec::Single, rn()).bits as u32, (1.0f32 + f32::EPSILON).to_bits());
+        assert_eq!(
+            add(d(1.0), b, Prec::Single, rn()).bits as u32,
+            (1.0f32 + f32::EPSILON).to_bits()
+        );
     }
 
     /// The host fast path and the quad path agree on everything they both handle.
@@ -721,7 +853,13 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let edges = [ONE_BITS, 0x3ff0_0000_0000_0001, 0x3fef_ffff_ffff_ffff, 0x3ca0_0000_0000_0000, 0x4330_0000_0000_0000];
+        let edges = [
+            ONE_BITS,
+            0x3ff0_0000_0000_0001,
+            0x3fef_ffff_ffff_ffff,
+            0x3ca0_0000_0000_0000,
+            0x4330_0000_0000_0000,
+        ];
         let mut compared = [0usize; 5];
         for k in 0..200_000 {
             let pick = |r: u64| -> u64 {
@@ -733,7 +871,12 @@ mod tests {
                 }
             };
             let (a, b) = (pick(next()), pick(next()));
-            let b = if k % 3 == 0 { b ^ (a & 0xffff_ffff_ffff_ff00) & 0x800f_ffff_ffff_ff00 | (a & 0x7ff0_0000_0000_0000) } else { b };
+            let b = if k % 3 == 0 {
+                b ^ (a & 0xffff_ffff_ffff_ff00) & 0x800f_ffff_ffff_ff00
+                    | (a & 0x7ff0_0000_0000_0000)
+            } else {
+                b
+            };
             if is_nan(a) || is_nan(b) || is_inf(a) || is_inf(b) {
                 continue;
             }
@@ -751,11 +894,19 @@ mod tests {
                 compared[2] += 1;
             }
             let c = pick(next());
-            let c = if k % 2 == 0 { c } else { (a ^ b ^ c) & 0x800f_ffff_ffff_ffff | (c & 0x7ff0_0000_0000_0000) };
+            let c = if k % 2 == 0 {
+                c
+            } else {
+                (a ^ b ^ c) & 0x800f_ffff_ffff_ffff | (c & 0x7ff0_0000_0000_0000)
+            };
             if !is_nan(c) && !is_inf(c) {
                 for b in [b, mul(a, c, Prec::Double, e).bits ^ SIGN] {
                     if let Some(r) = host::fma(a, c, b, Prec::Double, e) {
-                        assert_eq!(r, fma_quad(a, c, b, Prec::Double, e), "{a:#x} * {c:#x} + {b:#x}");
+                        assert_eq!(
+                            r,
+                            fma_quad(a, c, b, Prec::Double, e),
+                            "{a:#x} * {c:#x} + {b:#x}"
+                        );
                         compared[4] += 1;
                     }
                 }

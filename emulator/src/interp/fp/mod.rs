@@ -23,13 +23,21 @@ use crate::cpu::{Exception, ProgramKind, msr};
 /// FPU instructions need MSR[FP].
 #[inline]
 fn fp_available(c: &Cpu) -> Exec {
-    if c.st.msr & msr::FP == 0 { Err(Exception::FpUnavailable) } else { Ok(()) }
+    if c.st.msr & msr::FP == 0 {
+        Err(Exception::FpUnavailable)
+    } else {
+        Ok(())
+    }
 }
 
 /// VSX instructions need MSR[VSX].
 #[inline]
 fn vsx_available(c: &Cpu) -> Exec {
-    if c.st.msr & msr::VSX == 0 { Err(Exception::VsxUnavailable) } else { Ok(()) }
+    if c.st.msr & msr::VSX == 0 {
+        Err(Exception::VsxUnavailable)
+    } else {
+        Ok(())
+    }
 }
 
 /// Ends an instruction after its FPSCR update: the enabled-exception interrupt (which

@@ -25,7 +25,12 @@ fn arith(c: &mut Cpu, i: Insn, r: Res, prec: Prec) -> Exec {
     }
     // QEMU classifies single results in double format (a single denormal is a double
     // normal).
-    let e = fpscr::update(&mut c.st, r.f, written, Report::Full(fpscr::class_double(bits)));
+    let e = fpscr::update(
+        &mut c.st,
+        r.f,
+        written,
+        Report::Full(fpscr::class_double(bits)),
+    );
     conclude(c, e, i.rc())
 }
 
@@ -153,13 +158,21 @@ pub(in crate::interp) fn frim(c: &mut Cpu, i: Insn) -> Exec {
 /// with VE=0 reports a QNaN class as if the result were a NaN.
 fn to_integer(c: &mut Cpu, i: Insn, fmt: IntFmt, toward_zero: bool) -> Exec {
     fp_available(c)?;
-    let mode = if toward_zero { Round::TowardZero } else { env(c).round };
+    let mode = if toward_zero {
+        Round::TowardZero
+    } else {
+        env(c).round
+    };
     let r = ieee::to_int(c.st.fpr(i.rb()), fmt, mode);
     let written = !fpscr::suppresses(c.st.fpscr, r.f.exc);
     if written {
         c.st.set_fpr(i.rt(), r.bits);
     }
-    let report = if r.f.exc & fpscr::VXCVI != 0 { Report::Full(fpscr::class::QNAN) } else { Report::Rounding };
+    let report = if r.f.exc & fpscr::VXCVI != 0 {
+        Report::Full(fpscr::class::QNAN)
+    } else {
+        Report::Rounding
+    };
     let e = fpscr::update(&mut c.st, r.f, written, report);
     conclude(c, e, i.rc())
 }
@@ -186,7 +199,11 @@ fn from_integer(c: &mut Cpu, i: Insn, signed: bool, prec: Prec, sets_fprf: bool)
     let r = ieee::from_int(c.st.fpr(i.rb()), signed, prec, env(c));
     let bits = r.to_double(prec);
     c.st.set_fpr(i.rt(), bits);
-    let report = if sets_fprf { Report::Full(fpscr::class_double(bits)) } else { Report::Rounding };
+    let report = if sets_fprf {
+        Report::Full(fpscr::class_double(bits))
+    } else {
+        Report::Rounding
+    };
     let e = fpscr::update(&mut c.st, r.f, true, report);
     conclude(c, e, i.rc())
 }
@@ -242,7 +259,11 @@ pub(in crate::interp) fn fsel(c: &mut Cpu, i: Insn) -> Exec {
     fp_available(c)?;
     let a = c.st.fpr(i.ra());
     let take_c = !ieee::is_nan(a) && (!ieee::is_neg(a) || ieee::is_zero(a));
-    let v = if take_c { c.st.fpr(i.frc()) } else { c.st.fpr(i.rb()) };
+    let v = if take_c {
+        c.st.fpr(i.frc())
+    } else {
+        c.st.fpr(i.rb())
+    };
     set_and_record(c, i, v)
 }
 
@@ -298,7 +319,15 @@ pub(super) fn compare(c: &mut Cpu, bf: u32, a: u64, b: u64, ordered: bool, fpu: 
         }
     }
     let old = c.st.fpscr;
-    let e = fpscr::update(&mut c.st, Flags { exc, ..Flags::default() }, false, Report::Exceptions);
+    let e = fpscr::update(
+        &mut c.st,
+        Flags {
+            exc,
+            ..Flags::default()
+        },
+        false,
+        Report::Exceptions,
+    );
     // QEMU clears FI after the compare, unless an enabled VXSNAN interrupted it first.
     if fpu && !(snan && old & fpscr::VE != 0 && fpscr::interrupts(&c.st)) {
         c.st.fpscr &= !fpscr::FI;
@@ -335,13 +364,27 @@ impl Parts {
     pub(super) fn double(x: u64) -> Self {
         let e = ((x >> 52) & 0x7ff) as i32;
         let f = x & ((1 << 52) - 1);
-        Parts { nan: e == 0x7ff && f != 0, inf: e == 0x7ff && f == 0, zero: e == 0 && f == 0, neg: x >> 63 != 0, tiny: e == 0, exp: e - 1023 }
+        Parts {
+            nan: e == 0x7ff && f != 0,
+            inf: e == 0x7ff && f == 0,
+            zero: e == 0 && f == 0,
+            neg: x >> 63 != 0,
+            tiny: e == 0,
+            exp: e - 1023,
+        }
     }
 
     pub(super) fn single(x: u32) -> Self {
         let e = ((x >> 23) & 0xff) as i32;
         let f = x & 0x7f_ffff;
-        Parts { nan: e == 0xff && f != 0, inf: e == 0xff && f == 0, zero: e == 0 && f == 0, neg: x >> 31 != 0, tiny: e == 0, exp: e - 127 }
+        Parts {
+            nan: e == 0xff && f != 0,
+            inf: e == 0xff && f == 0,
+            zero: e == 0 && f == 0,
+            neg: x >> 31 != 0,
+            tiny: e == 0,
+            exp: e - 127,
+        }
     }
 }
 
@@ -353,8 +396,16 @@ pub(super) struct Range {
     pub nbits: i32,
 }
 
-pub(super) const DOUBLE_RANGE: Range = Range { emin: -1022, emax: 1023, nbits: 52 };
-pub(super) const SINGLE_RANGE: Range = Range { emin: -126, emax: 127, nbits: 23 };
+pub(super) const DOUBLE_RANGE: Range = Range {
+    emin: -1022,
+    emax: 1023,
+    nbits: 52,
+};
+pub(super) const SINGLE_RANGE: Range = Range {
+    emin: -126,
+    emax: 127,
+    nbits: 23,
+};
 
 /// FE and FG of `ftdiv`/`xstdivdp`: whether a software divide a/b needs the slow path.
 pub(super) fn test_div(a: Parts, b: Parts, r: Range) -> (bool, bool) {
@@ -365,7 +416,10 @@ pub(super) fn test_div(a: Parts, b: Parts, r: Range) -> (bool, bool) {
         || b.nan
         || b.exp <= r.emin
         || b.exp >= r.emax - 2
-        || (!a.zero && (a.exp - b.exp >= r.emax || a.exp - b.exp <= r.emin + 1 || a.exp <= r.emin + r.nbits));
+        || (!a.zero
+            && (a.exp - b.exp >= r.emax
+                || a.exp - b.exp <= r.emin + 1
+                || a.exp <= r.emin + r.nbits));
     (fe, b.tiny)
 }
 
@@ -385,7 +439,11 @@ pub(super) fn test_bits(fe: bool, fg: bool) -> u32 {
 
 pub(in crate::interp) fn ftdiv(c: &mut Cpu, i: Insn) -> Exec {
     fp_available(c)?;
-    let (fe, fg) = test_div(Parts::double(c.st.fpr(i.ra())), Parts::double(c.st.fpr(i.rb())), DOUBLE_RANGE);
+    let (fe, fg) = test_div(
+        Parts::double(c.st.fpr(i.ra())),
+        Parts::double(c.st.fpr(i.rb())),
+        DOUBLE_RANGE,
+    );
     c.st.set_crf(i.bf(), test_bits(fe, fg));
     Ok(())
 }
@@ -428,7 +486,10 @@ pub(in crate::interp) fn mtfsf(c: &mut Cpu, i: Insn) -> Exec {
         u64::MAX
     } else {
         let base = 8 * (1 - i.w());
-        (0..8).filter(|k| i.flm() >> (7 - k) & 1 != 0).map(|k| field_mask(base + k)).fold(0, |m, f| m | f)
+        (0..8)
+            .filter(|k| i.flm() >> (7 - k) & 1 != 0)
+            .map(|k| field_mask(base + k))
+            .fold(0, |m, f| m | f)
     };
     let v = c.st.fpr(i.rb());
     store_fpscr(c, i, v, mask)
@@ -467,4 +528,3 @@ pub(in crate::interp) fn mcrfs(c: &mut Cpu, i: Insn) -> Exec {
     c.st.fpscr = fpscr::with_summaries(c.st.fpscr & !clear);
     Ok(())
 }
-

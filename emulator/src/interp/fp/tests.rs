@@ -26,7 +26,14 @@ fn x_form(op: u32, t: u32, a: u32, b: u32, xo: u32, rc: bool) -> u32 {
 }
 /// XX3 form (opcode 60).
 fn xx3(t: u32, a: u32, b: u32, xo: u32) -> u32 {
-    60 << 26 | (t & 31) << 21 | (a & 31) << 16 | (b & 31) << 11 | xo << 3 | (a >> 5) << 2 | (b >> 5) << 1 | t >> 5
+    60 << 26
+        | (t & 31) << 21
+        | (a & 31) << 16
+        | (b & 31) << 11
+        | xo << 3
+        | (a >> 5) << 2
+        | (b >> 5) << 1
+        | t >> 5
 }
 /// XX2 form (opcode 60).
 fn xx2(t: u32, b: u32, xo: u32) -> u32 {
@@ -141,7 +148,11 @@ fn nan_propagation_order_and_snan_quieting() {
     let c = exec(a_form(63, 1, 0, 2, 0, 22, false), 0, &[0, d(-4.0)]); // fsqrt(-4)
     assert_eq!((c.st.fpr(1), c.st.fpscr & VXSQRT), (QNAN, VXSQRT));
     // Single precision: the NaN keeps only the fraction bits a single has.
-    let c = exec(a_form(59, 1, 2, 3, 0, 21, false), 0, &[0, 0x7ff8_0000_0000_0001, ONE]);
+    let c = exec(
+        a_form(59, 1, 2, 3, 0, 21, false),
+        0,
+        &[0, 0x7ff8_0000_0000_0001, ONE],
+    );
     assert_eq!(c.st.fpr(1), QNAN);
 }
 
@@ -182,7 +193,10 @@ fn enabled_exceptions_interrupt_in_precise_mode() {
     c.st.fpscr = XE;
     c.st.set_fpr(2, d(1.0 / 3.0));
     c.st.set_fpr(3, d(3.0));
-    assert_eq!(step(&mut c, word), Err(Exception::Program(ProgramKind::FpEnabled)));
+    assert_eq!(
+        step(&mut c, word),
+        Err(Exception::Program(ProgramKind::FpEnabled))
+    );
     assert_eq!(c.st.fpr(1), d(1.0));
     assert_eq!(c.st.fpscr & (XX | FEX | FX), XX | FEX | FX);
     assert_eq!(c.st.crf(1), 0);
@@ -200,11 +214,17 @@ fn enabled_exceptions_interrupt_in_precise_mode() {
     assert_eq!(c.st.fpr(1), 0x1234);
     assert_eq!(c.st.fpscr & (VXZDZ | VX | FEX | FPRF), VXZDZ | VX | FEX);
     c.st.msr |= msr::FE0;
-    assert_eq!(step(&mut c, fdiv(1, 2, 3)), Err(Exception::Program(ProgramKind::FpEnabled)));
+    assert_eq!(
+        step(&mut c, fdiv(1, 2, 3)),
+        Err(Exception::Program(ProgramKind::FpEnabled))
+    );
     // Zero divide with ZE, likewise.
     c.st.fpscr = ZE;
     c.st.set_fpr(2, ONE);
-    assert_eq!(step(&mut c, fdiv(1, 2, 3)), Err(Exception::Program(ProgramKind::FpEnabled)));
+    assert_eq!(
+        step(&mut c, fdiv(1, 2, 3)),
+        Err(Exception::Program(ProgramKind::FpEnabled))
+    );
     assert_eq!(c.st.fpr(1), 0x1234);
     assert_eq!(c.st.fpscr & (ZX | FEX), ZX | FEX);
     // Without enabled bits: 1/0 is +inf with ZX.
@@ -228,7 +248,11 @@ fn fused_multiply_add_rounds_once() {
     let c = exec(a_form(59, 1, 2, 3, 4, 29, false), 0, &[0, ONE, b, ONE]);
     assert_eq!(c.st.fpr(1), d(1.0 + 2f64.powi(-23)));
     // fnmsub: -(a*c - b).
-    let c = exec(a_form(63, 1, 2, 3, 4, 30, false), 0, &[0, d(2.0), d(1.0), d(3.0)]);
+    let c = exec(
+        a_form(63, 1, 2, 3, 4, 30, false),
+        0,
+        &[0, d(2.0), d(1.0), d(3.0)],
+    );
     assert_eq!(c.st.fpr(1), d(-5.0));
 }
 
@@ -243,7 +267,10 @@ fn conversions_to_integer() {
     // Saturation and VXCVI; FPRF reports a QNaN class.
     let c = fctiw(d(3e10), 0);
     assert_eq!(c.st.fpr(1), 0x7fff_ffff);
-    assert_eq!(c.st.fpscr & (VXCVI | VX | XX | FPRF), VXCVI | VX | class::QNAN);
+    assert_eq!(
+        c.st.fpscr & (VXCVI | VX | XX | FPRF),
+        VXCVI | VX | class::QNAN
+    );
     assert_eq!(fctiw(d(-3e10), 0).st.fpr(1), (i32::MIN as i64) as u64);
     let c = fctiw(0x7ff0_0000_0000_0001, 0);
     assert_eq!(c.st.fpr(1), 0x8000_0000);
@@ -256,7 +283,10 @@ fn conversions_to_integer() {
     assert_eq!(fctiwu(d(4294967295.0)).st.fpr(1), 0xffff_ffff);
     // fctidz: 2^63 is out of range, the largest double below it is not.
     let fctidz = |b: u64| exec(x_form(63, 1, 0, 2, 815, false), 0, &[0, b]);
-    assert_eq!(fctidz(d(9.223372036854775e18)).st.fpr(1), 9223372036854774784);
+    assert_eq!(
+        fctidz(d(9.223372036854775e18)).st.fpr(1),
+        9223372036854774784
+    );
     assert_eq!(fctidz(d(2f64.powi(63))).st.fpr(1), i64::MAX as u64);
     // fcfid: 2^53 + 1 is not representable; to nearest it is 2^53.
     let c = exec(x_form(63, 1, 0, 2, 846, false), 0, &[0, (1 << 53) + 1]);
@@ -273,7 +303,15 @@ fn conversions_to_integer() {
 
 #[test]
 fn select_moves_and_compares() {
-    let fsel = |a: u64| exec(a_form(63, 1, 2, 3, 4, 23, false), 0, &[0, a, d(10.0), d(20.0)]).st.fpr(1);
+    let fsel = |a: u64| {
+        exec(
+            a_form(63, 1, 2, 3, 4, 23, false),
+            0,
+            &[0, a, d(10.0), d(20.0)],
+        )
+        .st
+        .fpr(1)
+    };
     assert_eq!(fsel(d(0.0)), d(20.0));
     assert_eq!(fsel(d(-0.0)), d(20.0));
     assert_eq!(fsel(d(-1.0)), d(10.0));
@@ -282,7 +320,11 @@ fn select_moves_and_compares() {
     assert_eq!(c.st.fpr(1), d(-2.0));
     let c = exec(x_form(63, 1, 0, 2, 136, false), 0, &[0, d(2.0)]); // fnabs
     assert_eq!(c.st.fpr(1), d(-2.0));
-    let c = exec(x_form(63, 1, 2, 3, 966, false), 0, &[0, 0x1111_2222_3333_4444, 0x5555_6666_7777_8888]);
+    let c = exec(
+        x_form(63, 1, 2, 3, 966, false),
+        0,
+        &[0, 0x1111_2222_3333_4444, 0x5555_6666_7777_8888],
+    );
     assert_eq!(c.st.fpr(1), 0x1111_2222_5555_6666); // fmrgew
     // fcmpu: CR field and FPCC; NaN → unordered, VXSNAN only for SNaN.
     let fcmpu = |a: u64, b: u64| exec(x_form(63, 3 << 2, 2, 3, 0, false), 0, &[0, a, b]);
@@ -301,13 +343,26 @@ fn select_moves_and_compares() {
 fn fpscr_access() {
     // mtfsfi 7,2 (RN = toward +inf), then mffs.
     let mut c = cpu();
-    run(&mut c, &[x_form(63, 7 << 2, 0, 2 << 1, 134, false), x_form(63, 5, 0, 0, 583, false)]);
+    run(
+        &mut c,
+        &[
+            x_form(63, 7 << 2, 0, 2 << 1, 134, false),
+            x_form(63, 5, 0, 0, 583, false),
+        ],
+    );
     assert_eq!(c.st.fpscr, 2);
     assert_eq!(c.st.fpr(5), 2);
     // mtfsb1 VXSNAN sets VX; mtfsb0 clears it again. FEX and VX cannot be set directly.
     run(&mut c, &[x_form(63, 7, 0, 0, 38, false)]);
     assert_eq!(c.st.fpscr, 2 | VXSNAN | VX);
-    run(&mut c, &[x_form(63, 7, 0, 0, 70, false), x_form(63, 1, 0, 0, 38, false), x_form(63, 2, 0, 0, 38, false)]);
+    run(
+        &mut c,
+        &[
+            x_form(63, 7, 0, 0, 70, false),
+            x_form(63, 1, 0, 0, 38, false),
+            x_form(63, 2, 0, 0, 38, false),
+        ],
+    );
     assert_eq!(c.st.fpscr, 2);
     // mtfsf 0x81 with FRB: fields 0 (FX..OX) and 7 (XE NI RN); Rc records CR1.
     c.st.set_fpr(1, 0x9000_000b);
@@ -321,7 +376,10 @@ fn fpscr_access() {
     // Enabling an exception whose bit is set interrupts in precise mode.
     c.st.fpscr = XX;
     c.st.msr |= msr::FE0;
-    assert_eq!(step(&mut c, x_form(63, 7 << 2, 0, 8 << 1, 134, false)), Err(Exception::Program(ProgramKind::FpEnabled)));
+    assert_eq!(
+        step(&mut c, x_form(63, 7 << 2, 0, 8 << 1, 134, false)),
+        Err(Exception::Program(ProgramKind::FpEnabled))
+    );
     assert_eq!(c.st.fpscr, XX | XE | FEX);
 }
 
@@ -332,7 +390,10 @@ fn facility_unavailable() {
     assert_eq!(step(&mut c, fadd(1, 2, 3)), Err(Exception::FpUnavailable));
     let mut c = cpu();
     c.st.msr &= !msr::VSX;
-    assert_eq!(step(&mut c, xx3(1, 2, 3, 32)), Err(Exception::VsxUnavailable));
+    assert_eq!(
+        step(&mut c, xx3(1, 2, 3, 32)),
+        Err(Exception::VsxUnavailable)
+    );
 }
 
 #[test]
@@ -349,13 +410,19 @@ fn vsx_scalar_and_vector() {
     c.st.vsr[2] = (d(3.0) as u128) << 64 | d(-0.5) as u128;
     c.st.vsr[3] = (d(1.0 / 3.0) as u128) << 64 | d(8.0) as u128;
     run(&mut c, &[xx3(4, 2, 3, 112)]);
-    assert_eq!(c.st.vsr[4], (d(3.0 * (1.0 / 3.0)) as u128) << 64 | d(-4.0) as u128);
+    assert_eq!(
+        c.st.vsr[4],
+        (d(3.0 * (1.0 / 3.0)) as u128) << 64 | d(-4.0) as u128
+    );
     assert_eq!(c.st.fpscr & (FPRF | FI), 0);
     // xsmaddadp XT = XA*XB + XT, xsmaddmdp XT = XA*XT + XB.
     c.st.vsr[5] = (d(2.0) as u128) << 64;
     c.st.vsr[6] = (d(3.0) as u128) << 64;
     c.st.vsr[7] = (d(5.0) as u128) << 64;
-    let mut c2 = Cpu { st: c.st.clone(), ..cpu() };
+    let mut c2 = Cpu {
+        st: c.st.clone(),
+        ..cpu()
+    };
     run(&mut c, &[xx3(7, 5, 6, 33)]);
     assert_eq!(c.st.vsr[7] >> 64, d(2.0 * 3.0 + 5.0) as u128);
     run(&mut c2, &[xx3(7, 5, 6, 41)]);
@@ -381,7 +448,10 @@ fn vsx_scalar_and_vector() {
     c.st.vsr[15] = w(1.0) << 96 | w(2.0) << 64 | w(-3.0) << 32 | w(0.5);
     c.st.vsr[16] = w(0.25) << 96 | w(2.0) << 64 | w(3.0) << 32 | w(1e-8);
     run(&mut c, &[xx3(17, 15, 16, 64)]);
-    assert_eq!(c.st.vsr[17], w(1.25) << 96 | w(4.0) << 64 | w(0.0) << 32 | w(0.5 + 1e-8));
+    assert_eq!(
+        c.st.vsr[17],
+        w(1.25) << 96 | w(4.0) << 64 | w(0.0) << 32 | w(0.5 + 1e-8)
+    );
     // xsmaxdp: a quiet NaN loses, +0 beats -0.
     c.st.vsr[18] = (QNAN as u128) << 64;
     c.st.vsr[19] = (d(-1.0) as u128) << 64;
@@ -396,14 +466,32 @@ fn vsx_scalar_and_vector() {
 #[test]
 fn fpscr_summaries_are_consistent_after_any_update() {
     // Whatever an instruction does, VX and FEX stay the summaries of their bits.
-    let words = [fadd(1, 2, 3), fmul(1, 2, 3), fdiv(1, 2, 3), fmadd(1, 2, 3, 4)];
-    let vals = [0, 1 << 63, ONE, MAX, 1, QNAN, 0x7ff0_0000_0000_0001, 0x7ff0_0000_0000_0000];
+    let words = [
+        fadd(1, 2, 3),
+        fmul(1, 2, 3),
+        fdiv(1, 2, 3),
+        fmadd(1, 2, 3, 4),
+    ];
+    let vals = [
+        0,
+        1 << 63,
+        ONE,
+        MAX,
+        1,
+        QNAN,
+        0x7ff0_0000_0000_0001,
+        0x7ff0_0000_0000_0000,
+    ];
     for &w in &words {
         for &a in &vals {
             for &b in &vals {
                 for en in [0, VE | ZE, OE | UE | XE] {
                     let c = exec(w, en, &[0, a, b, d(3.0)]);
-                    assert_eq!(c.st.fpscr, fpscr::with_summaries(c.st.fpscr), "{w:#x} {a:#x} {b:#x}");
+                    assert_eq!(
+                        c.st.fpscr,
+                        fpscr::with_summaries(c.st.fpscr),
+                        "{w:#x} {a:#x} {b:#x}"
+                    );
                 }
             }
         }

@@ -64,7 +64,13 @@ fn scalar_result(c: &mut Cpu, i: Insn, r: Res, prec: Prec) -> Exec {
     // QEMU classifies single results in double format (a single denormal is a double
     // normal).
     let d = r.to_double(prec);
-    store_scalar(c, i, r.f, from_dws(d, 0), Report::Full(fpscr::class_double(d)))
+    store_scalar(
+        c,
+        i,
+        r.f,
+        from_dws(d, 0),
+        Report::Full(fpscr::class_double(d)),
+    )
 }
 
 fn store_scalar(c: &mut Cpu, i: Insn, f: Flags, v: u128, report: Report) -> Exec {
@@ -238,9 +244,13 @@ xv_fma! {
 fn unary(op: u8, b: u64, prec: Prec, vector: bool, env: Env) -> Res {
     match (op, prec, vector) {
         (SQRT, _, _) => ieee::sqrt(b, prec, env),
-        (RE, Prec::Single, false) => then_round_single(scalar::reciprocal(b, Prec::Double, env), env),
+        (RE, Prec::Single, false) => {
+            then_round_single(scalar::reciprocal(b, Prec::Double, env), env)
+        }
         (RE, _, _) => scalar::reciprocal(b, prec, env),
-        (_, Prec::Single, false) => then_round_single(scalar::reciprocal_sqrt(b, Prec::Double, env), env),
+        (_, Prec::Single, false) => {
+            then_round_single(scalar::reciprocal_sqrt(b, Prec::Double, env), env)
+        }
         (_, Prec::Single, true) => {
             let s = ieee::sqrt(b, Prec::Single, env);
             let mut r = scalar::reciprocal(single_to_double(s.bits as u32), Prec::Single, env);
@@ -315,7 +325,13 @@ fn max_min(a: u64, b: u64, max: bool, prec: Prec) -> Res {
     };
     if ieee::is_snan(a) || ieee::is_snan(b) {
         let q = if ieee::is_nan(a) { a } else { b } | (1 << 51);
-        return Res::new(narrow(q), Flags { exc: fpscr::VXSNAN, ..Flags::default() });
+        return Res::new(
+            narrow(q),
+            Flags {
+                exc: fpscr::VXSNAN,
+                ..Flags::default()
+            },
+        );
     }
     let pick = match (ieee::is_nan(a), ieee::is_nan(b)) {
         (true, _) if ieee::is_nan(b) => a,
@@ -448,7 +464,13 @@ fn cmp_elem(a: u64, b: u64, how: u8) -> (bool, Flags) {
         if how != EQ {
             exc |= fpscr::VXVC;
         }
-        return (false, Flags { exc, ..Flags::default() });
+        return (
+            false,
+            Flags {
+                exc,
+                ..Flags::default()
+            },
+        );
     }
     let (x, y) = (f64::from_bits(a), f64::from_bits(b));
     let t = match how {
@@ -472,7 +494,10 @@ fn vector_compare(c: &mut Cpu, i: Insn, how: u8, single: bool) -> Exec {
     let v = if single {
         from_words([0, 1, 2, 3].map(|k| if bits[k] { u32::MAX } else { 0 }))
     } else {
-        from_dws(if bits[0] { u64::MAX } else { 0 }, if bits[1] { u64::MAX } else { 0 })
+        from_dws(
+            if bits[0] { u64::MAX } else { 0 },
+            if bits[1] { u64::MAX } else { 0 },
+        )
     };
     let fp = c.st.fpscr;
     let f = flags.iter().fold(Flags::default(), |mut a, b| {
@@ -507,7 +532,11 @@ xv_cmp! {
 
 pub(in crate::interp) fn xstdivdp(c: &mut Cpu, i: Insn) -> Exec {
     vsx_available(c)?;
-    let (fe, fg) = scalar::test_div(Parts::double(xa0(c, i)), Parts::double(xb0(c, i)), DOUBLE_RANGE);
+    let (fe, fg) = scalar::test_div(
+        Parts::double(xa0(c, i)),
+        Parts::double(xb0(c, i)),
+        DOUBLE_RANGE,
+    );
     c.st.set_crf(i.bf(), scalar::test_bits(fe, fg));
     Ok(())
 }
@@ -522,7 +551,15 @@ pub(in crate::interp) fn xstsqrtdp(c: &mut Cpu, i: Insn) -> Exec {
 pub(in crate::interp) fn xvtdivdp(c: &mut Cpu, i: Insn) -> Exec {
     vsx_available(c)?;
     let (a, b) = (c.st.vsr[i.xa() as usize], c.st.vsr[i.xb() as usize]);
-    let (fe, fg) = (0..2).map(|k| scalar::test_div(Parts::double(dw(a, k)), Parts::double(dw(b, k)), DOUBLE_RANGE)).fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
+    let (fe, fg) = (0..2)
+        .map(|k| {
+            scalar::test_div(
+                Parts::double(dw(a, k)),
+                Parts::double(dw(b, k)),
+                DOUBLE_RANGE,
+            )
+        })
+        .fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
     c.st.set_crf(i.bf(), scalar::test_bits(fe, fg));
     Ok(())
 }
@@ -530,7 +567,15 @@ pub(in crate::interp) fn xvtdivdp(c: &mut Cpu, i: Insn) -> Exec {
 pub(in crate::interp) fn xvtdivsp(c: &mut Cpu, i: Insn) -> Exec {
     vsx_available(c)?;
     let (a, b) = (c.st.vsr[i.xa() as usize], c.st.vsr[i.xb() as usize]);
-    let (fe, fg) = (0..4).map(|k| scalar::test_div(Parts::single(word(a, k)), Parts::single(word(b, k)), SINGLE_RANGE)).fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
+    let (fe, fg) = (0..4)
+        .map(|k| {
+            scalar::test_div(
+                Parts::single(word(a, k)),
+                Parts::single(word(b, k)),
+                SINGLE_RANGE,
+            )
+        })
+        .fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
     c.st.set_crf(i.bf(), scalar::test_bits(fe, fg));
     Ok(())
 }
@@ -538,7 +583,9 @@ pub(in crate::interp) fn xvtdivsp(c: &mut Cpu, i: Insn) -> Exec {
 pub(in crate::interp) fn xvtsqrtdp(c: &mut Cpu, i: Insn) -> Exec {
     vsx_available(c)?;
     let b = c.st.vsr[i.xb() as usize];
-    let (fe, fg) = (0..2).map(|k| scalar::test_sqrt(Parts::double(dw(b, k)), DOUBLE_RANGE)).fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
+    let (fe, fg) = (0..2)
+        .map(|k| scalar::test_sqrt(Parts::double(dw(b, k)), DOUBLE_RANGE))
+        .fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
     c.st.set_crf(i.bf(), scalar::test_bits(fe, fg));
     Ok(())
 }
@@ -546,7 +593,9 @@ pub(in crate::interp) fn xvtsqrtdp(c: &mut Cpu, i: Insn) -> Exec {
 pub(in crate::interp) fn xvtsqrtsp(c: &mut Cpu, i: Insn) -> Exec {
     vsx_available(c)?;
     let b = c.st.vsr[i.xb() as usize];
-    let (fe, fg) = (0..4).map(|k| scalar::test_sqrt(Parts::single(word(b, k)), SINGLE_RANGE)).fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
+    let (fe, fg) = (0..4)
+        .map(|k| scalar::test_sqrt(Parts::single(word(b, k)), SINGLE_RANGE))
+        .fold((false, false), |x, y| (x.0 | y.0, x.1 | y.1));
     c.st.set_crf(i.bf(), scalar::test_bits(fe, fg));
     Ok(())
 }
@@ -619,7 +668,13 @@ pub(in crate::interp) fn xscvdpsp(c: &mut Cpu, i: Insn) -> Exec {
     vsx_available(c)?;
     let r = ieee::round_to_prec(xb0(c, i), Prec::Single, env(c));
     let w = r.bits as u32;
-    store_scalar(c, i, r.f, from_words([w, w, 0, 0]), Report::Full(fpscr::class_single(w)))
+    store_scalar(
+        c,
+        i,
+        r.f,
+        from_words([w, w, 0, 0]),
+        Report::Full(fpscr::class_single(w)),
+    )
 }
 
 /// `xscvdpspn`: the single-format bits of a value assumed representable, no exceptions.
@@ -634,7 +689,13 @@ pub(in crate::interp) fn xscvdpspn(c: &mut Cpu, i: Insn) -> Exec {
 fn widen(w: u32) -> Res {
     let d = single_to_double(w);
     if ieee::is_snan(d) {
-        return Res::new(d | (1 << 51), Flags { exc: fpscr::VXSNAN, ..Flags::default() });
+        return Res::new(
+            d | (1 << 51),
+            Flags {
+                exc: fpscr::VXSNAN,
+                ..Flags::default()
+            },
+        );
     }
     Res::new(d, Flags::default())
 }

@@ -52,7 +52,11 @@ fn add_digits(a: u128, b: u128, subtract: bool) -> (u128, bool, bool, bool) {
     for n in 1..=31 {
         let (x, y) = (digit(a, n), digit(b, n));
         invalid |= x > 9 || y > 9;
-        let mut d = if subtract { x as i32 - y as i32 + carry } else { x as i32 + y as i32 + carry };
+        let mut d = if subtract {
+            x as i32 - y as i32 + carry
+        } else {
+            x as i32 + y as i32 + carry
+        };
         carry = 0;
         if subtract && d < 0 {
             d += 10;
@@ -74,7 +78,13 @@ fn bcd_add(a: u128, b: u128, ps: bool) -> (u128, u32) {
         return (u128::MAX, SO);
     }
     let preferred = |s: i32| -> u128 {
-        if s < 0 { 0xd } else if ps { 0xf } else { 0xc }
+        if s < 0 {
+            0xd
+        } else if ps {
+            0xf
+        } else {
+            0xc
+        }
     };
     let cr_of = |s: i32| if s > 0 { GT } else { LT };
     let (digits, carry, invalid, zero, s) = if sa == sb {
@@ -96,7 +106,14 @@ fn bcd_add(a: u128, b: u128, ps: bool) -> (u128, u32) {
     if invalid {
         return (u128::MAX, SO);
     }
-    let cr = cr_of(s) | if carry { SO } else if zero { EQ } else { 0 };
+    let cr = cr_of(s)
+        | if carry {
+            SO
+        } else if zero {
+            EQ
+        } else {
+            0
+        };
     (digits | preferred(s), cr)
 }
 

@@ -3,8 +3,8 @@
 //! The AES state is the register's 16 bytes in element order, column-major (byte 4c + r is
 //! row r of column c), as FIPS-197 lays out its input block.
 
-use super::{Cpu, Exec, Lane, count, get, put, vec_ok};
 use super::vx_ab;
+use super::{Cpu, Exec, Lane, count, get, put, vec_ok};
 use crate::isa::Insn;
 
 /// Multiplication in GF(2^8) modulo x^8 + x^4 + x^3 + x + 1.
@@ -39,7 +39,12 @@ const SBOX: [u8; 256] = {
         if x == 0 {
             inv = 0;
         }
-        let s = inv ^ inv.rotate_left(1) ^ inv.rotate_left(2) ^ inv.rotate_left(3) ^ inv.rotate_left(4) ^ 0x63;
+        let s = inv
+            ^ inv.rotate_left(1)
+            ^ inv.rotate_left(2)
+            ^ inv.rotate_left(3)
+            ^ inv.rotate_left(4)
+            ^ 0x63;
         t[x] = s;
         x += 1;
     }
@@ -66,7 +71,11 @@ fn sub_bytes(s: State, table: &[u8; 256]) -> State {
 fn shift_rows(s: State, inverse: bool) -> State {
     std::array::from_fn(|k| {
         let (r, c) = (k % 4, k / 4);
-        let from = if inverse { (c + 4 - r) % 4 } else { (c + r) % 4 };
+        let from = if inverse {
+            (c + 4 - r) % 4
+        } else {
+            (c + r) % 4
+        };
         s[4 * from + r]
     })
 }
@@ -98,7 +107,10 @@ vx_ab! {
 
 pub(in crate::interp) fn vsbox(c: &mut Cpu, i: Insn) -> Exec {
     vec_ok(c)?;
-    c.st.set_vr(i.rt(), u128::from_be_bytes(sub_bytes(c.st.vr(i.ra()).to_be_bytes(), &SBOX)));
+    c.st.set_vr(
+        i.rt(),
+        u128::from_be_bytes(sub_bytes(c.st.vr(i.ra()).to_be_bytes(), &SBOX)),
+    );
     Ok(())
 }
 
@@ -177,7 +189,10 @@ mod tests {
 
     #[test]
     fn sbox_matches_fips197_samples() {
-        assert_eq!((SBOX[0x00], SBOX[0x01], SBOX[0x53], SBOX[0xff]), (0x63, 0x7c, 0xed, 0x16));
+        assert_eq!(
+            (SBOX[0x00], SBOX[0x01], SBOX[0x53], SBOX[0xff]),
+            (0x63, 0x7c, 0xed, 0x16)
+        );
         assert_eq!(INV_SBOX[0x63], 0);
     }
 
@@ -187,10 +202,22 @@ mod tests {
         // round-1 key; the expected value is the start of round 2.
         let state = 0x193de3bea0f4e22b9ac68d2ae9f84808u128;
         let key = 0xa0fafe1788542cb123a339392a6c7605u128;
-        let after = xor(mix_columns(shift_rows(sub_bytes(state.to_be_bytes(), &SBOX), false), MIX), key);
+        let after = xor(
+            mix_columns(
+                shift_rows(sub_bytes(state.to_be_bytes(), &SBOX), false),
+                MIX,
+            ),
+            key,
+        );
         assert_eq!(after, 0xa49c7ff2689f352b6b5bea43026a5049);
         // The inverse round undoes it.
-        let s = sub_bytes(shift_rows(mix_columns(xor(after.to_be_bytes(), key).to_be_bytes(), INV_MIX), true), &INV_SBOX);
+        let s = sub_bytes(
+            shift_rows(
+                mix_columns(xor(after.to_be_bytes(), key).to_be_bytes(), INV_MIX),
+                true,
+            ),
+            &INV_SBOX,
+        );
         assert_eq!(u128::from_be_bytes(s), state);
     }
 

@@ -32,13 +32,19 @@ struct Mode {
 
 impl Mode {
     fn of(c: &Cpu) -> Self {
-        Mode { nj: c.st.vscr & VSCR_NJ != 0 }
+        Mode {
+            nj: c.st.vscr & VSCR_NJ != 0,
+        }
     }
 
     /// An operand as the arithmetic sees it: in NJ mode a denormal reads as zero.
     #[inline(always)]
     fn input(self, x: u32) -> f32 {
-        f32::from_bits(if self.nj && is_denormal(x) { x & SIGN } else { x })
+        f32::from_bits(if self.nj && is_denormal(x) {
+            x & SIGN
+        } else {
+            x
+        })
     }
 
     /// A computed (non-NaN-operand) result: default NaN for invalid operations, denormals
@@ -110,12 +116,24 @@ macro_rules! vfp1 {
 /// Maximum/minimum: -0 orders below +0.
 #[inline(always)]
 fn max(a: f32, b: f32) -> f32 {
-    if a == b { if a.is_sign_positive() { a } else { b } } else if a > b { a } else { b }
+    if a == b {
+        if a.is_sign_positive() { a } else { b }
+    } else if a > b {
+        a
+    } else {
+        b
+    }
 }
 
 #[inline(always)]
 fn min(a: f32, b: f32) -> f32 {
-    if a == b { if a.is_sign_negative() { a } else { b } } else if a < b { a } else { b }
+    if a == b {
+        if a.is_sign_negative() { a } else { b }
+    } else if a < b {
+        a
+    } else {
+        b
+    }
 }
 
 vfp2! {
@@ -133,15 +151,28 @@ fn multiply_add(c: &mut Cpu, i: Insn, negate: bool) -> Exec {
     let (va, vb, vc) = (c.st.vr(i.ra()), c.st.vr(i.rb()), c.st.vr(i.frc()));
     let mut r = 0;
     for k in 0..4 {
-        let (a, b, cc) = (super::get::<u32>(va, k), super::get::<u32>(vb, k), super::get::<u32>(vc, k));
+        let (a, b, cc) = (
+            super::get::<u32>(va, k),
+            super::get::<u32>(vb, k),
+            super::get::<u32>(vc, k),
+        );
         let x = m.op3(a, b, cc, |x, y, z| {
             if x.is_infinite() || y.is_infinite() || z.is_infinite() {
                 // Infinities (and inf × 0) need no rounding: the host gets them right.
-                return if negate { -x.mul_add(y, -z) } else { x.mul_add(y, z) };
+                return if negate {
+                    -x.mul_add(y, -z)
+                } else {
+                    x.mul_add(y, z)
+                };
             }
             let z = if negate { -z } else { z };
-            let p = Parts::from_f32(x.to_bits()).mul_add(Parts::from_f32(y.to_bits()), Parts::from_f32(z.to_bits()));
-            let p = if negate { Parts { sign: !p.sign, ..p } } else { p };
+            let p = Parts::from_f32(x.to_bits())
+                .mul_add(Parts::from_f32(y.to_bits()), Parts::from_f32(z.to_bits()));
+            let p = if negate {
+                Parts { sign: !p.sign, ..p }
+            } else {
+                p
+            };
             f32::from_bits(p.round_f32(m.nj))
         });
         super::put(&mut r, k, x);
@@ -223,7 +254,11 @@ fn convert_to(c: &mut Cpu, i: Insn, signed: bool) -> Exec {
             return (0u32, false);
         }
         let t = (m.input(x) as f64 * scale).trunc();
-        let (lo, hi) = if signed { (i32::MIN as f64, i32::MAX as f64) } else { (0.0, u32::MAX as f64) };
+        let (lo, hi) = if signed {
+            (i32::MIN as f64, i32::MAX as f64)
+        } else {
+            (0.0, u32::MAX as f64)
+        };
         let v = t.clamp(lo, hi);
         let bits = if signed { v as i32 as u32 } else { v as u32 };
         (bits, v != t)
@@ -305,12 +340,26 @@ mod tests {
         let mut c = cpu();
         let den = 0x0000_0001; // the smallest denormal
         c.st.vscr = VSCR_NJ;
-        let r = vr_op(&mut c, "vaddfp", w4([den, 0x8000_0003, MIN_NORMAL, 0x3f80_0000]), w4([0, 0, 0x8000_0001, 0]), 0, 0);
+        let r = vr_op(
+            &mut c,
+            "vaddfp",
+            w4([den, 0x8000_0003, MIN_NORMAL, 0x3f80_0000]),
+            w4([0, 0, 0x8000_0001, 0]),
+            0,
+            0,
+        );
         // (-0 + +0 is +0 in round-to-nearest.)
         assert_eq!(r, w4([0, 0, MIN_NORMAL, 0x3f80_0000]));
         // Without NJ the same sums are exact denormals.
         c.st.vscr = 0;
-        let r = vr_op(&mut c, "vaddfp", w4([den, 0x8000_0003, MIN_NORMAL, 0x3f80_0000]), w4([0, 0, 0x8000_0001, 0]), 0, 0);
+        let r = vr_op(
+            &mut c,
+            "vaddfp",
+            w4([den, 0x8000_0003, MIN_NORMAL, 0x3f80_0000]),
+            w4([0, 0, 0x8000_0001, 0]),
+            0,
+            0,
+        );
         assert_eq!(r, w4([den, 0x8000_0003, 0x007f_ffff, 0x3f80_0000]));
     }
 
@@ -318,7 +367,11 @@ mod tests {
     fn nj_flushes_a_result_that_is_tiny_before_rounding() {
         let mut c = cpu();
         // MIN_NORMAL - (tiny product): rounds back up to MIN_NORMAL, but is below it exactly.
-        let (a, cc, b) = (w4([0x069f_1dec; 4]), w4([0x9959_0a6e; 4]), w4([MIN_NORMAL; 4]));
+        let (a, cc, b) = (
+            w4([0x069f_1dec; 4]),
+            w4([0x9959_0a6e; 4]),
+            w4([MIN_NORMAL; 4]),
+        );
         c.st.vscr = 0;
         assert_eq!(vr_op(&mut c, "vmaddfp", a, b, cc, 0), w4([MIN_NORMAL; 4]));
         c.st.vscr = VSCR_NJ;
@@ -329,7 +382,14 @@ mod tests {
     fn nans_propagate_quieted_in_operand_order() {
         let mut c = cpu();
         let (snan_a, qnan_b) = (0x7f80_0001, 0xffc0_0002);
-        let r = vr_op(&mut c, "vaddfp", w4([snan_a, 0x3f80_0000, 0x7f80_0000, 0]), w4([qnan_b, qnan_b, 0xff80_0000, 0]), 0, 0);
+        let r = vr_op(
+            &mut c,
+            "vaddfp",
+            w4([snan_a, 0x3f80_0000, 0x7f80_0000, 0]),
+            w4([qnan_b, qnan_b, 0xff80_0000, 0]),
+            0,
+            0,
+        );
         // A's NaN wins and is quieted; inf - inf is the default NaN.
         assert_eq!(r, w4([0x7fc0_0001, qnan_b, 0x7fc0_0000, 0]));
     }
@@ -349,7 +409,10 @@ mod tests {
         assert_eq!(r, w4([3_000_000_000, 0, 0, 2]));
         assert_eq!(c.st.vscr, VSCR_NJ | VSCR_SAT);
         // vcfsx: -6 / 2^2.
-        assert_eq!(vr_op(&mut c, "vcfsx", 0, w4([(-6i32) as u32; 4]), 0, 2 << 16), w4([0xbfc0_0000; 4]));
+        assert_eq!(
+            vr_op(&mut c, "vcfsx", 0, w4([(-6i32) as u32; 4]), 0, 2 << 16),
+            w4([0xbfc0_0000; 4])
+        );
     }
 
     #[test]
@@ -358,13 +421,26 @@ mod tests {
         // |a| <= b for 1 vs 2 and -2 vs 2; 3 > 2; -3 < -2.
         let a = w4([0x3f80_0000, 0xc000_0000, 0x4040_0000, 0xc040_0000]);
         let b = w4([0x4000_0000; 4]);
-        assert_eq!(vr_op(&mut c, "vcmpbfp", a, b, 0, RC), w4([0, 0, 0x8000_0000, 0x4000_0000]));
+        assert_eq!(
+            vr_op(&mut c, "vcmpbfp", a, b, 0, RC),
+            w4([0, 0, 0x8000_0000, 0x4000_0000])
+        );
         assert_eq!(c.st.crf(6), 0);
         let a = w4([0x3f80_0000, 0xc000_0000, 0, 0x8000_0000]);
         assert_eq!(vr_op(&mut c, "vcmpbfp", a, b, 0, RC), 0);
         assert_eq!(c.st.crf(6), 0b0010);
         // vcmpgefp: NaN compares false in every element.
-        assert_eq!(vr_op(&mut c, "vcmpgefp", w4([0x7fc0_0000; 4]), w4([0x7fc0_0000; 4]), 0, RC), 0);
+        assert_eq!(
+            vr_op(
+                &mut c,
+                "vcmpgefp",
+                w4([0x7fc0_0000; 4]),
+                w4([0x7fc0_0000; 4]),
+                0,
+                RC
+            ),
+            0
+        );
         assert_eq!(c.st.crf(6), 0b0010);
     }
 }

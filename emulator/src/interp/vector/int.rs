@@ -144,13 +144,20 @@ where
 
 /// Multiply-sum: per word, the products of the narrower elements plus word j of c.
 #[inline(always)]
-fn msum<A: Lane + Into<i128>, B: Lane + Into<i128>, T: Lane + Into<i128>>(a: u128, b: u128, c: u128, wrap: bool) -> (u128, bool)
+fn msum<A: Lane + Into<i128>, B: Lane + Into<i128>, T: Lane + Into<i128>>(
+    a: u128,
+    b: u128,
+    c: u128,
+    wrap: bool,
+) -> (u128, bool)
 where
     i128: Clamp<T>,
 {
     let n = count::<A>() / 4;
     let sums = std::array::from_fn(|j| {
-        let p: i128 = (0..n).map(|k| get::<A>(a, n * j + k).into() * get::<B>(b, n * j + k).into()).sum();
+        let p: i128 = (0..n)
+            .map(|k| get::<A>(a, n * j + k).into() * get::<B>(b, n * j + k).into())
+            .sum();
         p + get::<T>(c, j).into()
     });
     words::<T>(sums, wrap)
@@ -192,7 +199,9 @@ where
     i128: Clamp<W>,
 {
     let n = count::<T>() / 4;
-    let sums = std::array::from_fn(|j| (0..n).map(|k| get::<T>(a, n * j + k).into()).sum::<i128>() + get::<W>(b, j).into());
+    let sums = std::array::from_fn(|j| {
+        (0..n).map(|k| get::<T>(a, n * j + k).into()).sum::<i128>() + get::<W>(b, j).into()
+    });
     words::<W>(sums, false)
 }
 
@@ -330,8 +339,8 @@ vx_b! {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{vr_op, w4};
     use super::super::VSCR_SAT;
+    use super::super::testing::{vr_op, w4};
     use crate::interp::test_util::cpu;
 
     const RC: u32 = 1 << 10;
@@ -356,12 +365,26 @@ mod tests {
         assert_eq!(r >> 112, 0x807f);
         assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
         c.st.vscr = 0;
-        let r = vr_op(&mut c, "vaddshs", w4([0x7fff_8000, 0, 0, 0]), w4([0x0001_ffff, 0, 0, 0]), 0, 0);
+        let r = vr_op(
+            &mut c,
+            "vaddshs",
+            w4([0x7fff_8000, 0, 0, 0]),
+            w4([0x0001_ffff, 0, 0, 0]),
+            0,
+            0,
+        );
         assert_eq!(r >> 96, 0x7fff_8000);
         assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
         c.st.vscr = 0;
         // vsumsws: the sum across a word vector saturates to i32.
-        let r = vr_op(&mut c, "vsumsws", w4([0x7fff_ffff, 1, 0, 0]), w4([0, 0, 0, 5]), 0, 0);
+        let r = vr_op(
+            &mut c,
+            "vsumsws",
+            w4([0x7fff_ffff, 1, 0, 0]),
+            w4([0, 0, 0, 5]),
+            0,
+            0,
+        );
         assert_eq!(r, 0x7fff_ffff);
         assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
     }

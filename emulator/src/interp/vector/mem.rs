@@ -39,12 +39,20 @@ fn store_dwords(c: &mut Cpu, ea: u64, first: u64, second: u64) -> Exec {
 /// A quadword as one 128-bit value in the current byte order.
 fn load_quad(c: &mut Cpu, ea: u64) -> Result<u128, Exception> {
     let (first, second) = load_dwords(c, ea)?;
-    Ok(if c.st.le() { ((second as u128) << 64) | first as u128 } else { ((first as u128) << 64) | second as u128 })
+    Ok(if c.st.le() {
+        ((second as u128) << 64) | first as u128
+    } else {
+        ((first as u128) << 64) | second as u128
+    })
 }
 
 fn store_quad(c: &mut Cpu, ea: u64, v: u128) -> Exec {
     let (hi, lo) = ((v >> 64) as u64, v as u64);
-    if c.st.le() { store_dwords(c, ea, lo, hi) } else { store_dwords(c, ea, hi, lo) }
+    if c.st.le() {
+        store_dwords(c, ea, lo, hi)
+    } else {
+        store_dwords(c, ea, hi, lo)
+    }
 }
 
 // --- VMX ---
@@ -130,7 +138,10 @@ pub(in crate::interp) fn stvewx(c: &mut Cpu, i: Insn) -> Exec {
 pub(in crate::interp) fn lvsl(c: &mut Cpu, i: Insn) -> Exec {
     vec_ok(c)?;
     let sh = (ea_x(c, i) & 15) as u128;
-    c.st.set_vr(i.rt(), 0x0001_0203_0405_0607_0809_0a0b_0c0d_0e0f + sh * 0x0101_0101_0101_0101_0101_0101_0101_0101);
+    c.st.set_vr(
+        i.rt(),
+        0x0001_0203_0405_0607_0809_0a0b_0c0d_0e0f + sh * 0x0101_0101_0101_0101_0101_0101_0101_0101,
+    );
     Ok(())
 }
 
@@ -138,14 +149,21 @@ pub(in crate::interp) fn lvsl(c: &mut Cpu, i: Insn) -> Exec {
 pub(in crate::interp) fn lvsr(c: &mut Cpu, i: Insn) -> Exec {
     vec_ok(c)?;
     let sh = (ea_x(c, i) & 15) as u128;
-    c.st.set_vr(i.rt(), 0x1011_1213_1415_1617_1819_1a1b_1c1d_1e1f - sh * 0x0101_0101_0101_0101_0101_0101_0101_0101);
+    c.st.set_vr(
+        i.rt(),
+        0x1011_1213_1415_1617_1819_1a1b_1c1d_1e1f - sh * 0x0101_0101_0101_0101_0101_0101_0101_0101,
+    );
     Ok(())
 }
 
 /// The data stream instructions only hint at future accesses: no effect, no facility check.
 /// A stream start needs a base register (RA = 0 is an invalid form).
 fn stream_touch(_: &mut Cpu, i: Insn) -> Exec {
-    if i.ra() == 0 { Err(Exception::Program(ProgramKind::Illegal)) } else { Ok(()) }
+    if i.ra() == 0 {
+        Err(Exception::Program(ProgramKind::Illegal))
+    } else {
+        Ok(())
+    }
 }
 
 pub(in crate::interp) fn dst(c: &mut Cpu, i: Insn) -> Exec {
@@ -212,7 +230,12 @@ pub(in crate::interp) fn stxvw4x(c: &mut Cpu, i: Insn) -> Exec {
     vsx_ok(c)?;
     let le = c.st.le();
     let v = c.st.vsr[i.xt() as usize];
-    store_dwords(c, ea_x(c, i), word_order((v >> 64) as u64, le), word_order(v as u64, le))
+    store_dwords(
+        c,
+        ea_x(c, i),
+        word_order((v >> 64) as u64, le),
+        word_order(v as u64, le),
+    )
 }
 
 /// `lxvdsx`: one doubleword into both halves.
@@ -332,10 +355,18 @@ mod tests {
             c.st.set_vr(5, u128::MAX);
             c.st.gpr[4] = 6; // halfword at 0x9006
             run(&mut c, &[0x7ca3_204e]); // lvehx v5,r3,r4
-            let lvx_view = if le { u128::from_le_bytes(Q.to_be_bytes()) } else { Q };
+            let lvx_view = if le {
+                u128::from_le_bytes(Q.to_be_bytes())
+            } else {
+                Q
+            };
             let k = if le { 4 } else { 3 };
             let sh = 112 - 16 * k;
-            assert_eq!(c.st.vr(5), !(0xffff << sh) | (lvx_view & (0xffff << sh)), "le={le}");
+            assert_eq!(
+                c.st.vr(5),
+                !(0xffff << sh) | (lvx_view & (0xffff << sh)),
+                "le={le}"
+            );
             // stvewx of the word at 0x900c stores that word back where lvx found it.
             c.st.set_vr(6, !lvx_view);
             c.st.gpr[4] = 0xd; // aligned down to 0x900c
@@ -393,7 +424,10 @@ mod tests {
         c.st.msr &= !(msr::VEC | msr::VSX | msr::FP);
         assert_eq!(c.execute(0x7e00_066c), Ok(())); // dssall
         assert_eq!(c.execute(0x7c23_22ac), Ok(())); // dst r3,r4,1
-        assert_eq!(c.execute(0x7c20_22ac), Err(Exception::Program(crate::cpu::ProgramKind::Illegal))); // dst r0,r4,1
+        assert_eq!(
+            c.execute(0x7c20_22ac),
+            Err(Exception::Program(crate::cpu::ProgramKind::Illegal))
+        ); // dst r0,r4,1
     }
 
     #[test]

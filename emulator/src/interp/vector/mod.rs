@@ -107,7 +107,11 @@ pub(crate) fn map3<T: Lane>(a: u128, b: u128, c: u128, f: impl Fn(T, T, T) -> T)
 
 /// Element-wise with saturation: `f` returns the (clipped) element and whether it clipped.
 #[inline(always)]
-pub(crate) fn map2_sat<T: Lane, R: Lane>(a: u128, b: u128, f: impl Fn(T, T) -> (R, bool)) -> (u128, bool) {
+pub(crate) fn map2_sat<T: Lane, R: Lane>(
+    a: u128,
+    b: u128,
+    f: impl Fn(T, T) -> (R, bool),
+) -> (u128, bool) {
     let mut r = 0;
     let mut sat = false;
     for k in 0..count::<R>() {
@@ -127,13 +131,21 @@ pub(crate) fn mask<T: Lane>(t: bool) -> T {
 /// Vector instructions need MSR[VEC].
 #[inline(always)]
 pub(super) fn vec_ok(c: &Cpu) -> Exec {
-    if c.st.msr & msr::VEC == 0 { Err(Exception::VecUnavailable) } else { Ok(()) }
+    if c.st.msr & msr::VEC == 0 {
+        Err(Exception::VecUnavailable)
+    } else {
+        Ok(())
+    }
 }
 
 /// VSX instructions need MSR[VSX].
 #[inline(always)]
 pub(super) fn vsx_ok(c: &Cpu) -> Exec {
-    if c.st.msr & msr::VSX == 0 { Err(Exception::VsxUnavailable) } else { Ok(()) }
+    if c.st.msr & msr::VSX == 0 {
+        Err(Exception::VsxUnavailable)
+    } else {
+        Ok(())
+    }
 }
 
 /// Moves between GPRs and VSRs need the facility of the register half they touch: FP for
@@ -141,7 +153,11 @@ pub(super) fn vsx_ok(c: &Cpu) -> Exec {
 #[inline(always)]
 pub(super) fn vsr_half_ok(c: &Cpu, vsr: u32) -> Exec {
     if vsr < 32 {
-        if c.st.msr & msr::FP == 0 { Err(Exception::FpUnavailable) } else { Ok(()) }
+        if c.st.msr & msr::FP == 0 {
+            Err(Exception::FpUnavailable)
+        } else {
+            Ok(())
+        }
     } else {
         vec_ok(c)
     }
@@ -159,7 +175,13 @@ pub(super) fn set_sat(c: &mut Cpu, sat: bool) {
 #[inline(always)]
 pub(super) fn record_cr6(c: &mut Cpu, i: Insn, r: u128) {
     if i.bit21() != 0 {
-        let v = if r == u128::MAX { 0b1000 } else if r == 0 { 0b0010 } else { 0 };
+        let v = if r == u128::MAX {
+            0b1000
+        } else if r == 0 {
+            0b0010
+        } else {
+            0
+        };
         c.st.set_crf(6, v);
     }
 }
@@ -262,14 +284,17 @@ pub(in crate::interp) fn mtvscr(c: &mut Cpu, i: Insn) -> Exec {
 /// runner over VR operands.
 #[cfg(test)]
 pub(crate) mod testing {
-    use crate::isa::ALL_OPS;
     use crate::interp::Cpu;
+    use crate::isa::ALL_OPS;
 
     /// The word of `mnemonic` with VRT/VRA/VRB/VRC (or XT/XA/XB) = t, a, b, c and `extra`
     /// ORed in (Rc, immediates).
     pub fn word(mnemonic: &str, t: u32, a: u32, b: u32, c: u32, extra: u32) -> u32 {
         use crate::isa::Operand::*;
-        let op = ALL_OPS.iter().find(|op| op.info().mnemonic == mnemonic).unwrap_or_else(|| panic!("{mnemonic}"));
+        let op = ALL_OPS
+            .iter()
+            .find(|op| op.info().mnemonic == mnemonic)
+            .unwrap_or_else(|| panic!("{mnemonic}"));
         let mut w = op.info().value | extra;
         for o in op.info().operands {
             w |= match o {

@@ -28,7 +28,14 @@ pub(in crate::interp) fn vsldoi(c: &mut Cpu, i: Insn) -> Exec {
     vec_ok(c)?;
     let (a, b) = (c.st.vr(i.ra()), c.st.vr(i.rb()));
     let sh = 8 * i.shb();
-    c.st.set_vr(i.rt(), if sh == 0 { a } else { (a << sh) | (b >> (128 - sh)) });
+    c.st.set_vr(
+        i.rt(),
+        if sh == 0 {
+            a
+        } else {
+            (a << sh) | (b >> (128 - sh))
+        },
+    );
     Ok(())
 }
 
@@ -147,7 +154,10 @@ macro_rules! narrow {
 /// A 32-bit pixel (bit 7, and the high 5 bits of each of the other bytes' colour) → 1:5:5:5.
 #[inline(always)]
 fn pack_pixel(w: u32) -> u16 {
-    ((((w >> 24) & 1) << 15) | (((w >> 19) & 0x1f) << 10) | (((w >> 11) & 0x1f) << 5) | ((w >> 3) & 0x1f)) as u16
+    ((((w >> 24) & 1) << 15)
+        | (((w >> 19) & 0x1f) << 10)
+        | (((w >> 11) & 0x1f) << 5)
+        | ((w >> 3) & 0x1f)) as u16
 }
 
 /// A 1:5:5:5 pixel → 32 bits: the sign-extended first bit, then the three 5-bit channels.
@@ -231,8 +241,8 @@ vx_ab! {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{vr_op, w4};
     use super::super::VSCR_SAT;
+    use super::super::testing::{vr_op, w4};
     use super::*;
     use crate::interp::test_util::cpu;
 
@@ -251,11 +261,23 @@ mod tests {
         let r = vr_op(&mut c, "vsldoi", A, B, 0, 3 << 6);
         assert_eq!(r, 0x0304_0506_0708_090a_0b0c_0d0e_0f10_1112);
         // Merges interleave the high or low halves.
-        assert_eq!(vr_op(&mut c, "vmrghw", A, B, 0, 0), w4([0x0001_0203, 0x1011_1213, 0x0405_0607, 0x1415_1617]));
-        assert_eq!(vr_op(&mut c, "vmrglb", A, B, 0, 0), 0x0818_0919_0a1a_0b1b_0c1c_0d1d_0e1e_0f1f);
-        assert_eq!(vr_op(&mut c, "vmrgow", A, B, 0, 0), w4([0x0405_0607, 0x1415_1617, 0x0c0d_0e0f, 0x1c1d_1e1f]));
+        assert_eq!(
+            vr_op(&mut c, "vmrghw", A, B, 0, 0),
+            w4([0x0001_0203, 0x1011_1213, 0x0405_0607, 0x1415_1617])
+        );
+        assert_eq!(
+            vr_op(&mut c, "vmrglb", A, B, 0, 0),
+            0x0818_0919_0a1a_0b1b_0c1c_0d1d_0e1e_0f1f
+        );
+        assert_eq!(
+            vr_op(&mut c, "vmrgow", A, B, 0, 0),
+            w4([0x0405_0607, 0x1415_1617, 0x0c0d_0e0f, 0x1c1d_1e1f])
+        );
         // Splats: element 2 of b; the immediate -1 in every halfword.
-        assert_eq!(vr_op(&mut c, "vspltw", 0, B, 0, 2 << 16), w4([0x1819_1a1b; 4]));
+        assert_eq!(
+            vr_op(&mut c, "vspltw", 0, B, 0, 2 << 16),
+            w4([0x1819_1a1b; 4])
+        );
         assert_eq!(vr_op(&mut c, "vspltish", 0, 0, 0, 0x1f << 16), u128::MAX);
     }
 
@@ -269,10 +291,20 @@ mod tests {
         assert_eq!(c.st.vscr & VSCR_SAT, VSCR_SAT);
         // The modulo pack truncates and leaves SAT alone.
         c.st.vscr = 0;
-        assert_eq!(vr_op(&mut c, "vpkuhum", 0x0100_00ff << 96, 0, 0, 0) >> 112, 0x00ff);
+        assert_eq!(
+            vr_op(&mut c, "vpkuhum", 0x0100_00ff << 96, 0, 0, 0) >> 112,
+            0x00ff
+        );
         assert_eq!(c.st.vscr, 0);
         // Signed words to signed halfwords: -40000 clamps to -32768.
-        let r = vr_op(&mut c, "vpkswss", w4([(-40000i32) as u32, 5, 0, 0]), 0, 0, 0);
+        let r = vr_op(
+            &mut c,
+            "vpkswss",
+            w4([(-40000i32) as u32, 5, 0, 0]),
+            0,
+            0,
+            0,
+        );
         assert_eq!(r >> 96, 0x8000_0005);
         // The high bytes of b sign-extended to halfwords.
         let r = vr_op(&mut c, "vupkhsb", 0, 0x80ff_017f << 96, 0, 0);
@@ -282,7 +314,11 @@ mod tests {
     #[test]
     fn pixels_round_trip() {
         for h in [0u16, 0x8000, 0x7fff, 0xffff, 0x1234, 0xa5a5] {
-            assert_eq!(pack_pixel(unpack_pixel(h) << 3 | (unpack_pixel(h) & 0xff00_0000)), h, "{h:#x}");
+            assert_eq!(
+                pack_pixel(unpack_pixel(h) << 3 | (unpack_pixel(h) & 0xff00_0000)),
+                h,
+                "{h:#x}"
+            );
         }
     }
 

@@ -29,28 +29,55 @@ fn trunc_jam(x: u128) -> u64 {
 }
 
 impl Parts {
-    pub const ZERO: Parts = Parts { sign: false, exp: 0, frac: 0 };
+    pub const ZERO: Parts = Parts {
+        sign: false,
+        exp: 0,
+        frac: 0,
+    };
 
     /// The value `m × 2^k`.
     fn from_int(sign: bool, m: u64, k: i32) -> Parts {
         if m == 0 {
-            return Parts { sign, ..Parts::ZERO };
+            return Parts {
+                sign,
+                ..Parts::ZERO
+            };
         }
         let lz = m.leading_zeros();
-        Parts { sign, exp: k + 63 - lz as i32, frac: m << lz }
+        Parts {
+            sign,
+            exp: k + 63 - lz as i32,
+            frac: m << lz,
+        }
     }
 
     /// A finite single-precision value (denormals included).
     pub fn from_f32(x: u32) -> Parts {
-        let (sign, e, f) = (x >> 31 != 0, ((x >> 23) & 0xff) as i32, (x & 0x7f_ffff) as u64);
-        if e == 0 { Parts::from_int(sign, f, -149) } else { Parts::from_int(sign, f | 1 << 23, e - 150) }
+        let (sign, e, f) = (
+            x >> 31 != 0,
+            ((x >> 23) & 0xff) as i32,
+            (x & 0x7f_ffff) as u64,
+        );
+        if e == 0 {
+            Parts::from_int(sign, f, -149)
+        } else {
+            Parts::from_int(sign, f | 1 << 23, e - 150)
+        }
     }
 
     /// A finite double-precision value.
     pub fn from_f64(x: f64) -> Parts {
         let b = x.to_bits();
-        let (sign, e, f) = (b >> 63 != 0, ((b >> 52) & 0x7ff) as i32, b & ((1 << 52) - 1));
-        if e == 0 { Parts::from_int(sign, f, -1074) } else { Parts::from_int(sign, f | 1 << 52, e - 1075) }
+        let (sign, e, f) = (
+            b >> 63 != 0,
+            ((b >> 52) & 0x7ff) as i32,
+            b & ((1 << 52) - 1),
+        );
+        if e == 0 {
+            Parts::from_int(sign, f, -1074)
+        } else {
+            Parts::from_int(sign, f | 1 << 52, e - 1075)
+        }
     }
 
     fn is_zero(self) -> bool {
@@ -60,16 +87,27 @@ impl Parts {
     /// The exact product as a normalized 128-bit significand and its exponent.
     fn mul_wide(self, b: Parts) -> (bool, i32, u128) {
         let p = self.frac as u128 * b.frac as u128;
-        let (p, exp) = if p >> 127 == 0 { (p << 1, self.exp + b.exp) } else { (p, self.exp + b.exp + 1) };
+        let (p, exp) = if p >> 127 == 0 {
+            (p << 1, self.exp + b.exp)
+        } else {
+            (p, self.exp + b.exp + 1)
+        };
         (self.sign ^ b.sign, exp, p)
     }
 
     pub fn mul(self, b: Parts) -> Parts {
         if self.is_zero() || b.is_zero() {
-            return Parts { sign: self.sign ^ b.sign, ..Parts::ZERO };
+            return Parts {
+                sign: self.sign ^ b.sign,
+                ..Parts::ZERO
+            };
         }
         let (sign, exp, p) = self.mul_wide(b);
-        Parts { sign, exp, frac: trunc_jam(p) }
+        Parts {
+            sign,
+            exp,
+            frac: trunc_jam(p),
+        }
     }
 
     /// `self × b + c` with one truncation (fused).
@@ -77,24 +115,43 @@ impl Parts {
         if self.is_zero() || b.is_zero() {
             if c.is_zero() {
                 // Exact zero: -0 only if both addends are -0 (round to nearest).
-                return Parts { sign: (self.sign ^ b.sign) && c.sign, ..Parts::ZERO };
+                return Parts {
+                    sign: (self.sign ^ b.sign) && c.sign,
+                    ..Parts::ZERO
+                };
             }
             return c;
         }
         let (psign, pexp, p) = self.mul_wide(b);
         if c.is_zero() {
-            return Parts { sign: psign, exp: pexp, frac: trunc_jam(p) };
+            return Parts {
+                sign: psign,
+                exp: pexp,
+                frac: trunc_jam(p),
+            };
         }
         let cw = (c.frac as u128) << 64;
         let (mut sign, exp, frac);
         if psign == c.sign {
-            let (x, y, e) = if pexp >= c.exp { (p, shr_jam(cw, (pexp - c.exp) as u32), pexp) } else { (cw, shr_jam(p, (c.exp - pexp) as u32), c.exp) };
+            let (x, y, e) = if pexp >= c.exp {
+                (p, shr_jam(cw, (pexp - c.exp) as u32), pexp)
+            } else {
+                (cw, shr_jam(p, (c.exp - pexp) as u32), c.exp)
+            };
             let (s, carry) = x.overflowing_add(y);
             sign = psign;
-            (exp, frac) = if carry { (e + 1, shr_jam(s, 1) | 1 << 127) } else { (e, s) };
+            (exp, frac) = if carry {
+                (e + 1, shr_jam(s, 1) | 1 << 127)
+            } else {
+                (e, s)
+            };
         } else {
             // Subtract the smaller magnitude from the larger.
-            let (big, bsign, bexp, small, sexp) = if pexp > c.exp || (pexp == c.exp && p >= cw) { (p, psign, pexp, cw, c.exp) } else { (cw, c.sign, c.exp, p, pexp) };
+            let (big, bsign, bexp, small, sexp) = if pexp > c.exp || (pexp == c.exp && p >= cw) {
+                (p, psign, pexp, cw, c.exp)
+            } else {
+                (cw, c.sign, c.exp, p, pexp)
+            };
             let d = big - shr_jam(small, (bexp - sexp) as u32);
             if d == 0 {
                 return Parts::ZERO;
@@ -107,7 +164,11 @@ impl Parts {
         if frac == 0 {
             sign = false;
         }
-        Parts { sign, exp, frac: trunc_jam(frac) }
+        Parts {
+            sign,
+            exp,
+            frac: trunc_jam(frac),
+        }
     }
 
     /// Rounds to single precision, to nearest even. With `flush` (VSCR[NJ]) a result whose
@@ -227,12 +288,19 @@ mod tests {
 
     #[test]
     fn products_and_sums_round_like_the_host() {
-        let vals = [1.0f32, 1.5, -3.25, 1e-20, 7e30, -0.1, 3.0e-38, 1.17e-38, 123456.79];
+        let vals = [
+            1.0f32, 1.5, -3.25, 1e-20, 7e30, -0.1, 3.0e-38, 1.17e-38, 123456.79,
+        ];
         for &a in &vals {
             for &b in &vals {
                 for &c in &vals {
-                    let p = Parts::from_f32(a.to_bits()).mul_add(Parts::from_f32(b.to_bits()), Parts::from_f32(c.to_bits()));
-                    assert_eq!(p.round_f32(false), a.mul_add(b, c).to_bits(), "{a} * {b} + {c}");
+                    let p = Parts::from_f32(a.to_bits())
+                        .mul_add(Parts::from_f32(b.to_bits()), Parts::from_f32(c.to_bits()));
+                    assert_eq!(
+                        p.round_f32(false),
+                        a.mul_add(b, c).to_bits(),
+                        "{a} * {b} + {c}"
+                    );
                 }
             }
         }
@@ -241,7 +309,8 @@ mod tests {
     #[test]
     fn flush_happens_before_rounding() {
         // Just below the smallest normal: rounds up to it, but is tiny before rounding.
-        let p = Parts::from_f32(0x0080_0000).mul_add(Parts::from_f32(1.0f32.to_bits()), Parts::from_f64(-1e-60));
+        let p = Parts::from_f32(0x0080_0000)
+            .mul_add(Parts::from_f32(1.0f32.to_bits()), Parts::from_f64(-1e-60));
         assert_eq!(p.round_f32(false), 0x0080_0000);
         assert_eq!(p.round_f32(true), 0);
         assert_eq!(Parts::from_f32(0x8000_0001).round_f32(false), 0x8000_0001);

@@ -76,7 +76,11 @@ fn merge_words(a: u128, b: u128, first: usize) -> u128 {
 
 pub(in crate::interp) fn xxsel(c: &mut Cpu, i: Insn) -> Exec {
     vsx_ok(c)?;
-    let (a, b, m) = (c.st.vsr[i.xa() as usize], c.st.vsr[i.xb() as usize], c.st.vsr[i.xc() as usize]);
+    let (a, b, m) = (
+        c.st.vsr[i.xa() as usize],
+        c.st.vsr[i.xb() as usize],
+        c.st.vsr[i.xc() as usize],
+    );
     c.st.vsr[i.xt() as usize] = (a & !m) | (b & m);
     Ok(())
 }
@@ -86,8 +90,16 @@ pub(in crate::interp) fn xxpermdi(c: &mut Cpu, i: Insn) -> Exec {
     vsx_ok(c)?;
     let (a, b) = (c.st.vsr[i.xa() as usize], c.st.vsr[i.xb() as usize]);
     let dm = i.dm();
-    let hi = if dm & 2 == 0 { a >> 64 } else { a & u64::MAX as u128 };
-    let lo = if dm & 1 == 0 { b >> 64 } else { b & u64::MAX as u128 };
+    let hi = if dm & 2 == 0 {
+        a >> 64
+    } else {
+        a & u64::MAX as u128
+    };
+    let lo = if dm & 1 == 0 {
+        b >> 64
+    } else {
+        b & u64::MAX as u128
+    };
     c.st.vsr[i.xt() as usize] = (hi << 64) | lo;
     Ok(())
 }
@@ -97,7 +109,11 @@ pub(in crate::interp) fn xxsldwi(c: &mut Cpu, i: Insn) -> Exec {
     vsx_ok(c)?;
     let (a, b) = (c.st.vsr[i.xa() as usize], c.st.vsr[i.xb() as usize]);
     let sh = 32 * i.dm();
-    c.st.vsr[i.xt() as usize] = if sh == 0 { a } else { (a << sh) | (b >> (128 - sh)) };
+    c.st.vsr[i.xt() as usize] = if sh == 0 {
+        a
+    } else {
+        (a << sh) | (b >> (128 - sh))
+    };
     Ok(())
 }
 
@@ -120,7 +136,12 @@ mod tests {
         c.st.vsr[1] = (0xa0u128 << 64) | 0xa1;
         c.st.vsr[34] = (0xb0u128 << 64) | 0xb1;
         // xxpermdi vs35,vs1,vs34,DM: XT=35 (TX=1), XA=1, XB=34 (BX=1).
-        for (dm, want) in [(0, (0xa0, 0xb0)), (1, (0xa0, 0xb1)), (2, (0xa1, 0xb0)), (3, (0xa1, 0xb1))] {
+        for (dm, want) in [
+            (0, (0xa0, 0xb0)),
+            (1, (0xa0, 0xb1)),
+            (2, (0xa1, 0xb0)),
+            (3, (0xa1, 0xb1)),
+        ] {
             run(&mut c, &[0xf061_1053 | (dm << 8)]);
             assert_eq!(c.st.vsr[35], ((want.0 as u128) << 64) | want.1, "dm={dm}");
         }

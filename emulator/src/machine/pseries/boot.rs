@@ -38,7 +38,6 @@ pub struct Shared {
     pub(super) exit_tx: std::sync::mpsc::Sender<()>,
 }
 
-
 /// Pins the calling thread to host CPU `core` (best effort: a failure leaves it unpinned).
 fn pin_to(core: usize) {
     // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it for core < CPU_SETSIZE.
@@ -60,12 +59,17 @@ pub struct RunOutcome {
 
 /// Boots `plan` with the binary's strategy and runs it until it stops.
 pub fn run(config: MachineConfig, plan: BootPlan) -> anyhow::Result<MachineExit> {
-    let report_error =
-        |path: &std::path::Path, e: std::io::Error| anyhow::anyhow!("cannot write the run report to '{}': {e}", path.display());
+    let report_error = |path: &std::path::Path, e: std::io::Error| {
+        anyhow::anyhow!("cannot write the run report to '{}': {e}", path.display())
+    };
     // Checked before the run: a report that cannot be written would be lost after it.
     if let Some(path) = &config.report {
         let existed = path.exists();
-        std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(|e| report_error(path, e))?;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| report_error(path, e))?;
         if !existed {
             let _ = std::fs::remove_file(path);
         }
@@ -116,9 +120,11 @@ pub fn run_with<S: Strategy>(
         hpt: hpt.clone(),
         ram: ram.clone(),
     }));
-    dev.rtc = config
-        .rtc
-        .clock(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
+    dev.rtc = config.rtc.clock(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
     let accel: Arc<MachineAccel<S>> = Arc::new(Accel::new(n, Devices::new(dev, console)));
     for v in &accel.vcpus[1..] {
         v.stopped.store(true, Ordering::SeqCst);
@@ -132,7 +138,9 @@ pub fn run_with<S: Strategy>(
         } else {
             TierKind::Interp
         },
-        jit_threshold: config.jit_threshold.unwrap_or(config.jit_tiers.default_threshold()),
+        jit_threshold: config
+            .jit_threshold
+            .unwrap_or(config.jit_tiers.default_threshold()),
         jit_tiers: config.jit_tiers,
         jit_promote: config.jit_promote,
         jit_cache_limit: config.jit_cache_limit,

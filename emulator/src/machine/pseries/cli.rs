@@ -24,7 +24,10 @@ pub const EXIT_TIMEOUT: i32 = 124;
 
 /// The `--version` line: `ppc64emu <version> (strategy: <name>)`.
 pub fn version_line() -> String {
-    format!("ppc64emu {} (strategy: {STRATEGY_NAME})", env!("CARGO_PKG_VERSION"))
+    format!(
+        "ppc64emu {} (strategy: {STRATEGY_NAME})",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// Entry of the system emulator; returns the process exit status.
@@ -53,7 +56,11 @@ fn run(cfg: MachineConfig) -> i32 {
     for w in &cfg.warnings {
         eprintln!("ppc64emu: warning: {w}");
     }
-    let checked = if cfg.dump_dtb.is_some() { config::validate_common(&cfg) } else { config::validate_for_run(&cfg) };
+    let checked = if cfg.dump_dtb.is_some() {
+        config::validate_common(&cfg)
+    } else {
+        config::validate_for_run(&cfg)
+    };
     if let Err(e) = checked {
         return usage_error(&e.0);
     }
@@ -68,7 +75,10 @@ fn run(cfg: MachineConfig) -> i32 {
         return match std::fs::write(path, &plan.fdt) {
             Ok(()) => EXIT_POWER_OFF,
             Err(e) => {
-                eprintln!("ppc64emu: cannot write the device tree to '{}': {e}", path.display());
+                eprintln!(
+                    "ppc64emu: cannot write the device tree to '{}': {e}",
+                    path.display()
+                );
                 EXIT_HOST_ERROR
             }
         };

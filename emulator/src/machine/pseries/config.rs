@@ -219,8 +219,28 @@ const FLAGS: &[&str] = &[
 ];
 /// Options that take a value.
 const VALUED: &[&str] = &[
-    "smp", "m", "M", "machine", "cpu", "accel", "display", "serial", "bios", "kernel", "initrd", "append", "report",
-    "tlb-flush-mode", "timeout", "dump-dtb", "pin", "jit-threshold", "jit-cache-limit", "jit-tiers", "jit-promote", "rtc",
+    "smp",
+    "m",
+    "M",
+    "machine",
+    "cpu",
+    "accel",
+    "display",
+    "serial",
+    "bios",
+    "kernel",
+    "initrd",
+    "append",
+    "report",
+    "tlb-flush-mode",
+    "timeout",
+    "dump-dtb",
+    "pin",
+    "jit-threshold",
+    "jit-cache-limit",
+    "jit-tiers",
+    "jit-promote",
+    "rtc",
 ];
 
 /// Parses the arguments after the program name.
@@ -314,11 +334,25 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             "append" => cfg.append = value,
             "report" => cfg.report = Some(path(raw, v)?),
             "jit-threshold" => {
-                cfg.jit_threshold = Some(v.parse().map_err(|_| UsageError(format!("--jit-threshold {v}: expected a count (0 = translate at once)")))?)
+                cfg.jit_threshold = Some(v.parse().map_err(|_| {
+                    UsageError(format!(
+                        "--jit-threshold {v}: expected a count (0 = translate at once)"
+                    ))
+                })?)
             }
-            "jit-tiers" => cfg.jit_tiers = crate::jit::Tiers::parse(v).map_err(|e| UsageError(format!("--jit-tiers {v}: {e}")))?,
-            "jit-promote" => cfg.jit_promote = v.parse().map_err(|_| UsageError(format!("--jit-promote {v}: expected a count")))?,
-            "jit-cache-limit" => cfg.jit_cache_limit = crate::jit::parse_cache_limit(v).map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?,
+            "jit-tiers" => {
+                cfg.jit_tiers = crate::jit::Tiers::parse(v)
+                    .map_err(|e| UsageError(format!("--jit-tiers {v}: {e}")))?
+            }
+            "jit-promote" => {
+                cfg.jit_promote = v
+                    .parse()
+                    .map_err(|_| UsageError(format!("--jit-promote {v}: expected a count")))?
+            }
+            "jit-cache-limit" => {
+                cfg.jit_cache_limit = crate::jit::parse_cache_limit(v)
+                    .map_err(|e| UsageError(format!("--jit-cache-limit {v}: {e}")))?
+            }
             "dump-dtb" => cfg.dump_dtb = Some(path(raw, v)?),
             "tlb-flush-mode" => {
                 cfg.tlb_flush_mode = match v {
@@ -746,13 +780,25 @@ mod tests {
         assert_eq!(c.accel, AccelMode::Interp);
         assert_eq!(c.timeout, Some(Duration::from_millis(2500)));
         assert_eq!(c.dump_dtb.as_deref(), Some(std::path::Path::new("x.dtb")));
-        assert_eq!(run("--tlb-flush-mode synced").tlb_flush_mode, TlbFlushMode::Synced);
+        assert_eq!(
+            run("--tlb-flush-mode synced").tlb_flush_mode,
+            TlbFlushMode::Synced
+        );
         assert_eq!(run("--jit-threshold 7").jit_threshold, Some(7));
         assert_eq!(run("--jit-threshold=0").jit_threshold, Some(0));
         assert_eq!(run("").jit_threshold, None);
-        assert_eq!(run("--jit-tiers cranelift").jit_tiers, crate::jit::Tiers::CRANELIFT);
-        assert_eq!(run("--jit-tiers=baseline").jit_tiers, crate::jit::Tiers::BASELINE);
-        assert_eq!(run("--jit-tiers baseline,cranelift").jit_tiers, crate::jit::Tiers::BOTH);
+        assert_eq!(
+            run("--jit-tiers cranelift").jit_tiers,
+            crate::jit::Tiers::CRANELIFT
+        );
+        assert_eq!(
+            run("--jit-tiers=baseline").jit_tiers,
+            crate::jit::Tiers::BASELINE
+        );
+        assert_eq!(
+            run("--jit-tiers baseline,cranelift").jit_tiers,
+            crate::jit::Tiers::BOTH
+        );
         assert_eq!(run("").jit_tiers, crate::jit::Tiers::BOTH);
         assert_eq!(run("--jit-promote 9").jit_promote, 9);
         assert_eq!(run("").jit_cache_limit, crate::jit::CODE_CACHE_LIMIT);

@@ -153,7 +153,10 @@ impl PseriesVcpu {
                 Deferred::StopSelf(cpu) => accel.set_stopped(cpu, true, b),
                 Deferred::SystemReset(cpu) => {
                     accel.async_run_on_cpu(cpu, |v: &mut PseriesVcpu| {
-                        let sreset = Pending { system_reset: true, ..Pending::default() };
+                        let sreset = Pending {
+                            system_reset: true,
+                            ..Pending::default()
+                        };
                         if let Some(vector) = v.engine.cpu.take_async(sreset) {
                             v.note_interrupt(vector);
                         }

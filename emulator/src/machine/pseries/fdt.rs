@@ -35,19 +35,32 @@ pub const PROCESSOR_SEGMENT_SIZES: [u32; 4] = [28, 40, u32::MAX, u32::MAX];
 /// SLB, run latch (CTRL), NX, CI large pages, real-mode LE, … and byte 22 (TM) clear, since
 /// transactional memory is not emulated.
 pub const PA_FEATURES: [u8; 26] = [
-    0x18, 0x00, 0xf6, 0x3f, 0xc7, 0xc0, 0x80, 0xf0, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00,
-    0x80, 0x00, 0x80, 0x00, 0x00, 0x00,
+    0x18, 0x00, 0xf6, 0x3f, 0xc7, 0xc0, 0x80, 0xf0, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x80, 0x00, 0x80, 0x00, 0x80, 0x00, 0x00, 0x00,
 ];
 
 /// The hypercall sets we implement (`ibm,hypertas-functions`), in QEMU's order. "hcall-bulk"
 /// is offered only when H_BULK_REMOVE is. (QEMU's hcall-tce, -vio, -multi-tce belong to
 /// devices we do not have; hcall-hpt-resize and hcall-watchdog: see the hypercall README.)
 pub fn hypertas_functions(bulk_remove: bool) -> Vec<&'static str> {
-    let mut v = vec!["hcall-pft", "hcall-term", "hcall-dabr", "hcall-interrupt", "hcall-splpar", "hcall-join"];
+    let mut v = vec![
+        "hcall-pft",
+        "hcall-term",
+        "hcall-dabr",
+        "hcall-interrupt",
+        "hcall-splpar",
+        "hcall-join",
+    ];
     if bulk_remove {
         v.push("hcall-bulk");
     }
-    v.extend(["hcall-set-mode", "hcall-sprg0", "hcall-copy", "hcall-debug", "hcall-vphn"]);
+    v.extend([
+        "hcall-set-mode",
+        "hcall-sprg0",
+        "hcall-copy",
+        "hcall-debug",
+        "hcall-vphn",
+    ]);
     v
 }
 
@@ -99,7 +112,10 @@ impl From<vm_fdt::Error> for FdtError {
 /// twice: the second time with its final size (the map has a fixed number of entries).
 pub fn build(p: &FdtParams) -> Result<Vec<u8>, FdtError> {
     if p.ncpus == 0 || p.ncpus > MAX_CPUS || p.boot_cpu >= p.ncpus {
-        return Err(FdtError(format!("{} CPUs, boot CPU {}", p.ncpus, p.boot_cpu)));
+        return Err(FdtError(format!(
+            "{} CPUs, boot CPU {}",
+            p.ncpus, p.boot_cpu
+        )));
     }
     let first = build_with_size(p, 1)?;
     let blob = build_with_size(p, first.len() as u64)?;
@@ -188,7 +204,10 @@ fn chosen(w: &mut FdtWriter, p: &FdtParams) -> Result<(), FdtError> {
 
 fn rtas_node(w: &mut FdtWriter, p: &FdtParams) -> Result<(), FdtError> {
     let n = w.begin_node("rtas")?;
-    let funcs: Vec<String> = hypertas_functions(p.bulk_remove).into_iter().map(String::from).collect();
+    let funcs: Vec<String> = hypertas_functions(p.bulk_remove)
+        .into_iter()
+        .map(String::from)
+        .collect();
     w.property_string_list("ibm,hypertas-functions", funcs)?;
     w.property_u32("linux,rtas-base", p.rtas_base as u32)?;
     w.property_u32("linux,rtas-entry", p.rtas_base as u32)?;
@@ -278,12 +297,28 @@ mod tests {
         let p = params(3);
         let blob = build(&p).unwrap();
         let fdt = ::fdt::Fdt::new(&blob).unwrap();
-        assert_eq!(u32::from_be_bytes(blob[20..24].try_into().unwrap()), 17, "version");
-        assert_eq!(u32::from_be_bytes(blob[28..32].try_into().unwrap()), 0, "boot_cpuid_phys");
-        let rsv: Vec<(usize, usize)> = fdt.memory_reservations().map(|r| (r.address() as usize, r.size())).collect();
+        assert_eq!(
+            u32::from_be_bytes(blob[20..24].try_into().unwrap()),
+            17,
+            "version"
+        );
+        assert_eq!(
+            u32::from_be_bytes(blob[28..32].try_into().unwrap()),
+            0,
+            "boot_cpuid_phys"
+        );
+        let rsv: Vec<(usize, usize)> = fdt
+            .memory_reservations()
+            .map(|r| (r.address() as usize, r.size()))
+            .collect();
         assert_eq!(
             rsv,
-            vec![(0x40_0000, 0x2668e0), (0x1000_0000, 0x1234), (0x3fef_0000, rtas::BLOB_SIZE as usize), (0x3ff0_0000, blob.len())]
+            vec![
+                (0x40_0000, 0x2668e0),
+                (0x1000_0000, 0x1234),
+                (0x3fef_0000, rtas::BLOB_SIZE as usize),
+                (0x3ff0_0000, blob.len())
+            ]
         );
         let mut q = params(3);
         q.boot_cpu = 2;

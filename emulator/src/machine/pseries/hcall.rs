@@ -589,10 +589,10 @@ fn page_init(c: &mut Call<'_>) -> i64 {
     } else if flags & H_ZERO_PAGE == 0
         && (flags & (H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE) == 0
             || c.mem.read(dst, &mut page).is_err())
-        {
-            return H_SUCCESS;
-        }
-        // Rewriting the page unchanged is what drops translated code of it.
+    {
+        return H_SUCCESS;
+    }
+    // Rewriting the page unchanged is what drops translated code of it.
     if c.mem.write(dst, &page).is_err() {
         H_PARAMETER
     } else {

@@ -36,9 +36,20 @@ pub const RTAS_REGION: u64 = 0x1_0000;
 /// What went wrong preparing the boot; the message names the file.
 #[derive(Debug)]
 pub enum LoadError {
-    Read { what: &'static str, path: String, err: std::io::Error },
-    BadElf { path: String, why: String },
-    DoesNotFit { what: &'static str, path: String, why: String },
+    Read {
+        what: &'static str,
+        path: String,
+        err: std::io::Error,
+    },
+    BadElf {
+        path: String,
+        why: String,
+    },
+    DoesNotFit {
+        what: &'static str,
+        path: String,
+        why: String,
+    },
     Fdt(FdtError),
 }
 
@@ -46,8 +57,12 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoadError::Read { what, path, err } => write!(f, "cannot read {what} '{path}': {err}"),
-            LoadError::BadElf { path, why } => write!(f, "kernel '{path}' is not a usable ELF image: {why}"),
-            LoadError::DoesNotFit { what, path, why } => write!(f, "{what} '{path}' does not fit: {why}"),
+            LoadError::BadElf { path, why } => {
+                write!(f, "kernel '{path}' is not a usable ELF image: {why}")
+            }
+            LoadError::DoesNotFit { what, path, why } => {
+                write!(f, "{what} '{path}' does not fit: {why}")
+            }
             LoadError::Fdt(e) => write!(f, "{e}"),
         }
     }
@@ -135,12 +150,25 @@ pub struct BootImages {
 /// Reads the files named by `cfg` and plans the boot.
 pub fn plan_from_files(cfg: &MachineConfig) -> Result<BootPlan, LoadError> {
     // Refuse what cannot fit before reading it (an initrd could be huge).
-    let read = |what: &'static str, p: &Option<std::path::PathBuf>, limit: u64| -> Result<Option<(String, Vec<u8>)>, LoadError> {
+    let read = |what: &'static str,
+                p: &Option<std::path::PathBuf>,
+                limit: u64|
+     -> Result<Option<(String, Vec<u8>)>, LoadError> {
         let Some(p) = p else { return Ok(None) };
         let name = p.display().to_string();
-        let len = std::fs::metadata(p).map_err(|err| LoadError::Read { what, path: name.clone(), err })?.len();
+        let len = std::fs::metadata(p)
+            .map_err(|err| LoadError::Read {
+                what,
+                path: name.clone(),
+                err,
+            })?
+            .len();
         if len > limit {
-            return Err(LoadError::DoesNotFit { what, path: name, why: format!("{len} bytes, more than the {limit} available") });
+            return Err(LoadError::DoesNotFit {
+                what,
+                path: name,
+                why: format!("{len} bytes, more than the {limit} available"),
+            });
         }
         let bytes = read_file(what, p)?;
         Ok(Some((name, bytes)))
@@ -154,7 +182,11 @@ pub fn plan_from_files(cfg: &MachineConfig) -> Result<BootPlan, LoadError> {
 }
 
 fn read_file(what: &'static str, p: &Path) -> Result<Vec<u8>, LoadError> {
-    std::fs::read(p).map_err(|err| LoadError::Read { what, path: p.display().to_string(), err })
+    std::fs::read(p).map_err(|err| LoadError::Read {
+        what,
+        path: p.display().to_string(),
+        err,
+    })
 }
 
 /// 32 bytes of host randomness for `/chosen/rng-seed`.
@@ -165,7 +197,12 @@ pub fn random_seed() -> [u8; 32] {
     for (i, chunk) in seed.chunks_mut(8).enumerate() {
         let mut h = state.build_hasher();
         h.write_usize(i);
-        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
         chunk.copy_from_slice(&h.finish().to_le_bytes());
     }
     seed
@@ -177,7 +214,11 @@ pub fn fdt_addr(ram: u64) -> u64 {
 }
 
 /// Plans the boot of `images` on the machine `cfg` describes.
-pub fn plan(cfg: &MachineConfig, images: &BootImages, rng_seed: [u8; 32]) -> Result<BootPlan, LoadError> {
+pub fn plan(
+    cfg: &MachineConfig,
+    images: &BootImages,
+    rng_seed: [u8; 32],
+) -> Result<BootPlan, LoadError> {
     let ram = cfg.ram_bytes;
     let fdt_addr = fdt_addr(ram);
     let rtas_base = fdt_addr - RTAS_REGION;
@@ -189,7 +230,10 @@ pub fn plan(cfg: &MachineConfig, images: &BootImages, rng_seed: [u8; 32]) -> Res
             return Err(LoadError::DoesNotFit {
                 what: "bios",
                 path: name.clone(),
-                why: format!("{} bytes; a firmware image has 1 to {BIOS_MAX} bytes", bios.len()),
+                why: format!(
+                    "{} bytes; a firmware image has 1 to {BIOS_MAX} bytes",
+                    bios.len()
+                ),
             });
         }
         writes.push((0, bios.clone()));
@@ -197,7 +241,10 @@ pub fn plan(cfg: &MachineConfig, images: &BootImages, rng_seed: [u8; 32]) -> Res
 
     let mut kernel = None;
     if let Some((name, data)) = &images.kernel {
-        let elf = parse_elf(data).map_err(|why| LoadError::BadElf { path: name.clone(), why })?;
+        let elf = parse_elf(data).map_err(|why| LoadError::BadElf {
+            path: name.clone(),
+            why,
+        })?;
         for s in &elf.segments {
             let end = s.addr.checked_add(s.memsz).filter(|&e| e <= rtas_base);
             if end.is_none() {
@@ -259,14 +306,35 @@ pub fn plan(cfg: &MachineConfig, images: &BootImages, rng_seed: [u8; 32]) -> Res
     };
     let blob = fdt::build(&params)?;
     if blob.len() as u64 > FDT_MAX_SIZE {
-        return Err(LoadError::Fdt(FdtError(format!("{} bytes, more than {FDT_MAX_SIZE}", blob.len()))));
+        return Err(LoadError::Fdt(FdtError(format!(
+            "{} bytes, more than {FDT_MAX_SIZE}",
+            blob.len()
+        ))));
     }
     writes.push((fdt_addr, blob.clone()));
 
     let boot = match (&images.bios, &kernel) {
-        (Some(_), _) => BootCpu { pc: BIOS_ENTRY, msr: 0, r3: fdt_addr, r4: 0, r5: 0 },
-        (None, Some(k)) => BootCpu { pc: k.addr, msr: msr::SF | msr::ME, r3: fdt_addr, r4: k.addr, r5: 0 },
-        (None, None) => BootCpu { pc: 0, msr: msr::SF | msr::ME, r3: fdt_addr, r4: 0, r5: 0 },
+        (Some(_), _) => BootCpu {
+            pc: BIOS_ENTRY,
+            msr: 0,
+            r3: fdt_addr,
+            r4: 0,
+            r5: 0,
+        },
+        (None, Some(k)) => BootCpu {
+            pc: k.addr,
+            msr: msr::SF | msr::ME,
+            r3: fdt_addr,
+            r4: k.addr,
+            r5: 0,
+        },
+        (None, None) => BootCpu {
+            pc: 0,
+            msr: msr::SF | msr::ME,
+            r3: fdt_addr,
+            r4: 0,
+            r5: 0,
+        },
     };
     Ok(BootPlan {
         zeros,
@@ -305,7 +373,9 @@ fn parse_elf(data: &[u8]) -> Result<ParsedElf<'_>, String> {
     }
 }
 
-fn parse_elf_as<H: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result<ParsedElf<'_>, String> {
+fn parse_elf_as<H: FileHeader<Endian = object::Endianness>>(
+    data: &[u8],
+) -> Result<ParsedElf<'_>, String> {
     use object::Endian;
     let h = H::parse(data).map_err(|e| e.to_string())?;
     let endian = h.endian().map_err(|e| e.to_string())?;
@@ -313,8 +383,14 @@ fn parse_elf_as<H: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Resu
     if machine != elf::EM_PPC64 && machine != elf::EM_PPC {
         return Err(format!("ELF machine {} is not PowerPC", machine.0));
     }
-    let phdrs = h.program_headers(endian, data).map_err(|e| format!("program headers: {e}"))?;
-    let loads: Vec<_> = phdrs.iter().enumerate().filter(|(_, p)| p.p_type(endian) == elf::PT_LOAD).collect();
+    let phdrs = h
+        .program_headers(endian, data)
+        .map_err(|e| format!("program headers: {e}"))?;
+    let loads: Vec<_> = phdrs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.p_type(endian) == elf::PT_LOAD)
+        .collect();
     if loads.is_empty() {
         return Err("no PT_LOAD segment".into());
     }
@@ -325,9 +401,13 @@ fn parse_elf_as<H: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Resu
         let filesz: u64 = ph.p_filesz(endian).into();
         let mut memsz: u64 = ph.p_memsz(endian).into();
         if filesz > memsz {
-            return Err(format!("segment {i}: file size {filesz:#x} exceeds memory size {memsz:#x}"));
+            return Err(format!(
+                "segment {i}: file size {filesz:#x} exceeds memory size {memsz:#x}"
+            ));
         }
-        let bytes = ph.data(endian, data).map_err(|()| format!("segment {i}: file data lies outside the file"))?;
+        let bytes = ph
+            .data(endian, data)
+            .map_err(|()| format!("segment {i}: file data lies outside the file"))?;
         // A zero-filled tail that overlaps another segment is not loaded (QEMU's rule for
         // images whose memsz describes the run-time layout).
         if memsz > filesz {
@@ -346,7 +426,11 @@ fn parse_elf_as<H: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Resu
         low = low.min(addr);
         high = high.max(addr.saturating_add(memsz));
         if memsz > 0 {
-            segments.push(Segment { addr, memsz, data: bytes });
+            segments.push(Segment {
+                addr,
+                memsz,
+                data: bytes,
+            });
         }
     }
     let info = LoadedKernel {
@@ -382,7 +466,12 @@ mod tests {
         put(&mut out, 18, machine as u64, 2);
         put(&mut out, 20, 1, 4);
         let w = if bits64 { 8 } else { 4 };
-        put(&mut out, 24, 0xc000_0000_0000_0000 & if bits64 { u64::MAX } else { 0 }, w); // e_entry
+        put(
+            &mut out,
+            24,
+            0xc000_0000_0000_0000 & if bits64 { u64::MAX } else { 0 },
+            w,
+        ); // e_entry
         put(&mut out, 24 + w, ehsize as u64, w); // e_phoff
         let after = 24 + 3 * w;
         put(&mut out, after + 4, ehsize as u64, 2);
@@ -419,23 +508,48 @@ mod tests {
     }
 
     fn cfg(ram: u64) -> MachineConfig {
-        MachineConfig { ram_bytes: ram, smp: 2, append: "console=hvc0".into(), ..Default::default() }
+        MachineConfig {
+            ram_bytes: ram,
+            smp: 2,
+            append: "console=hvc0".into(),
+            ..Default::default()
+        }
     }
 
     fn images(kernel: Vec<u8>) -> BootImages {
-        BootImages { kernel: Some(("k.elf".into(), kernel)), ..Default::default() }
+        BootImages {
+            kernel: Some(("k.elf".into(), kernel)),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn placement_follows_qemu() {
-        let k = elf(true, true, 21, &[(0x2000, &[1, 2, 3, 4], 0x100), (0xc000_0000_0000_0000, &[9; 16], 0x20)]);
+        let k = elf(
+            true,
+            true,
+            21,
+            &[
+                (0x2000, &[1, 2, 3, 4], 0x100),
+                (0xc000_0000_0000_0000, &[9; 16], 0x20),
+            ],
+        );
         let p = plan(&cfg(1 << 30), &images(k), [0; 32]).unwrap();
         let kinfo = p.kernel.clone().unwrap();
         assert_eq!(kinfo.addr, 0x40_0000, "lowest loaded address");
         assert_eq!(kinfo.size, 0x120);
         assert_eq!(kinfo.end, 0x40_2100);
         assert!(kinfo.little_endian);
-        assert_eq!(p.boot, BootCpu { pc: 0x40_0000, msr: 0x8000_0000_0000_1000, r3: 0x3ff0_0000, r4: 0x40_0000, r5: 0 });
+        assert_eq!(
+            p.boot,
+            BootCpu {
+                pc: 0x40_0000,
+                msr: 0x8000_0000_0000_1000,
+                r3: 0x3ff0_0000,
+                r4: 0x40_0000,
+                r5: 0
+            }
+        );
         assert_eq!(p.fdt_addr, 0x3ff0_0000);
         assert_eq!(p.rtas_base, 0x3fef_0000);
         assert!(p.writes.contains(&(0x40_2000, vec![1, 2, 3, 4])));
@@ -473,8 +587,14 @@ mod tests {
         assert!(p.writes.contains(&(0x680000, vec![5; 0x1234])));
         let f = ::fdt::Fdt::new(&p.fdt).unwrap();
         let chosen = f.find_node("/chosen").unwrap();
-        assert_eq!(chosen.property("linux,initrd-start").unwrap().as_usize(), Some(0x680000));
-        assert_eq!(chosen.property("linux,initrd-end").unwrap().as_usize(), Some(0x681234));
+        assert_eq!(
+            chosen.property("linux,initrd-start").unwrap().as_usize(),
+            Some(0x680000)
+        );
+        assert_eq!(
+            chosen.property("linux,initrd-end").unwrap().as_usize(),
+            Some(0x681234)
+        );
     }
 
     #[test]
@@ -493,7 +613,10 @@ mod tests {
         let e = plan(&cfg(256 << 20), &images(k), [0; 32]).unwrap_err();
         assert!(e.to_string().contains("kernel 'k.elf' does not fit"), "{e}");
         let k = elf(true, true, 21, &[(0, &[1; 16], u64::MAX)]);
-        assert!(matches!(plan(&cfg(256 << 20), &images(k), [0; 32]), Err(LoadError::DoesNotFit { .. })));
+        assert!(matches!(
+            plan(&cfg(256 << 20), &images(k), [0; 32]),
+            Err(LoadError::DoesNotFit { .. })
+        ));
     }
 
     #[test]
@@ -507,7 +630,10 @@ mod tests {
         bad(Vec::new(), "not an ELF");
         bad(elf(true, true, 62, &[(0, &[1], 1)]), "not PowerPC");
         bad(elf(true, true, 21, &[]), "no PT_LOAD");
-        bad(elf(true, true, 21, &[(0, &[1; 8], 4)]), "exceeds memory size");
+        bad(
+            elf(true, true, 21, &[(0, &[1; 8], 4)]),
+            "exceeds memory size",
+        );
         let mut truncated = elf(true, true, 21, &[(0, &[1; 64], 64)]);
         truncated.truncate(truncated.len() - 10);
         bad(truncated, "outside the file");
@@ -524,10 +650,24 @@ mod tests {
         rom[0x100..0x104].copy_from_slice(&0x4840_0002u32.to_be_bytes());
         im.bios = Some(("rom.bin".into(), rom.clone()));
         let p = plan(&cfg(1 << 30), &im, [0; 32]).unwrap();
-        assert_eq!(p.boot, BootCpu { pc: 0x100, msr: 0, r3: p.fdt_addr, r4: 0, r5: 0 });
+        assert_eq!(
+            p.boot,
+            BootCpu {
+                pc: 0x100,
+                msr: 0,
+                r3: p.fdt_addr,
+                r4: 0,
+                r5: 0
+            }
+        );
         assert_eq!(p.writes[0], (0, rom));
         im.bios = Some(("huge.bin".into(), vec![0; BIOS_MAX as usize + 1]));
-        assert!(plan(&cfg(1 << 30), &im, [0; 32]).unwrap_err().to_string().contains("bios 'huge.bin'"));
+        assert!(
+            plan(&cfg(1 << 30), &im, [0; 32])
+                .unwrap_err()
+                .to_string()
+                .contains("bios 'huge.bin'")
+        );
         im.bios = Some(("empty.bin".into(), Vec::new()));
         assert!(plan(&cfg(1 << 30), &im, [0; 32]).is_err());
     }
@@ -551,6 +691,9 @@ mod tests {
         let ram = crate::softmmu::GuestRam::new(256 << 20).unwrap();
         p.apply(&ram).unwrap();
         assert_eq!(ram.read_u32_be(p.fdt_addr).unwrap(), 0xd00d_feed);
-        assert_eq!(ram.read_u32_be(p.rtas_base + 12).unwrap(), rtas::BLOB_WORDS[3]);
+        assert_eq!(
+            ram.read_u32_be(p.rtas_base + 12).unwrap(),
+            rtas::BLOB_WORDS[3]
+        );
     }
 }

@@ -89,7 +89,10 @@ impl PseriesVcpu {
         if cpu.st.msr & msr::EE != 0
             && cpu.decrementer_pending()
             && accel.vcpus[i].interrupt_request.load(Ordering::SeqCst) & irq::EXT == 0
-            && let Some(vector) = cpu.take_async(Pending { decrementer: true, ..Pending::default() })
+            && let Some(vector) = cpu.take_async(Pending {
+                decrementer: true,
+                ..Pending::default()
+            })
         {
             self.note_interrupt(vector);
         }
@@ -239,7 +242,11 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
         }
         // DEC's own sign is the level; the DEC bit only wakes the vCPU.
         let dec = self.engine.cpu.decrementer_pending();
-        let pending = Pending { system_reset: false, external: r & irq::EXT != 0, decrementer: dec };
+        let pending = Pending {
+            system_reset: false,
+            external: r & irq::EXT != 0,
+            decrementer: dec,
+        };
         if let Some(vector) = self.engine.cpu.take_async(pending) {
             self.note_interrupt(vector);
         }

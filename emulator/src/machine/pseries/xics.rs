@@ -37,7 +37,12 @@ impl Icp {
     /// Reset state: CPPR 0 (nothing can be presented until the guest lowers it), no
     /// interrupt pending, no IPI requested.
     fn new() -> Self {
-        Self { xirr: 0, pending_priority: PRIO_MASKED, mfrr: PRIO_MASKED, line: false }
+        Self {
+            xirr: 0,
+            pending_priority: PRIO_MASKED,
+            mfrr: PRIO_MASKED,
+            line: false,
+        }
     }
 
     pub fn cppr(&self) -> u8 {
@@ -94,7 +99,13 @@ pub struct Source {
 
 impl Source {
     fn new() -> Self {
-        Self { server: 0, priority: PRIO_MASKED, saved_priority: PRIO_MASKED, lsi: false, status: 0 }
+        Self {
+            server: 0,
+            priority: PRIO_MASKED,
+            saved_priority: PRIO_MASKED,
+            lsi: false,
+            status: 0,
+        }
     }
 }
 
@@ -109,7 +120,11 @@ pub struct Xics {
 
 impl Xics {
     pub fn new(ncpus: usize) -> Self {
-        Self { icps: vec![Icp::new(); ncpus], sources: vec![Source::new(); NR_IRQS as usize], active: BTreeSet::new() }
+        Self {
+            icps: vec![Icp::new(); ncpus],
+            sources: vec![Source::new(); NR_IRQS as usize],
+            active: BTreeSet::new(),
+        }
     }
 
     /// Back to the reset state; lines that were asserted are lowered.
@@ -192,10 +207,18 @@ impl Xics {
 
     /// A device changed the level of source `irq` (for an MSI, `true` fires it).
     pub fn set_irq(&mut self, irq: u32, level: bool, fx: &mut dyn MachineEffects) {
-        let Some(i) = Self::src_index(irq) else { return };
+        let Some(i) = Self::src_index(irq) else {
+            return;
+        };
         let s = self.sources[i];
         if s.lsi {
-            self.update_status(i, |st| if level { st | status::ASSERTED } else { st & !status::ASSERTED });
+            self.update_status(i, |st| {
+                if level {
+                    st | status::ASSERTED
+                } else {
+                    st & !status::ASSERTED
+                }
+            });
             self.resend_lsi(i);
         } else if level {
             if s.priority == PRIO_MASKED {
@@ -209,8 +232,17 @@ impl Xics {
 
     /// ibm,set-xive (and int-on/int-off): route `irq` to `server` at `priority`.
     /// The caller has validated `irq` and `server`.
-    pub fn write_xive(&mut self, irq: u32, server: u32, priority: u8, saved_priority: u8, fx: &mut dyn MachineEffects) {
-        let Some(i) = Self::src_index(irq) else { return };
+    pub fn write_xive(
+        &mut self,
+        irq: u32,
+        server: u32,
+        priority: u8,
+        saved_priority: u8,
+        fx: &mut dyn MachineEffects,
+    ) {
+        let Some(i) = Self::src_index(irq) else {
+            return;
+        };
         let s = &mut self.sources[i];
         s.server = server;
         s.priority = priority;
@@ -291,7 +323,10 @@ impl Xics {
 
     fn resend_lsi(&mut self, i: usize) {
         let s = self.sources[i];
-        if s.priority != PRIO_MASKED && s.status & status::ASSERTED != 0 && s.status & status::SENT == 0 {
+        if s.priority != PRIO_MASKED
+            && s.status & status::ASSERTED != 0
+            && s.status & status::SENT == 0
+        {
             self.update_status(i, |st| st | status::SENT);
             self.present(s.server as usize, IRQ_BASE + i as u32, s.priority);
         }
@@ -374,12 +409,28 @@ mod tests {
     fn ipi_raises_accept_and_eoi() {
         let (mut x, mut fx) = setup(2);
         x.set_mfrr(1, 5, &mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 1, asserted: true }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 1,
+                asserted: true
+            }]
+        );
         assert_eq!(x.icp(1).xirr(), 0xff00_0002);
         let xirr = x.accept(1, &mut fx);
         assert_eq!(xirr, 0xff00_0002);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 1, asserted: false }]);
-        assert_eq!(x.icp(1).cppr(), 5, "accept sets CPPR to the interrupt's priority");
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 1,
+                asserted: false
+            }]
+        );
+        assert_eq!(
+            x.icp(1).cppr(),
+            5,
+            "accept sets CPPR to the interrupt's priority"
+        );
         // Linux clears MFRR before EOI; with MFRR still set the IPI would come back.
         x.set_mfrr(1, 0xff, &mut fx);
         x.eoi(1, xirr, &mut fx);
@@ -395,7 +446,13 @@ mod tests {
         let xirr = x.accept(0, &mut fx);
         fx.take();
         x.eoi(0, xirr, &mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 0, asserted: true }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 0,
+                asserted: true
+            }]
+        );
         assert_eq!(x.icp(0).xisr(), XICS_IPI);
     }
 
@@ -410,7 +467,13 @@ mod tests {
         assert!(fx.take().is_empty());
         // Lowering the CPPR (less favoured) presents it.
         x.set_cppr(0, 7, &mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 0, asserted: true }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 0,
+                asserted: true
+            }]
+        );
         assert_eq!(x.icp(0).xirr(), 0x0700_0002);
     }
 
@@ -420,12 +483,24 @@ mod tests {
         x.set_mfrr(0, 5, &mut fx);
         fx.take();
         x.set_cppr(0, 5, &mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 0, asserted: false }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 0,
+                asserted: false
+            }]
+        );
         assert_eq!(x.icp(0).xisr(), 0);
         assert_eq!(x.icp(0).pending_priority(), 0xff);
         // A CPPR still less favoured than the pending one keeps it.
         x.set_cppr(0, 0xff, &mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 0, asserted: true }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 0,
+                asserted: true
+            }]
+        );
         x.set_cppr(0, 6, &mut fx);
         assert!(fx.take().is_empty());
         assert_eq!(x.icp(0).xisr(), XICS_IPI);
@@ -448,7 +523,13 @@ mod tests {
         x.set_irq(irq, true, &mut fx);
         assert!(fx.take().is_empty());
         x.write_xive(irq, 1, 5, 5, &mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 1, asserted: true }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 1,
+                asserted: true
+            }]
+        );
         assert_eq!(x.icp(1).xirr(), 0xff00_0000 | irq);
         let xirr = x.accept(1, &mut fx);
         assert_eq!(xirr & 0xffffff, irq);
@@ -486,7 +567,11 @@ mod tests {
         assert_eq!(xirr, 0xff00_0002);
         x.set_mfrr(0, 0xff, &mut fx);
         x.eoi(0, xirr, &mut fx);
-        assert_eq!(x.icp(0).xisr(), irq, "the displaced source is presented again");
+        assert_eq!(
+            x.icp(0).xisr(),
+            irq,
+            "the displaced source is presented again"
+        );
         assert!(x.line(0));
     }
 
@@ -497,7 +582,11 @@ mod tests {
         let irq = IRQ_BASE + 1;
         x.write_xive(irq, 0, 3, 3, &mut fx);
         x.set_irq(irq, true, &mut fx);
-        assert_eq!(x.icp(0).xisr(), XICS_IPI, "equal priority does not displace");
+        assert_eq!(
+            x.icp(0).xisr(),
+            XICS_IPI,
+            "equal priority does not displace"
+        );
     }
 
     #[test]
@@ -531,7 +620,10 @@ mod tests {
         let s = *x.source(irq).unwrap();
         assert_eq!((s.priority, s.saved_priority), (0xff, 5));
         x.write_xive(irq, s.server, s.saved_priority, s.saved_priority, &mut fx);
-        assert!(x.line(0), "the interrupt that fired while off is delivered by int-on");
+        assert!(
+            x.line(0),
+            "the interrupt that fired while off is delivered by int-on"
+        );
     }
 
     #[test]
@@ -549,7 +641,13 @@ mod tests {
         x.set_mfrr(1, 1, &mut fx);
         fx.take();
         x.reset(&mut fx);
-        assert_eq!(fx.take(), vec![Effect::ExternalIrq { cpu: 1, asserted: false }]);
+        assert_eq!(
+            fx.take(),
+            vec![Effect::ExternalIrq {
+                cpu: 1,
+                asserted: false
+            }]
+        );
         assert_eq!(x.icp(1).cppr(), 0);
     }
 }
