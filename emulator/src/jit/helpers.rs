@@ -53,6 +53,40 @@ fn interp_one(cpu: &mut Cpu, ctx: &mut JitCtx, word: u32, op: usize) -> u32 {
     }
 }
 
+/// A baseline block's exit found an optimized block for the next PC in the jump cache
+/// (`entry`, translated for the MSR state `flags`, the exiting block's): runs it and its
+/// chain here, so that control passes between the tiers without the run loop. `ret`:
+/// `CONTINUE` when the baseline code may go on probing from `st.pc`; otherwise the block
+/// returns to the run loop (an exception, events, the budget, a kick, a stale jump cache or
+/// another MSR state).
+pub unsafe extern "C" fn run_optimized(
+    cpu: *mut Cpu,
+    ctx: *mut JitCtx,
+    entry: u64,
+    flags: u64,
+    _: u64,
+) {
+    type Entry = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
+    // SAFETY: `optimized_entry` is the current module's trampoline of this signature
+    // (`Backend::entry_point`), and `entry` a block of this vCPU's jump cache, synced with
+    // the generation (the caller's probe found it there).
+    let enter = unsafe { std::mem::transmute::<usize, Entry>((*ctx).optimized_entry) };
+    let before = unsafe { (*ctx).budget };
+    unsafe { enter(cpu, ctx, entry as usize) };
+    let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
+    ctx.optimized_calls += 1;
+    ctx.optimized_instructions += (before - ctx.budget) as u64;
+    // SAFETY: `kick` outlives the vCPU's JIT (`Jit::watch`).
+    let kicked = unsafe { (*ctx.kick).load(std::sync::atomic::Ordering::Relaxed) };
+    let stop = ctx.exc.is_some()
+        || cpu.events != 0
+        || ctx.budget <= 0
+        || kicked
+        || ctx.shared.generation() != ctx.seen_generation
+        || cpu.st.msr & super::KEY_MSR_BITS != flags;
+    ctx.ret = stop as u64;
+}
+
 fn tlb_flushes(cpu: &Cpu) -> u64 {
     let t = &cpu.mmu.tlb.counters;
     t.full_flushes + t.page_flushes

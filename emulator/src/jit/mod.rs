@@ -340,6 +340,13 @@ pub struct JitCtx {
     /// Set by a baseline block's exit: the address of its unlinked jump (the run loop links
     /// it to the next block), or `baseline::PROMOTE`; 0 otherwise.
     pub link: u64,
+    /// The optimizing backend's entry trampoline for its current module
+    /// ([`Backend::entry_point`]): baseline code runs optimized blocks through it
+    /// ([`helpers::run_optimized`]) without returning to the run loop.
+    pub optimized_entry: usize,
+    /// Calls of optimized code from baseline code, and the instructions they retired.
+    pub optimized_calls: u64,
+    pub optimized_instructions: u64,
 }
 
 // SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it), to a flag that
@@ -352,6 +359,8 @@ pub struct JitCounters {
     pub blocks_translated: u64,
     pub cache_flushes: u64,
     pub jump_cache_hits: u64,
+    /// Jump cache entries found good again after the PC's TLB entry was refilled.
+    pub jump_cache_refills: u64,
     pub map_hits: u64,
     pub code_bytes: u64,
     pub translate_ns: u64,
@@ -378,6 +387,9 @@ pub struct BaselineCounters {
     pub promotions: u64,
     /// Jumps this vCPU patched to link two blocks.
     pub links: u64,
+    /// Entries from the run loop, and instructions retired in baseline code.
+    pub entries: u64,
+    pub instructions: u64,
 }
 
 /// Durations in power-of-two buckets of nanoseconds: a mean and percentiles without a stored
@@ -441,7 +453,7 @@ const JC_EMPTY: JcEntry = JcEntry {
 
 /// Code bytes after which a vCPU's module is retired and the cache flushed (default of
 /// `Jit::cache_limit`, `--jit-cache-limit`).
-pub const CODE_CACHE_LIMIT: u64 = 256 << 20;
+pub const CODE_CACHE_LIMIT: u64 = 1 << 30;
 
 /// Parses a code cache limit (`--jit-cache-limit`): a number of bytes, at least 1, with an
 /// optional suffix K, M or G (KiB, MiB, GiB). The error says what is wrong.
@@ -491,6 +503,10 @@ pub trait Backend: Send {
 
     /// Frees every translation. The caller guarantees that none can run any more.
     fn reset(&mut self);
+
+    /// The current module's entry trampoline, an `extern "C" fn(*mut Cpu, *mut JitCtx,
+    /// usize)` that does what [`Backend::enter`] does (changes with `reset`).
+    fn entry_point(&self) -> usize;
 }
 
 /// A block translated by a [`Backend`].
@@ -550,6 +566,12 @@ pub struct BaselineReport {
     pub fallback_insns: u64,
     pub promotions: u64,
     pub links: u64,
+    /// Entries from the run loop (each runs one block or a chain of them).
+    pub entries: u64,
+    /// Instructions retired in baseline code.
+    pub instructions: u64,
+    /// Optimized blocks (chains) run from baseline code, without the run loop.
+    pub optimized_calls: u64,
 }
 
 /// JIT counters of one vCPU in the run report.
@@ -569,6 +591,7 @@ pub struct JitReport {
     /// Instructions retired in translated code.
     pub translated_instructions: u64,
     pub jump_cache_hits: u64,
+    pub jump_cache_refills: u64,
     pub block_map_hits: u64,
     pub slow_memory_accesses: u64,
     pub blocks_invalidated: u64,
@@ -619,10 +642,16 @@ impl Jit {
             fallbacks: Box::new([0; OP_COUNT]),
             slow_mem: 0,
             link: 0,
+            optimized_entry: 0,
+            optimized_calls: 0,
+            optimized_instructions: 0,
         };
+        let backend: Box<dyn Backend> = Box::new(cranelift::CraneliftBackend::new());
+        let mut ctx = Box::new(ctx);
+        ctx.optimized_entry = backend.entry_point();
         Self {
-            ctx: Box::new(ctx),
-            backend: Box::new(cranelift::CraneliftBackend::new()),
+            ctx,
+            backend,
             jc,
             counters: JitCounters::default(),
             threshold: DEFAULT_THRESHOLD,
@@ -716,17 +745,23 @@ impl Jit {
                 .lookup(idx, pc, 4, Access::Exec)
                 .is_some_and(|h| (h as u64).wrapping_sub(pc) == e.addend)
         };
-        if e.pc == pc && e.flags & !BASELINE_JC_TAG == flags && maps_same(cpu) {
+        let tag = if e.flags & BASELINE_JC_TAG != 0 {
+            BASELINE_MAP_TAG
+        } else {
+            0
+        };
+        let same_key = e.pc == pc && e.flags & !BASELINE_JC_TAG == flags;
+        if same_key && maps_same(cpu) {
             self.counters.jump_cache_hits += 1;
-            let tag = if e.flags & BASELINE_JC_TAG != 0 {
-                BASELINE_MAP_TAG
-            } else {
-                0
-            };
             return Ok(Some(e.f | tag));
         }
         // Fetch through the TLB: raises the instruction storage interrupt, fills the entry.
         cpu.mmu.fetch(&cpu.st, pc)?;
+        // After a TLB flush the entry usually still holds: the refilled page is the same.
+        if same_key && maps_same(cpu) {
+            self.counters.jump_cache_refills += 1;
+            return Ok(Some(e.f | tag));
+        }
         let host = cpu
             .mmu
             .tlb
@@ -921,6 +956,7 @@ impl Jit {
         self.jc.fill(JC_EMPTY);
         self.cold.clear();
         self.backend.reset();
+        self.ctx.optimized_entry = self.backend.entry_point();
         self.counters.code_bytes = 0;
         self.counters.cache_flushes += flushes;
     }
@@ -993,6 +1029,10 @@ impl Jit {
         // The unlinked jump the last baseline block left by (`JitCtx::link`).
         #[cfg(target_arch = "x86_64")]
         let mut pending_link = 0u64;
+        // The baseline flush count when `pending_link` was taken: a flush in between (a
+        // translation can flush the region) makes the site an address of dropped code.
+        #[cfg(target_arch = "x86_64")]
+        let mut link_flushes = 0u64;
         loop {
             self.sync_jump_cache();
             let found = self.lookup(cpu)?;
@@ -1004,6 +1044,7 @@ impl Jit {
                     .as_ref()
                     .expect("baseline block without baseline code");
                 if pending_link != 0
+                    && link_flushes == b.flushes()
                     && b.link(pending_link as usize, entry, cpu.st.msr & KEY_MSR_BITS)
                 {
                     self.counters.baseline.links += 1;
@@ -1011,14 +1052,19 @@ impl Jit {
                 let budget = max.saturating_sub(done).min(i64::MAX as u64) as i64;
                 self.ctx.budget = budget;
                 self.ctx.link = 0;
+                let optimized = self.ctx.optimized_instructions;
                 // SAFETY: `entry` is a live block of the machine's baseline code, found for
                 // this state; the jump cache holds only live blocks (synced above).
                 unsafe { b.enter(cpu, &mut self.ctx, entry) };
                 let n = (budget - self.ctx.budget) as u64;
                 cpu.counters.instructions += n;
                 self.counters.translated_instructions += n;
+                self.counters.baseline.entries += 1;
+                self.counters.baseline.instructions +=
+                    n - (self.ctx.optimized_instructions - optimized);
                 done += n;
                 pending_link = std::mem::take(&mut self.ctx.link);
+                link_flushes = b.flushes();
                 if pending_link == baseline::PROMOTE {
                     pending_link = 0;
                     if self.ctx.exc.is_none() {
@@ -1086,6 +1132,7 @@ impl Jit {
             cold_instructions: c.cold_instructions,
             translated_instructions: c.translated_instructions,
             jump_cache_hits: c.jump_cache_hits,
+            jump_cache_refills: c.jump_cache_refills,
             block_map_hits: c.map_hits,
             slow_memory_accesses: self.ctx.slow_mem,
             blocks_invalidated: self
@@ -1113,6 +1160,9 @@ impl Jit {
                     fallback_insns: b.fallback_insns,
                     promotions: b.promotions,
                     links: b.links,
+                    entries: b.entries,
+                    instructions: b.instructions,
+                    optimized_calls: self.ctx.optimized_calls,
                 }
             }),
         }

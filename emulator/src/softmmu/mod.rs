@@ -13,7 +13,7 @@ mod tlb;
 pub use flat::FlatRam;
 pub use ram::{GuestRam, RamError};
 pub use tlb::{
-    MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, mmu_idx,
+    MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, TlbTable, mmu_idx,
 };
 
 use crate::cpu::{CpuState, Exception};

@@ -78,6 +78,10 @@ impl GuestRam {
         if p == libc::MAP_FAILED {
             return Err(RamError::HostMap(size));
         }
+        // Transparent huge pages where the host offers them: a guest's working set spans
+        // far more 4 KiB pages than the host's data TLB holds. Advice only; failure is fine.
+        // SAFETY: advice on the mapping just made.
+        unsafe { libc::madvise(p, size as usize, libc::MADV_HUGEPAGE) };
         Ok(Self {
             base: NonNull::new(p.cast()).expect("mmap returned null"),
             size,

@@ -250,7 +250,7 @@ const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|inte
   --jit-threshold N   run a block N times in the interpreter before translating it
                       (default 500; 0 translates every block on first execution)
   --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
-                      (suffixes K, M, G: KiB, MiB, GiB; default 256M)";
+                      (suffixes K, M, G: KiB, MiB, GiB; default 1G)";
 
 /// Entry of `ppc64emu user ELF [ARGS…]`; returns the process exit status.
 pub fn main(args: &[String]) -> i32 {

@@ -2,20 +2,26 @@
 //! homes in `CpuState` (each instruction loads what it reads and stores what it writes), so
 //! that an interpreter call, a fault or an exit needs no write-back and a block can be left
 //! anywhere. Pinned host registers: `rbx` = `*mut Cpu`, `r12` = `*mut JitCtx`, `r13` = the
-//! effective address of the current load/store (callee-saved: it survives slow-path calls).
+//! effective address of the current load/store (callee-saved: it survives slow-path calls),
+//! `r14` = the vCPU's TLB entries.
 //!
 //! The code is position independent (helpers are called through absolute addresses, only
 //! jumps inside the block are relative), so it is emitted into a buffer and then copied to
 //! its place in the shared code region. Direct exits to the block's own guest page end in a
 //! patchable `jmp rel32` (see [`super::Shared::link`]); other exits probe the vCPU's jump
-//! cache for a baseline block and return to the run loop when there is none.
+//! cache for a baseline block, run an optimized one through `helpers::run_optimized`, and
+//! return to the run loop when there is neither.
+//!
+//! Everything rare (TLB misses, faults, the entry's stop and promotion exits) is emitted
+//! out of line after the body: translations of a real guest take hundreds of MiB, and the
+//! instruction cache holds only the hot paths it fetches.
 
 use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, helpers};
 use super::{BASELINE_JC_TAG, PROMOTE};
 use crate::cpu::{CpuState, msr};
 use crate::engine::Cpu;
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
-use crate::softmmu::{Access, PAGE_MASK, SoftMmu, TLB_ENTRIES, Tlb, TlbEntry, mmu_idx};
+use crate::softmmu::{Access, PAGE_MASK, PAGE_SIZE, SoftMmu, TLB_ENTRIES, Tlb, TlbEntry, mmu_idx};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -35,9 +41,13 @@ const CA: i32 = ST + offset_of!(CpuState, ca) as i32;
 const SO: i32 = ST + offset_of!(CpuState, so) as i32;
 const LR: i32 = ST + offset_of!(CpuState, lr) as i32;
 const CTR: i32 = ST + offset_of!(CpuState, ctr) as i32;
+const fn vsr(r: u32) -> i32 {
+    ST + offset_of!(CpuState, vsr) as i32 + 16 * r as i32
+}
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
 const EVENTS: i32 = offset_of!(Cpu, events) as i32;
-const TLB_TABLE: i32 =
+/// Where `Cpu` keeps the pointer to its TLB entries (pinned in `r14`; fixed for its life).
+const TLB_TABLE_PTR: i32 =
     (offset_of!(Cpu, mmu) + offset_of!(SoftMmu, tlb) + offset_of!(Tlb, table)) as i32;
 const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
 const BUDGET: i32 = offset_of!(JitCtx, budget) as i32;
@@ -46,6 +56,7 @@ const JC: i32 = offset_of!(JitCtx, jc) as i32;
 const RET: i32 = offset_of!(JitCtx, ret) as i32;
 const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
+const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
 
 /// Code of one block.
 pub struct Emitted {
@@ -55,15 +66,50 @@ pub struct Emitted {
     pub fallbacks: u32,
 }
 
-/// Out-of-line exits, emitted after the block body.
+/// Out-of-line code, emitted after the block body so that the hot path stays dense.
 enum Cold {
+    /// Leave before the first instruction (budget spent, kick or events): the block's PC.
+    Stop { at: DynamicLabel },
+    /// The block's execution counter ran out: ask the run loop to promote it.
+    Promote { at: DynamicLabel },
+    /// A load's TLB miss (or unaligned, device, watched access): `helpers::load`, then
+    /// back to `back` with the value in `rax`, or to the fault exit.
+    LoadMiss {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        size: u32,
+        le: bool,
+        fault: DynamicLabel,
+    },
+    /// A store's slow path: `helpers::store`, then back to `back`, to the fault exit, or,
+    /// when it wrote translated code, out after this instruction (updating `ra` first for
+    /// the update forms).
+    StoreMiss {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        rs: u32,
+        size: u32,
+        le: bool,
+        update_ra: Option<u32>,
+        fault: DynamicLabel,
+        k: u32,
+        next: u64,
+    },
     /// The interpreter said stop (`rax` = its code, 1: fault, 2: after); `k` instructions
     /// before it retired.
     Interp { at: DynamicLabel, k: u32 },
     /// A memory access at `pc` faulted: `k` instructions retired.
     Fault { at: DynamicLabel, k: u32, pc: u64 },
-    /// Stop after instruction `k - 1` (a store wrote translated code); the next PC.
-    After { at: DynamicLabel, k: u32, next: u64 },
+    /// The slow path of an instruction whose fast path is native: the interpreter runs it
+    /// (instruction `k`, at `pc`), then the block goes on at `back` or leaves as it says.
+    InterpSlow {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        op: Op,
+        word: u32,
+        k: u32,
+        pc: u64,
+    },
 }
 
 struct Em {
@@ -91,6 +137,7 @@ pub fn trampoline() -> Vec<u8> {
         ; push r13
         ; push r14
         ; sub rsp, 8
+        ; mov r14, QWORD [rdi + TLB_TABLE_PTR]
         ; mov rbx, rdi
         ; mov r12, rsi
         ; jmp rdx
@@ -167,11 +214,10 @@ impl Em {
     /// events, so that a vCPU leaves a chain of linked blocks promptly.
     fn entry(&mut self, counter: Option<usize>) {
         let stop = self.label();
-        let pc = self.key.pc;
         if let Some(c) = counter {
             let promote = self.label();
             asm!(self.ops ; mov rax, QWORD c as i64 ; sub DWORD [rax], 1 ; js =>promote);
-            self.cold_promote(promote);
+            self.cold.push(Cold::Promote { at: promote });
         }
         asm!(self.ops
             ; cmp QWORD [r12 + BUDGET], 0
@@ -182,30 +228,17 @@ impl Em {
             ; cmp DWORD [rbx + EVENTS], 0
             ; jne =>stop
         );
-        // The stop path comes right after the body's first jump would: keep it out of line.
-        let body = self.label();
-        asm!(self.ops ; jmp =>body ; =>stop);
-        self.store_pc(pc);
-        self.epilogue();
-        asm!(self.ops ; =>body);
-    }
-
-    /// Placed inline but jumped over: the rare promotion request (retires nothing).
-    fn cold_promote(&mut self, at: DynamicLabel) {
-        let over = self.label();
-        asm!(self.ops ; jmp =>over ; =>at);
-        self.store_pc(self.key.pc);
-        asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
-        self.epilogue();
-        asm!(self.ops ; =>over);
+        self.cold.push(Cold::Stop { at: stop });
     }
 
     fn emit_cold(&mut self) {
         // The probe exit: `rax` = next PC. A baseline block for it in the jump cache is
-        // jumped to (its own entry checks the budget); anything else returns.
-        let out = self.label();
+        // jumped to (its own entry checks the budget); an optimized block of the same MSR
+        // state is run through `helpers::run_optimized`, after which the probe goes on from
+        // the PC it left; anything else returns.
+        let (out, optimized) = (self.label(), self.label());
         let tag = (self.key.flags | BASELINE_JC_TAG) as i64;
-        let exec = TLB_TABLE + mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
+        let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
         let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
         let exec_addend = exec + offset_of!(TlbEntry, addend) as i32;
         asm!(self.ops
@@ -218,9 +251,6 @@ impl Em {
             ; add rcx, QWORD [r12 + JC]
             ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
             ; jne =>out
-            ; mov rdx, QWORD tag
-            ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
-            ; jne =>out
             // The entry holds while the PC's exec TLB entry maps the page it was made for.
             ; mov rdx, rax
             ; shr rdx, 12
@@ -228,17 +258,121 @@ impl Em {
             ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
             ; mov rsi, rax
             ; and rsi, PAGE_MASK as i32
-            ; cmp rsi, QWORD [rbx + rdx + exec_tag]
+            ; cmp rsi, QWORD [r14 + rdx + exec_tag]
             ; jne =>out
-            ; mov rsi, QWORD [rbx + rdx + exec_addend]
+            ; mov rsi, QWORD [r14 + rdx + exec_addend]
             ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
             ; jne =>out
+            ; mov rdx, QWORD tag
+            ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
+            ; jne =>optimized
             ; jmp QWORD [rcx + offset_of!(JcEntry, f) as i32]
+            ; =>optimized
+            ; mov rdx, QWORD self.key.flags as i64
+            ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
+            ; jne =>out
+            ; cmp QWORD [r12 + OPTIMIZED], 0
+            ; je =>out
+            ; mov rdx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
+            ; mov rcx, QWORD self.key.flags as i64
+        );
+        self.call(helpers::run_optimized as *const () as usize);
+        asm!(self.ops
+            ; cmp QWORD [r12 + RET], 0
+            ; jne =>out
+            ; mov rax, QWORD [rbx + PC]
+            ; jmp =>self.probe
             ; =>out
         );
         self.epilogue();
-        for c in std::mem::take(&mut self.cold) {
+        // Cold code may queue more cold code (an interpreter slow path queues its exit).
+        while !self.cold.is_empty() {
+            for c in std::mem::take(&mut self.cold) {
+                self.emit_cold_item(c);
+            }
+        }
+    }
+
+    fn emit_cold_item(&mut self, c: Cold) {
+        {
             match c {
+                Cold::InterpSlow {
+                    at,
+                    back,
+                    op,
+                    word,
+                    k,
+                    pc,
+                } => {
+                    asm!(self.ops ; =>at);
+                    (self.k, self.pc) = (k, pc);
+                    self.fallback(op, word);
+                    asm!(self.ops ; jmp =>back);
+                }
+                Cold::Stop { at } => {
+                    asm!(self.ops ; =>at);
+                    self.store_pc(self.key.pc);
+                    self.epilogue();
+                }
+                Cold::Promote { at } => {
+                    // Retires nothing: the run loop promotes the block and runs it again.
+                    asm!(self.ops ; =>at);
+                    self.store_pc(self.key.pc);
+                    asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
+                    self.epilogue();
+                }
+                Cold::LoadMiss {
+                    at,
+                    back,
+                    size,
+                    le,
+                    fault,
+                } => {
+                    asm!(self.ops ; =>at ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
+                    self.call(helpers::load as *const () as usize);
+                    asm!(self.ops
+                        ; cmp DWORD [r12 + FAULT], 0
+                        ; jne =>fault
+                        ; mov rax, QWORD [r12 + RET]
+                        ; jmp =>back
+                    );
+                }
+                Cold::StoreMiss {
+                    at,
+                    back,
+                    rs,
+                    size,
+                    le,
+                    update_ra,
+                    fault,
+                    k,
+                    next,
+                } => {
+                    let wrote_code = self.label();
+                    asm!(self.ops
+                        ; =>at
+                        ; mov rdx, r13
+                        ; mov rcx, QWORD [rbx + gpr(rs)]
+                        ; mov r8d, (size | (le as u32) << 8) as i32
+                    );
+                    self.call(helpers::store as *const () as usize);
+                    asm!(self.ops
+                        ; mov rax, QWORD [r12 + RET]
+                        ; cmp eax, helpers::STOP_FAULT as i32
+                        ; je =>fault
+                        ; test eax, eax
+                        ; jnz =>wrote_code
+                        ; jmp =>back
+                        ; =>wrote_code
+                    );
+                    // The rest of the block may be stale: stop after this instruction.
+                    if let Some(ra) = update_ra {
+                        asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
+                    }
+                    self.store_pc(next);
+                    asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
+                    self.epilogue();
+                }
                 Cold::Interp { at, k } => {
                     // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
                     asm!(self.ops ; =>at ; lea rax, [rax + k as i32 - 1] ; sub QWORD [r12 + BUDGET], rax);
@@ -247,12 +381,6 @@ impl Em {
                 Cold::Fault { at, k, pc } => {
                     asm!(self.ops ; =>at);
                     self.store_pc(pc);
-                    asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
-                    self.epilogue();
-                }
-                Cold::After { at, k, next } => {
-                    asm!(self.ops ; =>at);
-                    self.store_pc(next);
                     asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
                     self.epilogue();
                 }
@@ -391,7 +519,7 @@ impl Em {
     /// in `TlbEntry`): jumps to `miss` unless the page is cached and the access aligned;
     /// on a hit `rcx` = host address.
     fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
-        let base = TLB_TABLE + idx * TLB_IDX_BYTES;
+        let base = idx * TLB_IDX_BYTES;
         let (tag, addend) = (
             base + tag as i32,
             base + offset_of!(TlbEntry, addend) as i32,
@@ -403,13 +531,89 @@ impl Em {
             ; shl eax, size_of::<TlbEntry>().trailing_zeros() as i8
             ; mov rcx, r13
             ; and rcx, PAGE_MASK as i32
-            ; cmp rcx, QWORD [rbx + rax + tag]
+            ; cmp rcx, QWORD [r14 + rax + tag]
             ; jne =>miss
         );
-        if size > 1 {
+        if size > 8 {
+            // Quadwords need not be aligned, only inside the page.
+            asm!(self.ops
+                ; mov edx, r13d
+                ; and edx, !PAGE_MASK as i32
+                ; cmp edx, (PAGE_SIZE - size as u64) as i32
+                ; ja =>miss
+            );
+        } else if size > 1 {
             asm!(self.ops ; test r13d, (size - 1) as i32 ; jnz =>miss);
         }
-        asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [rbx + rax + addend]);
+        asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [r14 + rax + addend]);
+    }
+
+    /// `dcbz`: the aligned 128-byte block around the EA zeroed through a fast write entry
+    /// (it never crosses a page); the slow path is the interpreter's.
+    fn zero_block(&mut self, op: Op, i: Insn) {
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        let block = crate::interp::CACHE_BLOCK as i32;
+        asm!(self.ops ; and r13, -block);
+        self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), 1, slow);
+        asm!(self.ops ; xorps xmm0, xmm0);
+        for k in 0..block / 16 {
+            asm!(self.ops ; movups [rcx + 16 * k], xmm0);
+        }
+        asm!(self.ops ; =>back);
+        self.cold.push(Cold::InterpSlow {
+            at: slow,
+            back,
+            op,
+            word: i.0,
+            k: self.k,
+            pc: self.pc,
+        });
+    }
+
+    /// `lvx`/`stvx`/`lxvd2x`/`stxvd2x` in little-endian mode: 16 bytes between memory and
+    /// the register's home, with the doublewords swapped for the VSX forms (their
+    /// doubleword 0 is at the lower address, and a `u128` home keeps it in the high half).
+    /// Misses, page crossings and watched pages go to the interpreter.
+    fn quadword(&mut self, op: Op, i: Insn) {
+        let (store, vmx) = (
+            matches!(op, Op::Stvx | Op::Stxvd2x),
+            matches!(op, Op::Lvx | Op::Stvx),
+        );
+        let home = vsr(if vmx { 32 + i.rt() } else { i.xt() });
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        if vmx {
+            asm!(self.ops ; and r13, -16);
+        }
+        let (idx, tag) = if store {
+            (self.idx_write, offset_of!(TlbEntry, write))
+        } else {
+            (self.idx_read, offset_of!(TlbEntry, read))
+        };
+        self.tlb_hit(idx, tag, 16, slow);
+        if store {
+            asm!(self.ops ; movups xmm0, [rbx + home]);
+        } else {
+            asm!(self.ops ; movups xmm0, [rcx]);
+        }
+        if !vmx {
+            asm!(self.ops ; pshufd xmm0, xmm0, 0x4e);
+        }
+        if store {
+            asm!(self.ops ; movups [rcx], xmm0);
+        } else {
+            asm!(self.ops ; movups [rbx + home], xmm0);
+        }
+        asm!(self.ops ; =>back);
+        self.cold.push(Cold::InterpSlow {
+            at: slow,
+            back,
+            op,
+            word: i.0,
+            k: self.k,
+            pc: self.pc,
+        });
     }
 
     /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
@@ -430,10 +634,15 @@ impl Em {
                 _ => {}
             }
         }
-        asm!(self.ops ; jmp =>done ; =>miss ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
-        self.call(helpers::load as *const () as usize);
+        asm!(self.ops ; =>done);
         let fault = self.label();
-        asm!(self.ops ; cmp DWORD [r12 + FAULT], 0 ; jne =>fault ; mov rax, QWORD [r12 + RET] ; =>done);
+        self.cold.push(Cold::LoadMiss {
+            at: miss,
+            back: done,
+            size,
+            le,
+            fault,
+        });
         self.cold.push(Cold::Fault {
             at: fault,
             k: self.k,
@@ -441,9 +650,10 @@ impl Em {
         });
     }
 
-    /// Stores the low `size` bytes of GPR `rs` at `r13`; `r14` = non-zero when translated
-    /// code was written (the block must stop after this instruction).
-    fn store(&mut self, rs: u32, size: u32, le: bool) {
+    /// Stores the low `size` bytes of GPR `rs` at `r13`. `update_ra`: the update form's RA
+    /// (set to `r13` after the store by the caller, and by the slow path when the store
+    /// wrote translated code and the block stops after it).
+    fn store(&mut self, rs: u32, size: u32, le: bool, update_ra: Option<u32>) {
         let (miss, done) = (self.label(), self.label());
         self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, miss);
         asm!(self.ops ; mov rax, QWORD [rbx + gpr(rs)]);
@@ -455,38 +665,31 @@ impl Em {
                 _ => {}
             }
         }
+        // Pages holding translated code have no fast write entry: a fast store never needs
+        // the block to stop.
         match size {
             1 => asm!(self.ops ; mov BYTE [rcx], al),
             2 => asm!(self.ops ; mov WORD [rcx], ax),
             4 => asm!(self.ops ; mov DWORD [rcx], eax),
             _ => asm!(self.ops ; mov QWORD [rcx], rax),
         }
-        asm!(self.ops
-            ; xor r14d, r14d
-            ; jmp =>done
-            ; =>miss
-            ; mov rdx, r13
-            ; mov rcx, QWORD [rbx + gpr(rs)]
-            ; mov r8d, (size | (le as u32) << 8) as i32
-        );
-        self.call(helpers::store as *const () as usize);
+        asm!(self.ops ; =>done);
         let fault = self.label();
-        asm!(self.ops ; mov r14, QWORD [r12 + RET] ; cmp r14, helpers::STOP_FAULT as i32 ; je =>fault ; =>done);
+        self.cold.push(Cold::StoreMiss {
+            at: miss,
+            back: done,
+            rs,
+            size,
+            le,
+            update_ra,
+            fault,
+            k: self.k + 1,
+            next: self.pc.wrapping_add(4),
+        });
         self.cold.push(Cold::Fault {
             at: fault,
             k: self.k,
             pc: self.pc,
-        });
-    }
-
-    /// After a store: stop when it wrote translated code.
-    fn stop_after_if_r14(&mut self) {
-        let at = self.label();
-        asm!(self.ops ; test r14, r14 ; jnz =>at);
-        self.cold.push(Cold::After {
-            at,
-            k: self.k + 1,
-            next: self.pc.wrapping_add(4),
         });
     }
 
@@ -547,6 +750,12 @@ impl Em {
         asm!(self.ops ; jmp =>over ; =>trap);
         self.fallback(op, i.0);
         asm!(self.ops ; =>over);
+    }
+
+    /// The facility a VSR half move needs is on in this block's MSR state: FP for VSRs
+    /// 0-31, VMX for 32-63 (else the interpreter raises the unavailable interrupt).
+    fn vsr_half_on(&self, x: u32) -> bool {
+        self.key.flags & if x < 32 { msr::FP } else { msr::VEC } != 0
     }
 
     fn link_register(&mut self, i: Insn) {
@@ -948,12 +1157,45 @@ impl Em {
                 }
                 let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
                 self.ea(op, i, update);
-                self.store(rt, info.size as u32, self.le != reversed);
+                let update_ra = update.then_some(ra);
+                self.store(rt, info.size as u32, self.le != reversed, update_ra);
                 if update {
                     asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
                 }
-                // Also as the last instruction: the exit must not jump on into stale code.
-                self.stop_after_if_r14();
+            }
+            Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
+            Lxvd2x | Stxvd2x if self.le && self.key.flags & msr::VSX != 0 => self.quadword(op, i),
+            // Doubleword 0 of a VSR (the high half of its home); doubleword 1 keeps its value.
+            Mfvsrd | Mtvsrd | Mfvsrwz | Mtvsrwz if self.vsr_half_on(i.xt()) => {
+                let dw0 = vsr(i.xt()) + 8;
+                match op {
+                    Mfvsrd => asm!(self.ops ; mov rax, QWORD [rbx + dw0]),
+                    Mfvsrwz => asm!(self.ops ; mov eax, DWORD [rbx + dw0]),
+                    Mtvsrd => {
+                        asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; mov QWORD [rbx + dw0], rax)
+                    }
+                    _ => {
+                        asm!(self.ops ; mov eax, DWORD [rbx + gpr(ra)] ; mov QWORD [rbx + dw0], rax)
+                    }
+                }
+                if matches!(op, Mfvsrd | Mfvsrwz) {
+                    self.set_gpr(ra);
+                }
+            }
+            Cmpb => {
+                // Bytes equal → 0xff, else 0: one SSE byte compare.
+                asm!(self.ops
+                    ; movq xmm0, QWORD [rbx + gpr(rt)]
+                    ; movq xmm1, QWORD [rbx + gpr(rb)]
+                    ; pcmpeqb xmm0, xmm1
+                    ; movq rax, xmm0
+                );
+                self.set_gpr(ra);
+            }
+            Dcbz => self.zero_block(op, i),
+            Popcntd if std::arch::is_x86_feature_detected!("popcnt") => {
+                asm!(self.ops ; popcnt rax, QWORD [rbx + gpr(rt)]);
+                self.set_gpr(ra);
             }
             // Cache hints have no architectural effect (and never fault).
             Dcbt | Dcbtst => {}

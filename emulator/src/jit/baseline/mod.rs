@@ -34,7 +34,7 @@ pub const BASELINE_JC_TAG: u64 = 1 << 62;
 
 /// Virtual reservation of the code region (committed as used; the code cache limit flushes
 /// well before it by default).
-const CODE_RESERVE: usize = 1 << 30;
+const CODE_RESERVE: usize = 2 << 30;
 /// One 4-byte promotion counter per block.
 const COUNTER_RESERVE: usize = 64 << 20;
 
@@ -64,6 +64,8 @@ pub struct Shared {
     trampoline_len: usize,
     blocks: Mutex<HashMap<usize, BlockMeta>>,
     pub links: AtomicU64,
+    /// Flushes so far: addresses of code placed before one are stale after it.
+    flushes: AtomicU64,
 }
 
 impl Shared {
@@ -85,6 +87,7 @@ impl Shared {
             trampoline_len,
             blocks: Mutex::new(HashMap::new()),
             links: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
         })
     }
 
@@ -188,6 +191,12 @@ impl Shared {
         blocks.clear();
         self.code.reset(self.trampoline_len);
         self.counters.reset(0);
+        self.flushes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many times the region was flushed.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::Acquire)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Block exits: returning to the run loop, chaining to the next block through the jump
 //! cache, and the interpreter fallback (through the slow-path adapter).
 
-use super::{PC, TLB_IDX_BYTES, TLB_TABLE, Tx, flags, helpers};
+use super::{PC, TLB_IDX_BYTES, Tx, flags, helpers};
 use crate::engine::Cpu;
 use crate::isa::Op;
 use crate::jit::{JC_SIZE, JcEntry, JitCtx};
@@ -67,8 +67,10 @@ fn emit_chain(
     let tslot = b.ins().ushr_imm_s(pc, 12);
     let tslot = b.ins().band_imm_s(tslot, (TLB_ENTRIES - 1) as i64);
     let tslot = b.ins().imul_imm_s(tslot, size_of::<TlbEntry>() as i64);
-    let t = b.ins().iadd(cpu, tslot);
-    let tbase = TLB_TABLE as usize + mmu_idx(key_flags, Access::Exec) * TLB_IDX_BYTES as usize;
+    let ro = super::flags().with_readonly();
+    let table = b.ins().load(I64, ro, cpu, super::TLB_TABLE_PTR);
+    let t = b.ins().iadd(table, tslot);
+    let tbase = mmu_idx(key_flags, Access::Exec) * TLB_IDX_BYTES as usize;
     let tag = ld(b, I64, t, tbase + offset_of!(TlbEntry, exec));
     let page = b.ins().band_imm_s(pc, PAGE_MASK as i64);
     let td = b.ins().bxor(tag, page);

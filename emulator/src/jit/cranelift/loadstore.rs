@@ -3,7 +3,7 @@
 //! watched accesses take the slow path.
 
 use super::Tx;
-use super::{TLB_IDX_BYTES, TLB_TABLE, flags, int_ty};
+use super::{TLB_IDX_BYTES, flags, int_ty};
 use crate::isa::{Insn, InsnFlags, Op};
 use crate::softmmu::TlbEntry;
 use core::mem::offset_of;
@@ -84,7 +84,7 @@ impl Tx<'_> {
         let ea = self.b.ins().iadd(base, b);
         let ea = self.b.ins().band_imm_s(ea, !(CACHE_BLOCK as i64 - 1));
         let ent = self.tlb_entry(ea);
-        let tbase = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
+        let tbase = self.tlb_idx_write * TLB_IDX_BYTES;
         let tag = self.b.ins().load(
             I64,
             flags(),

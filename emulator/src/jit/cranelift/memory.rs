@@ -1,7 +1,7 @@
 //! Guest memory access from translated code: the TLB hit path inline, the slow path through
 //! the helpers, and effective addresses.
 
-use super::{FAULT, TLB_IDX_BYTES, TLB_TABLE, Tx, flags, helpers, int_ty};
+use super::{FAULT, TLB_IDX_BYTES, TLB_TABLE_PTR, Tx, flags, helpers, int_ty};
 use crate::isa::{Insn, Op, Operand};
 use crate::softmmu::{PAGE_MASK, TLB_ENTRIES, TlbEntry};
 use core::mem::offset_of;
@@ -14,7 +14,15 @@ impl Tx<'_> {
         let s = self.b.ins().ushr_imm_s(ea, 12);
         let s = self.b.ins().band_imm_s(s, (TLB_ENTRIES - 1) as i64);
         let s = self.b.ins().imul_imm_s(s, size_of::<TlbEntry>() as i64);
-        self.b.ins().iadd(self.cpu, s)
+        let table = self.tlb_table();
+        self.b.ins().iadd(table, s)
+    }
+
+    /// The TLB entries' address (a load the block's value numbering shares: the pointer
+    /// never changes).
+    pub(super) fn tlb_table(&mut self) -> Value {
+        let ro = super::flags().with_readonly();
+        self.b.ins().load(I64, ro, self.cpu, TLB_TABLE_PTR)
     }
 
     /// Page tag equal and the access aligned (an invalid tag has bit 0 set, so it never
@@ -44,7 +52,7 @@ impl Tx<'_> {
     pub(super) fn load(&mut self, ea: Value, size: u32, le: bool) -> Value {
         let ty = int_ty(size);
         let ent = self.tlb_entry(ea);
-        let base = TLB_TABLE + self.tlb_idx_read * TLB_IDX_BYTES;
+        let base = self.tlb_idx_read * TLB_IDX_BYTES;
         let tag = self
             .b
             .ins()
@@ -97,7 +105,7 @@ impl Tx<'_> {
     pub(super) fn store(&mut self, ea: Value, val: Value, size: u32, le: bool) -> Value {
         let ty = int_ty(size);
         let ent = self.tlb_entry(ea);
-        let base = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
+        let base = self.tlb_idx_write * TLB_IDX_BYTES;
         let tag = self
             .b
             .ins()

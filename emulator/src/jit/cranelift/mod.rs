@@ -40,7 +40,8 @@ use cranelift_module::Module;
 
 const ST: i32 = offset_of!(Cpu, st) as i32;
 const GPR: i32 = ST + offset_of!(CpuState, gpr) as i32;
-const TLB_TABLE: i32 = (offset_of!(Cpu, mmu)
+/// Where `Cpu` keeps the pointer to its TLB entries (`Tlb::table`, fixed for its life).
+const TLB_TABLE_PTR: i32 = (offset_of!(Cpu, mmu)
     + offset_of!(crate::softmmu::SoftMmu, tlb)
     + offset_of!(Tlb, table)) as i32;
 const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
@@ -206,6 +207,10 @@ impl Backend for CraneliftBackend {
         // SAFETY: the trampoline calls `entry` (a live block, the caller's promise) with
         // these two pointers.
         unsafe { (self.trampoline)(cpu, ctx, entry) }
+    }
+
+    fn entry_point(&self) -> usize {
+        self.trampoline as usize
     }
 
     fn reset(&mut self) {

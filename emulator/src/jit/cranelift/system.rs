@@ -5,7 +5,7 @@
 //! composed registers, DEC, `ptesync`, a trap that fires, a reservation on a TLB miss) runs
 //! the interpreter, often on a cold path of the native code.
 
-use super::{CR, CTR, LR, SO, ST, TLB_IDX_BYTES, TLB_TABLE, Tx, flags, helpers, int_ty};
+use super::{CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
 use crate::cpu::{CpuState, NO_RESERVATION};
 use crate::engine::Cpu;
 use crate::isa::{Insn, Op};
@@ -157,7 +157,7 @@ impl Tx<'_> {
     fn cache_flush(&mut self, op: Op, i: Insn) {
         let ea = self.ea(op, i, false);
         let ent = self.tlb_entry(ea);
-        let tbase = TLB_TABLE + self.tlb_idx_read * TLB_IDX_BYTES;
+        let tbase = self.tlb_idx_read * TLB_IDX_BYTES;
         let tag = self
             .b
             .ins()
@@ -176,7 +176,7 @@ impl Tx<'_> {
         } else {
             self.tlb_idx_read
         };
-        let tbase = TLB_TABLE + idx * TLB_IDX_BYTES;
+        let tbase = idx * TLB_IDX_BYTES;
         let field = if write {
             offset_of!(TlbEntry, write)
         } else {

@@ -12,7 +12,7 @@
 //! guest's last element, so element-wise operations need no reordering and permutes reverse
 //! byte indexes (see [`Tx::permute`]). Guest byte order matters only for memory accesses.
 
-use super::{ST, TLB_IDX_BYTES, TLB_TABLE, Tx, flags};
+use super::{ST, TLB_IDX_BYTES, Tx, flags};
 use crate::cpu::{CpuState, msr};
 use crate::isa::{Insn, InsnFlags, Op};
 use crate::softmmu::{PAGE_MASK, TlbEntry};
@@ -284,7 +284,7 @@ impl Tx<'_> {
     /// either part faults. All operands are read before the branch.
     fn store_pair(&mut self, op: Op, i: Insn, ea: Value, first: Value, second: Value) {
         let ent = self.tlb_entry(ea);
-        let base = TLB_TABLE + self.tlb_idx_write * TLB_IDX_BYTES;
+        let base = self.tlb_idx_write * TLB_IDX_BYTES;
         let tag = self
             .b
             .ins()

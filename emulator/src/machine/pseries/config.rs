@@ -690,7 +690,7 @@ Ours:
   --jit-promote N       move a block from the baseline tier to Cranelift after N runs
                         there (default 100000)
   --jit-cache-limit BYTES   flush the whole code cache when a vCPU's translated code
-                        passes BYTES (suffixes K, M, G: KiB, MiB, GiB; default 256M)
+                        passes BYTES (suffixes K, M, G: KiB, MiB, GiB; default 1G)
   --sync-profile        time lock waits and holds (counts are always kept)
   --timeout SECS        stop the guest after SECS seconds
   --dump-dtb FILE       write the device tree the machine would boot with, and exit
