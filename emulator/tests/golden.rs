@@ -732,7 +732,11 @@ fn reserved_fields_are_ignored() {
         .iter()
         .filter(|c| c.name.contains("/reserved/"))
         .collect();
-    assert!(reserved.len() >= 200, "{} reserved-field cases", reserved.len());
+    assert!(
+        reserved.len() >= 200,
+        "{} reserved-field cases",
+        reserved.len()
+    );
     for c in reserved {
         let qemu = c.qemu_words.as_ref().expect("qemu_words");
         let (w, q) = (c.words[0], qemu[0]);
