@@ -7,7 +7,7 @@
 use super::Cpu;
 use super::test_util::cpu;
 use crate::cpu::{Exception, ProgramKind, msr};
-use crate::isa::{ALL_OPS, Insn, InsnFlags, Op};
+use crate::isa::{ALL_OPS, Insn, InsnFlags, Op, Operand};
 
 const RUNS: usize = 48;
 
@@ -52,10 +52,24 @@ fn random_cpu(seed: u64) -> Cpu {
     c
 }
 
+/// SPRs a problem-state program reaches (XER, LR, CTR, VRSAVE, TAR, DSCR, PPR): drawn half
+/// of the time, since a random SPR number is almost always an illegal instruction.
+const USER_SPRS: [u32; 7] = [1, 8, 9, 256, 815, 3, 896];
+
 /// A word of `op` with every free field random.
 fn random_word(r: &mut Rng, op: Op) -> u32 {
     let info = op.info();
-    (r.next() as u32 & !info.mask) | info.value
+    let mut w = (r.next() as u32 & !info.mask) | info.value;
+    if info
+        .operands
+        .iter()
+        .any(|o| matches!(o, Operand::Spr | Operand::Tbr))
+        && r.next() & 1 == 0
+    {
+        let n = USER_SPRS[r.next() as usize % USER_SPRS.len()];
+        w = (w & !(0x3ff << 11)) | ((n & 0x1f) << 16) | ((n >> 5) << 11);
+    }
+    w
 }
 
 /// Whether the result depends on something other than the state (the timebase).
