@@ -13,7 +13,7 @@ use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig, RtcBase};
 use ppc64emu::machine::pseries::loader::{BootCpu, BootImages, plan};
 use ppc64emu::machine::pseries::rtas::Service;
 use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 // --- a small assembler (big-endian guest, encodings from the Power ISA) ---
@@ -293,17 +293,29 @@ impl Guest {
     }
 }
 
-/// Runs a boot plan on one strategy: how the machine stopped and its console.
-type RunOn =
-    fn(&MachineConfig, &ppc64emu::machine::pseries::loader::BootPlan) -> (MachineExit, Vec<u8>);
+/// Interrupts taken, by vector (as the run report writes it), over all vCPUs.
+type Interrupts = BTreeMap<String, u64>;
+
+/// Runs a boot plan on one strategy: how the machine stopped, its console and the run
+/// report's interrupt counts.
+type RunOn = fn(
+    &MachineConfig,
+    &ppc64emu::machine::pseries::loader::BootPlan,
+) -> (MachineExit, Vec<u8>, Interrupts);
 
 fn strategies() -> Vec<(&'static str, RunOn)> {
     fn go<S: Strategy>(
         cfg: &MachineConfig,
         p: &ppc64emu::machine::pseries::loader::BootPlan,
-    ) -> (MachineExit, Vec<u8>) {
+    ) -> (MachineExit, Vec<u8>, Interrupts) {
         let out = run_with::<S>(cfg, p, Console::Capture).expect("machine runs");
-        (out.exit, out.console)
+        let mut interrupts = Interrupts::new();
+        for v in &out.report.vcpus {
+            for (k, n) in &v.interrupts {
+                *interrupts.entry(k.clone()).or_default() += n;
+            }
+        }
+        (out.exit, out.console, interrupts)
     }
     vec![
         ("baseline", go::<Baseline>),
@@ -315,6 +327,12 @@ fn strategies() -> Vec<(&'static str, RunOn)> {
 /// Runs `g` under every strategy, interpreted and translated (threshold 0); returns the
 /// printed values, the same for every run (else the test fails naming the runs).
 fn run(g: Guest) -> (Vec<u64>, HashMap<&'static str, u64>) {
+    let (values, labels, _) = run_counting(g);
+    (values, labels)
+}
+
+/// [`run`], also returning each run's interrupt counts.
+fn run_counting(g: Guest) -> (Vec<u64>, HashMap<&'static str, u64>, Vec<Interrupts>) {
     let mut labels = HashMap::new();
     let mut writes = Vec::new();
     let (base, bytes, l) = g.main.finish();
@@ -328,6 +346,7 @@ fn run(g: Guest) -> (Vec<u64>, HashMap<&'static str, u64>) {
     writes.push((RTAS_OFF, rtas_buffer(Service::PowerOff.token(), &[0, 0], 1)));
     writes.extend(g.data);
     let mut first: Option<(String, Vec<u64>)> = None;
+    let mut counts = Vec::new();
     for accel in [AccelMode::Interp, AccelMode::Jit] {
         let cfg = MachineConfig {
             smp: g.smp,
@@ -356,7 +375,8 @@ fn run(g: Guest) -> (Vec<u64>, HashMap<&'static str, u64>) {
             r5: 0,
         };
         for (name, go) in strategies() {
-            let (exit, console) = go(&cfg, &p);
+            let (exit, console, interrupts) = go(&cfg, &p);
+            counts.push(interrupts);
             let text = String::from_utf8_lossy(&console).into_owned();
             let run = format!("{name}/{}", accel.as_str());
             assert_eq!(exit, MachineExit::PowerOff, "{run}: {text}");
@@ -373,7 +393,7 @@ fn run(g: Guest) -> (Vec<u64>, HashMap<&'static str, u64>) {
             }
         }
     }
-    (first.unwrap().1, labels)
+    (first.unwrap().1, labels, counts)
 }
 
 /// A handler at `vector` that counts in r25 and returns past the interrupted instruction.
@@ -657,13 +677,17 @@ fn single_step_and_branch_trace() {
         .mtspr(SRR1, 26);
     h.label("ret").rfid();
     g.pieces.push(h);
-    let (v, l) = run(g);
+    let (v, l, counts) = run_counting(g);
     assert_eq!(
         v,
         vec![
             l["se1"], l["se0"], l["se2"], l["se1"], l["be1"], l["b_at"], l["be2"], l["bc_at"]
         ]
     );
+    // The run report counts them by vector like every other interrupt: four traces.
+    for c in counts {
+        assert_eq!(c.get("0xd00"), Some(&4), "{c:?}");
+    }
 }
 
 /// SPRs a partition reaches: the PMU user aliases are writable in supervisor state where

@@ -44,6 +44,9 @@ impl TimeBase for HostTimeBase {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExecCounters {
     pub instructions: u64,
+    /// Trace interrupts taken by [`Cpu::step_traced`] (the machine moves them into its
+    /// per-vector interrupt counts).
+    pub trace_interrupts: u64,
 }
 
 /// A vCPU as the interpreter sees it: architected state, memory, and the address of the next

@@ -2,7 +2,7 @@
 
 use super::{Cpu, Exec, record_cr0};
 use crate::cpu::{Exception, ProgramKind};
-use crate::isa::Insn;
+use crate::isa::{Insn, InsnFlags, Op};
 
 // --- shared routines ---
 
@@ -15,24 +15,29 @@ fn set_rc(c: &mut Cpu, i: Insn, r: u32, v: u64) {
     }
 }
 
-/// `a + b + cin` with XER[CA] (when `ca`) and XER[OV]/[SO] (when OE is set) per the mode.
+/// `a + b + cin` into RT, with what the table row of `op` says: XER[CA] per the mode
+/// (`sets_ca`), OE and Rc (the XO forms; in the D forms bit 31 is part of SI).
 #[inline(always)]
-fn add_ext(c: &mut Cpu, i: Insn, a: u64, b: u64, cin: u64, ca: bool, oe: bool) -> Exec {
+fn add_ext(c: &mut Cpu, op: Op, i: Insn, a: u64, b: u64, cin: u64) -> u64 {
     let r = a.wrapping_add(b).wrapping_add(cin);
     let sf = c.st.sf();
-    if ca {
+    let f = op.info().flags;
+    if f.contains(InsnFlags::SETS_CA) {
         c.st.ca = if sf {
             ((a as u128 + b as u128 + cin as u128) >> 64) as u8
         } else {
             (((a & 0xffff_ffff) + (b & 0xffff_ffff) + cin) >> 32) as u8
         };
     }
-    if oe && i.oe() {
+    if f.contains(InsnFlags::OE) && i.oe() {
         let bit = if sf { 63 } else { 31 };
         set_ov(c, ((a ^ r) & (b ^ r)) >> bit & 1 != 0);
     }
-    set_rc(c, i, i.rt(), r);
-    Ok(())
+    c.st.gpr[i.rt() as usize] = r;
+    if f.contains(InsnFlags::RC) && i.rc() {
+        record_cr0(&mut c.st, r);
+    }
+    r
 }
 
 #[inline(always)]
@@ -65,52 +70,43 @@ pub(super) fn addis(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 pub(super) fn addic(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, Insn(i.0 & !1), ra(c, i), i.si() as u64, 0, true, false)
+    add_ext(c, Op::Addic, i, ra(c, i), i.si() as u64, 0);
+    Ok(())
 }
+/// `addic.` records by its opcode: the D form has no Rc bit.
 pub(super) fn addic_(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, Insn(i.0 | 1), ra(c, i), i.si() as u64, 0, true, false)
+    let r = add_ext(c, Op::AddicDot, i, ra(c, i), i.si() as u64, 0);
+    record_cr0(&mut c.st, r);
+    Ok(())
 }
 pub(super) fn subfic(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, Insn(i.0 & !1), !ra(c, i), i.si() as u64, 1, true, false)
+    add_ext(c, Op::Subfic, i, !ra(c, i), i.si() as u64, 1);
+    Ok(())
 }
-pub(super) fn add(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, i, ra(c, i), rb(c, i), 0, false, true)
+
+/// The XO-form adds: `name: Op => (a, b, carry in)`.
+macro_rules! adds {
+    ($($name:ident: $op:ident => |$c:ident, $i:ident| ($a:expr, $b:expr, $cin:expr);)*) => {
+        $(pub(super) fn $name($c: &mut Cpu, $i: Insn) -> Exec {
+            let (a, b, cin) = ($a, $b, $cin);
+            add_ext($c, Op::$op, $i, a, b, cin);
+            Ok(())
+        })*
+    };
 }
-pub(super) fn addc(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, i, ra(c, i), rb(c, i), 0, true, true)
-}
-pub(super) fn adde(c: &mut Cpu, i: Insn) -> Exec {
-    let ca = c.st.ca as u64;
-    add_ext(c, i, ra(c, i), rb(c, i), ca, true, true)
-}
-pub(super) fn addme(c: &mut Cpu, i: Insn) -> Exec {
-    let ca = c.st.ca as u64;
-    add_ext(c, i, ra(c, i), u64::MAX, ca, true, true)
-}
-pub(super) fn addze(c: &mut Cpu, i: Insn) -> Exec {
-    let ca = c.st.ca as u64;
-    add_ext(c, i, ra(c, i), 0, ca, true, true)
-}
-pub(super) fn subf(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, i, !ra(c, i), rb(c, i), 1, false, true)
-}
-pub(super) fn subfc(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, i, !ra(c, i), rb(c, i), 1, true, true)
-}
-pub(super) fn subfe(c: &mut Cpu, i: Insn) -> Exec {
-    let ca = c.st.ca as u64;
-    add_ext(c, i, !ra(c, i), rb(c, i), ca, true, true)
-}
-pub(super) fn subfme(c: &mut Cpu, i: Insn) -> Exec {
-    let ca = c.st.ca as u64;
-    add_ext(c, i, !ra(c, i), u64::MAX, ca, true, true)
-}
-pub(super) fn subfze(c: &mut Cpu, i: Insn) -> Exec {
-    let ca = c.st.ca as u64;
-    add_ext(c, i, !ra(c, i), 0, ca, true, true)
-}
-pub(super) fn neg(c: &mut Cpu, i: Insn) -> Exec {
-    add_ext(c, i, !ra(c, i), 0, 1, false, true)
+
+adds! {
+    add: Add => |c, i| (ra(c, i), rb(c, i), 0);
+    addc: Addc => |c, i| (ra(c, i), rb(c, i), 0);
+    adde: Adde => |c, i| (ra(c, i), rb(c, i), c.st.ca as u64);
+    addme: Addme => |c, i| (ra(c, i), u64::MAX, c.st.ca as u64);
+    addze: Addze => |c, i| (ra(c, i), 0, c.st.ca as u64);
+    subf: Subf => |c, i| (!ra(c, i), rb(c, i), 1);
+    subfc: Subfc => |c, i| (!ra(c, i), rb(c, i), 1);
+    subfe: Subfe => |c, i| (!ra(c, i), rb(c, i), c.st.ca as u64);
+    subfme: Subfme => |c, i| (!ra(c, i), u64::MAX, c.st.ca as u64);
+    subfze: Subfze => |c, i| (!ra(c, i), 0, c.st.ca as u64);
+    neg: Neg => |c, i| (!ra(c, i), 0, 1);
 }
 
 // --- multiply / divide ---

@@ -1,9 +1,10 @@
-//! Loads, stores, atomics and storage control. Every instruction is a one-line call of a
-//! shared routine for its family: address form × access size × extension × byte order.
+//! Loads, stores, atomics and storage control. Every instruction is a call of a shared
+//! routine for its family with the parameters of its table row (address form, access size,
+//! extension, byte order, reservation), so the table is the one description of each.
 
 use super::{Cpu, Exec};
 use crate::cpu::{Exception, NO_RESERVATION, ProgramKind, msr};
-use crate::isa::Insn;
+use crate::isa::{Form, Insn, InsnFlags, Op, OpInfo};
 use crate::softmmu::Access;
 use portable_atomic::AtomicU128;
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
@@ -29,6 +30,20 @@ impl Addr {
     fn update(self) -> bool {
         matches!(self, Addr::DUpdate | Addr::DsUpdate | Addr::XUpdate)
     }
+
+    /// The address form of a table row: `indexed` or the D/DS displacement of its form, with
+    /// RA updated when the row says `update`.
+    pub(super) fn of(info: &OpInfo) -> Addr {
+        let update = info.flags.contains(InsnFlags::UPDATE);
+        match (info.flags.contains(InsnFlags::INDEXED), info.form, update) {
+            (true, _, false) => Addr::X,
+            (true, _, true) => Addr::XUpdate,
+            (false, Form::DS, false) => Addr::Ds,
+            (false, Form::DS, true) => Addr::DsUpdate,
+            (false, _, false) => Addr::D,
+            (false, _, true) => Addr::DUpdate,
+        }
+    }
 }
 
 #[inline(always)]
@@ -45,27 +60,41 @@ pub(super) fn ea(c: &Cpu, i: Insn, a: Addr) -> u64 {
     c.mask_ea(base.wrapping_add(off))
 }
 
-/// Value extension of an integer load.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ext {
-    Zero,
-    Sign,
-    /// Byte-reversed (opposite of the current byte order), zero-extended.
-    Reverse,
+/// A fixed-point load or store exactly as its table row describes it: address form, access
+/// size, sign extension (`algebraic`), byte order (`byterev`), reservation (`reserve`,
+/// `conditional`).
+#[inline(always)]
+fn gpr_access(c: &mut Cpu, i: Insn, op: Op) -> Exec {
+    let info = op.info();
+    let f = info.flags;
+    let size = info.size as usize;
+    if f.contains(InsnFlags::RESERVE) {
+        return load_reserve(c, i, size);
+    }
+    if f.contains(InsnFlags::CONDITIONAL) {
+        return store_conditional(c, i, size);
+    }
+    let a = Addr::of(info);
+    let reverse = f.contains(InsnFlags::BYTEREV);
+    if f.contains(InsnFlags::LOAD) {
+        load_gpr(c, i, a, size, f.contains(InsnFlags::ALGEBRAIC), reverse)
+    } else {
+        store_gpr(c, i, a, size, reverse)
+    }
 }
 
 #[inline(always)]
-fn load_gpr(c: &mut Cpu, i: Insn, a: Addr, size: usize, ext: Ext) -> Exec {
+fn load_gpr(c: &mut Cpu, i: Insn, a: Addr, size: usize, sign: bool, reverse: bool) -> Exec {
     let (rt, ra) = (i.rt(), i.ra());
     if a.update() && (ra == 0 || ra == rt) {
         return Err(ILLEGAL);
     }
     let ea = ea(c, i, a);
-    let le = c.st.le() ^ (ext == Ext::Reverse);
+    let le = c.st.le() ^ reverse;
     let v = c.mmu.load(&c.st, ea, size, le)?;
-    c.st.gpr[rt as usize] = match (ext, size) {
-        (Ext::Sign, 2) => v as i16 as i64 as u64,
-        (Ext::Sign, 4) => v as i32 as i64 as u64,
+    c.st.gpr[rt as usize] = match (sign, size) {
+        (true, 2) => v as i16 as i64 as u64,
+        (true, 4) => v as i32 as i64 as u64,
         _ => v,
     };
     if a.update() {
@@ -90,35 +119,29 @@ fn store_gpr(c: &mut Cpu, i: Insn, a: Addr, size: usize, reverse: bool) -> Exec 
     Ok(())
 }
 
-macro_rules! loads {
-    ($($name:ident => $addr:ident, $size:literal, $ext:ident;)*) => {
-        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec { load_gpr(c, i, Addr::$addr, $size, Ext::$ext) })*
-    };
-}
-macro_rules! stores {
-    ($($name:ident => $addr:ident, $size:literal, $rev:literal;)*) => {
-        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec { store_gpr(c, i, Addr::$addr, $size, $rev) })*
+/// Binds each interpreter function to its table row (`function: Op`).
+macro_rules! from_table {
+    ($via:ident: $($name:ident: $op:ident),* $(,)?) => {
+        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec { $via(c, i, Op::$op) })*
     };
 }
 
-loads! {
-    lbz => D, 1, Zero;      lbzu => DUpdate, 1, Zero;   lbzx => X, 1, Zero;     lbzux => XUpdate, 1, Zero;
-    lhz => D, 2, Zero;      lhzu => DUpdate, 2, Zero;   lhzx => X, 2, Zero;     lhzux => XUpdate, 2, Zero;
-    lha => D, 2, Sign;      lhau => DUpdate, 2, Sign;   lhax => X, 2, Sign;     lhaux => XUpdate, 2, Sign;
-    lwz => D, 4, Zero;      lwzu => DUpdate, 4, Zero;   lwzx => X, 4, Zero;     lwzux => XUpdate, 4, Zero;
-    lwa => Ds, 4, Sign;     lwax => X, 4, Sign;         lwaux => XUpdate, 4, Sign;
-    ld => Ds, 8, Zero;      ldu => DsUpdate, 8, Zero;   ldx => X, 8, Zero;      ldux => XUpdate, 8, Zero;
-    lhbrx => X, 2, Reverse; lwbrx => X, 4, Reverse;     ldbrx => X, 8, Reverse;
+from_table! { gpr_access:
+    lbz: Lbz, lbzu: Lbzu, lbzx: Lbzx, lbzux: Lbzux,
+    lhz: Lhz, lhzu: Lhzu, lhzx: Lhzx, lhzux: Lhzux,
+    lha: Lha, lhau: Lhau, lhax: Lhax, lhaux: Lhaux,
+    lwz: Lwz, lwzu: Lwzu, lwzx: Lwzx, lwzux: Lwzux,
+    lwa: Lwa, lwax: Lwax, lwaux: Lwaux,
+    ld: Ld, ldu: Ldu, ldx: Ldx, ldux: Ldux,
+    lhbrx: Lhbrx, lwbrx: Lwbrx, ldbrx: Ldbrx,
+    stb: Stb, stbu: Stbu, stbx: Stbx, stbux: Stbux,
+    sth: Sth, sthu: Sthu, sthx: Sthx, sthux: Sthux,
+    stw: Stw, stwu: Stwu, stwx: Stwx, stwux: Stwux,
+    std: Std, stdu: Stdu, stdx: Stdx, stdux: Stdux,
+    sthbrx: Sthbrx, stwbrx: Stwbrx, stdbrx: Stdbrx,
+    lbarx: Lbarx, lharx: Lharx, lwarx: Lwarx, ldarx: Ldarx, lqarx: Lqarx,
+    stbcx_: StbcxDot, sthcx_: SthcxDot, stwcx_: StwcxDot, stdcx_: StdcxDot, stqcx_: StqcxDot,
 }
-
-stores! {
-    stb => D, 1, false;     stbu => DUpdate, 1, false;  stbx => X, 1, false;    stbux => XUpdate, 1, false;
-    sth => D, 2, false;     sthu => DUpdate, 2, false;  sthx => X, 2, false;    sthux => XUpdate, 2, false;
-    stw => D, 4, false;     stwu => DUpdate, 4, false;  stwx => X, 4, false;    stwux => XUpdate, 4, false;
-    std => Ds, 8, false;    stdu => DsUpdate, 8, false; stdx => X, 8, false;    stdux => XUpdate, 8, false;
-    sthbrx => X, 2, true;   stwbrx => X, 4, true;       stdbrx => X, 8, true;
-}
-
 // --- quadword ---
 
 /// `lq`/`stq` move an even/odd register pair; in little-endian mode the doublewords swap.
@@ -437,37 +460,6 @@ fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
     Ok(())
 }
 
-pub(super) fn lbarx(c: &mut Cpu, i: Insn) -> Exec {
-    load_reserve(c, i, 1)
-}
-pub(super) fn lharx(c: &mut Cpu, i: Insn) -> Exec {
-    load_reserve(c, i, 2)
-}
-pub(super) fn lwarx(c: &mut Cpu, i: Insn) -> Exec {
-    load_reserve(c, i, 4)
-}
-pub(super) fn ldarx(c: &mut Cpu, i: Insn) -> Exec {
-    load_reserve(c, i, 8)
-}
-pub(super) fn lqarx(c: &mut Cpu, i: Insn) -> Exec {
-    load_reserve(c, i, 16)
-}
-pub(super) fn stbcx_(c: &mut Cpu, i: Insn) -> Exec {
-    store_conditional(c, i, 1)
-}
-pub(super) fn sthcx_(c: &mut Cpu, i: Insn) -> Exec {
-    store_conditional(c, i, 2)
-}
-pub(super) fn stwcx_(c: &mut Cpu, i: Insn) -> Exec {
-    store_conditional(c, i, 4)
-}
-pub(super) fn stdcx_(c: &mut Cpu, i: Insn) -> Exec {
-    store_conditional(c, i, 8)
-}
-pub(super) fn stqcx_(c: &mut Cpu, i: Insn) -> Exec {
-    store_conditional(c, i, 16)
-}
-
 // --- floating-point loads and stores ---
 
 #[inline(always)]
@@ -517,6 +509,30 @@ enum FpKind {
     WordZero,
 }
 
+/// A floating-point load or store as its table row describes it: 16 bytes a register pair,
+/// 8 a double, 4 a single, or with `int_word` an integer word (sign-extended when
+/// `algebraic`).
+#[inline(always)]
+fn fpr_access(c: &mut Cpu, i: Insn, op: Op) -> Exec {
+    let info = op.info();
+    let f = info.flags;
+    let a = Addr::of(info);
+    let load = f.contains(InsnFlags::LOAD);
+    let kind = match (info.size, f.contains(InsnFlags::INT_WORD)) {
+        (16, _) if load => return super::fp::load_pair(c, i, a),
+        (16, _) => return super::fp::store_pair(c, i, a),
+        (8, _) => FpKind::Double,
+        (_, false) => FpKind::Single,
+        (_, true) if f.contains(InsnFlags::ALGEBRAIC) => FpKind::WordSigned,
+        (_, true) => FpKind::WordZero,
+    };
+    if load {
+        load_fpr(c, i, a, kind)
+    } else {
+        store_fpr(c, i, a, kind)
+    }
+}
+
 #[inline(always)]
 fn load_fpr(c: &mut Cpu, i: Insn, a: Addr, kind: FpKind) -> Exec {
     fp_enabled(c)?;
@@ -560,23 +576,14 @@ fn store_fpr(c: &mut Cpu, i: Insn, a: Addr, kind: FpKind) -> Exec {
     Ok(())
 }
 
-macro_rules! fp_loads_stores {
-    ($($name:ident => $f:ident, $addr:ident, $kind:ident;)*) => {
-        $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec { $f(c, i, Addr::$addr, FpKind::$kind) })*
-    };
-}
-
-fp_loads_stores! {
-    lfs => load_fpr, D, Single;        lfsu => load_fpr, DUpdate, Single;
-    lfsx => load_fpr, X, Single;       lfsux => load_fpr, XUpdate, Single;
-    lfd => load_fpr, D, Double;        lfdu => load_fpr, DUpdate, Double;
-    lfdx => load_fpr, X, Double;       lfdux => load_fpr, XUpdate, Double;
-    lfiwax => load_fpr, X, WordSigned; lfiwzx => load_fpr, X, WordZero;
-    stfs => store_fpr, D, Single;      stfsu => store_fpr, DUpdate, Single;
-    stfsx => store_fpr, X, Single;     stfsux => store_fpr, XUpdate, Single;
-    stfd => store_fpr, D, Double;      stfdu => store_fpr, DUpdate, Double;
-    stfdx => store_fpr, X, Double;     stfdux => store_fpr, XUpdate, Double;
-    stfiwx => store_fpr, X, WordZero;
+from_table! { fpr_access:
+    lfs: Lfs, lfsu: Lfsu, lfsx: Lfsx, lfsux: Lfsux,
+    lfd: Lfd, lfdu: Lfdu, lfdx: Lfdx, lfdux: Lfdux,
+    lfiwax: Lfiwax, lfiwzx: Lfiwzx,
+    stfs: Stfs, stfsu: Stfsu, stfsx: Stfsx, stfsux: Stfsux,
+    stfd: Stfd, stfdu: Stfdu, stfdx: Stfdx, stfdux: Stfdux,
+    stfiwx: Stfiwx,
+    lfdp: Lfdp, lfdpx: Lfdpx, stfdp: Stfdp, stfdpx: Stfdpx,
 }
 
 // --- storage control ---

@@ -9,6 +9,8 @@ mod fp;
 mod loadstore;
 mod system;
 mod system_step;
+#[cfg(test)]
+mod table_effects;
 mod vector;
 
 pub(crate) use fixed::mask64;

@@ -37,7 +37,8 @@ impl Cpu {
     /// 6.5.15): after an instruction that completed (not one that raised an interrupt, nor
     /// `rfid`, which sets the MSR it returns to), with SE; after a branch, taken or not, with
     /// BE. SRR0 is the next instruction, SIAR the traced one. Returns the trace vector when
-    /// one was taken. The engine runs only this while SE or BE is set.
+    /// one was taken (and counts it in `counters.trace_interrupts`). The engine runs only
+    /// this while SE or BE is set.
     pub fn step_traced(&mut self) -> Result<Option<u64>, Exception> {
         let m = self.st.msr;
         if m & (msr::SE | msr::BE) == 0 {
@@ -56,7 +57,10 @@ impl Cpu {
             return Ok(None);
         }
         match self.deliver_interrupt(Interrupt::Trace { siar: pc }) {
-            Delivery::Taken { vector } => Ok(Some(vector)),
+            Delivery::Taken { vector } => {
+                self.counters.trace_interrupts += 1;
+                Ok(Some(vector))
+            }
             Delivery::Checkstop => Ok(None),
         }
     }

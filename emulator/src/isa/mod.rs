@@ -39,7 +39,9 @@ pub enum Form {
     XX4,
 }
 
-/// Data-flow and behaviour flags of an instruction (one bit per flag word of the table).
+/// Data-flow and behaviour flags of an instruction (one bit per flag word of the table). The
+/// interpreter's loads, stores and adds take their parameters from them, and its tests
+/// (`interp::table_effects`) check the data-flow ones against what it executes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct InsnFlags(pub u32);
 

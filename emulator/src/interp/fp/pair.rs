@@ -1,7 +1,9 @@
-//! Floating-point load/store pair: `lfdp`, `stfdp`, `lfdpx`, `stfdpx` (Book I 4.6.2-4.6.3).
+//! Floating-point load/store pair: `lfdp`, `stfdp`, `lfdpx`, `stfdpx` (Book I 4.6.2-4.6.3),
+//! reached through the table-driven floating-point access of `loadstore`.
 //! The even FPR FRp and FRp+1 move as one quadword: in big-endian mode FRp is at the lower
 //! address, in little-endian mode FRp+1 is (the quadword's bytes reversed as a whole). An odd
-//! FRp is an invalid form: illegal instruction (as on QEMU).
+//! FRp is an invalid form, for which we raise the illegal instruction (QEMU 7.2 runs it with
+//! FRp+1 the next register).
 
 use super::super::loadstore::{Addr, ea};
 use super::{Cpu, Exec, fp_available};
@@ -19,7 +21,7 @@ fn pair_order(c: &Cpu, frp: u32) -> [u32; 2] {
     }
 }
 
-fn load_pair(c: &mut Cpu, i: Insn, a: Addr) -> Exec {
+pub(in crate::interp) fn load_pair(c: &mut Cpu, i: Insn, a: Addr) -> Exec {
     fp_available(c)?;
     let frp = i.rt();
     if frp & 1 != 0 {
@@ -35,7 +37,7 @@ fn load_pair(c: &mut Cpu, i: Insn, a: Addr) -> Exec {
     Ok(())
 }
 
-fn store_pair(c: &mut Cpu, i: Insn, a: Addr) -> Exec {
+pub(in crate::interp) fn store_pair(c: &mut Cpu, i: Insn, a: Addr) -> Exec {
     fp_available(c)?;
     let frp = i.rs();
     if frp & 1 != 0 {
@@ -49,20 +51,4 @@ fn store_pair(c: &mut Cpu, i: Insn, a: Addr) -> Exec {
     // ISA allows for an access that is not single-copy atomic.
     c.mmu.store(&c.st, ea, 8, lo, le)?;
     c.mmu.store(&c.st, c.mask_ea(ea.wrapping_add(8)), 8, hi, le)
-}
-
-pub(in crate::interp) fn lfdp(c: &mut Cpu, i: Insn) -> Exec {
-    load_pair(c, i, Addr::Ds)
-}
-
-pub(in crate::interp) fn lfdpx(c: &mut Cpu, i: Insn) -> Exec {
-    load_pair(c, i, Addr::X)
-}
-
-pub(in crate::interp) fn stfdp(c: &mut Cpu, i: Insn) -> Exec {
-    store_pair(c, i, Addr::Ds)
-}
-
-pub(in crate::interp) fn stfdpx(c: &mut Cpu, i: Insn) -> Exec {
-    store_pair(c, i, Addr::X)
 }

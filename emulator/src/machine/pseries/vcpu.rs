@@ -129,6 +129,11 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                 || (v.interrupt_request.load(Ordering::Relaxed) != 0 && cpu.st.msr & msr::EE != 0)
         };
         let r = self.engine.run_system(1 << 16, &stop);
+        let traced = std::mem::take(&mut self.engine.cpu.counters.trace_interrupts);
+        if traced != 0 {
+            let vector = Interrupt::Trace { siar: 0 }.vector();
+            *self.counters.interrupts.entry(vector).or_default() += traced;
+        }
         if self.engine.claim_code_flush() {
             // The code cache passed its limit (or a flush was requested): flush every vCPU's
             // code while none is in translated code (see `Jit::flush_all`). Queued on this
