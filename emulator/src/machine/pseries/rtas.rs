@@ -670,6 +670,18 @@ mod tests {
         (Xics::new(n), Recorder::new(n), VecMemory::new(0x10000))
     }
 
+    /// One call of [`calls_return`]: token, args, nret, the first rets, and what it checks.
+    type Call<'a> = (u32, &'a [u32], u32, &'a [i64], &'a str);
+
+    /// Makes `calls` in order on vCPU 0 of a machine with `ncpus`; each must return its rets.
+    fn calls_return(ncpus: usize, calls: &[Call]) {
+        let (mut x, mut fx, mem) = machine(ncpus);
+        for &(token, args, nret, want, why) in calls {
+            let rets = run(&mut x, &mut fx, &mem, 0, token, args, nret).2;
+            assert_eq!(&rets[..want.len()], want, "{why}");
+        }
+    }
+
     #[test]
     fn blob_is_the_h_rtas_trampoline() {
         use crate::isa::disassemble;
@@ -829,29 +841,26 @@ mod tests {
 
     #[test]
     fn xive_calls() {
-        let (mut x, mut fx, mem) = machine(2);
         let irq = crate::machine::pseries::xics::IRQ_BASE + 5;
         let set = Service::SetXive.token();
         let get = Service::GetXive.token();
         let (on, off) = (Service::IntOn.token(), Service::IntOff.token());
-        // In order: (token, args, nret, the first rets, why)
-        let calls: [(u32, &[u32], u32, &[i64], &str); 11] = [
-            (set, &[irq, 1, 5], 1, &[0], "set"),
-            (get, &[irq], 3, &[0, 1, 5], "as set"),
-            (set, &[2, 1, 5], 1, &[-3], "IPI is not an ICS source"),
-            (set, &[irq, 2, 5], 1, &[-3], "no such server"),
-            (set, &[irq, 1, 0x100], 1, &[-3], "priority > 0xff"),
-            (get, &[0x3000], 3, &[-3], "no such source"),
-            (off, &[irq], 1, &[0], "int-off"),
-            (get, &[irq], 3, &[0, 1, 0xff], "masked"),
-            (on, &[irq], 1, &[0], "int-on"),
-            (get, &[irq], 3, &[0, 1, 5], "priority restored"),
-            (on, &[1], 1, &[-3], "no such source"),
-        ];
-        for (token, args, nret, want, why) in calls {
-            let rets = run(&mut x, &mut fx, &mem, 0, token, args, nret).2;
-            assert_eq!(&rets[..want.len()], want, "{why}");
-        }
+        calls_return(
+            2,
+            &[
+                (set, &[irq, 1, 5], 1, &[0], "set"),
+                (get, &[irq], 3, &[0, 1, 5], "as set"),
+                (set, &[2, 1, 5], 1, &[-3], "IPI is not an ICS source"),
+                (set, &[irq, 2, 5], 1, &[-3], "no such server"),
+                (set, &[irq, 1, 0x100], 1, &[-3], "priority > 0xff"),
+                (get, &[0x3000], 3, &[-3], "no such source"),
+                (off, &[irq], 1, &[0], "int-off"),
+                (get, &[irq], 3, &[0, 1, 0xff], "masked"),
+                (on, &[irq], 1, &[0], "int-on"),
+                (get, &[irq], 3, &[0, 1, 5], "priority restored"),
+                (on, &[1], 1, &[-3], "no such source"),
+            ],
+        );
     }
 
     #[test]
@@ -1081,34 +1090,30 @@ mod tests {
 
     #[test]
     fn events_power_levels_and_system_parameters() {
-        let (mut x, mut fx, mem) = machine(1);
+        let scan = Service::EventScan.token();
+        let check = Service::CheckException.token();
+        let (set_level, get_level) = (
+            Service::SetPowerLevel.token(),
+            Service::GetPowerLevel.token(),
+        );
         let sp = Service::SetSystemParameter.token();
-        // (token, args, nret, the first rets)
-        let cases: [(u32, &[u32], u32, &[i64]); 10] = [
-            (
-                Service::EventScan.token(),
-                &[0, 0, 0x8000, 0x800],
-                1,
-                &[RTAS_OUT_NO_ERRORS_FOUND as i64],
-            ),
-            (Service::EventScan.token(), &[0], 1, &[-3]),
-            (Service::CheckException.token(), &[0; 6], 1, &[1]),
-            (Service::CheckException.token(), &[0; 7], 1, &[1]),
-            (Service::CheckException.token(), &[0; 5], 1, &[-3]),
-            (Service::SetPowerLevel.token(), &[0, 50], 2, &[0, 100]),
-            (Service::GetPowerLevel.token(), &[0], 2, &[0, 100]),
-            (Service::GetPowerLevel.token(), &[0, 0], 2, &[-3]),
-            (
-                sp,
-                &[SYSPARM_SPLPAR_CHARACTERISTICS, 0x800],
-                1,
-                &[RTAS_OUT_NOT_AUTHORIZED as i64],
-            ),
-            (sp, &[7, 0x800], 1, &[-3]),
-        ];
-        for (token, args, nret, want) in cases {
-            let rets = run(&mut x, &mut fx, &mem, 0, token, args, nret).2;
-            assert_eq!(&rets[..want.len()], want, "token {token} args {args:?}");
-        }
+        let splpar = SYSPARM_SPLPAR_CHARACTERISTICS;
+        let no_errors = RTAS_OUT_NO_ERRORS_FOUND as i64;
+        let not_authorized = RTAS_OUT_NOT_AUTHORIZED as i64;
+        calls_return(
+            1,
+            &[
+                (scan, &[0, 0, 0x8000, 0x800], 1, &[no_errors], "no events"),
+                (scan, &[0], 1, &[-3], "event-scan with 1 arg"),
+                (check, &[0; 6], 1, &[1], "check-exception with 6 args"),
+                (check, &[0; 7], 1, &[1], "check-exception with 7 args"),
+                (check, &[0; 5], 1, &[-3], "check-exception with 5 args"),
+                (set_level, &[0, 50], 2, &[0, 100], "set-power-level"),
+                (get_level, &[0], 2, &[0, 100], "get-power-level"),
+                (get_level, &[0, 0], 2, &[-3], "get-power-level with 2 args"),
+                (sp, &[splpar, 0x800], 1, &[not_authorized], "splpar"),
+                (sp, &[7, 0x800], 1, &[-3], "unknown parameter"),
+            ],
+        );
     }
 }
