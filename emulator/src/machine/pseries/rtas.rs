@@ -939,52 +939,33 @@ mod tests {
         let (rc, _, rets) = run_stats(&mut x, &mut fx, &mem, &mut stats, 0, 0x2fff, &[], 1);
         assert_eq!((rc, rets), (H_PARAMETER, vec![-3]));
         assert_eq!(stats.unknown, 1);
-        // Buffer outside RAM.
-        let (rc, out) = call(
-            RtasContext {
+        // A call with the argument buffer at `pa`.
+        let mut call_at = |pa: u64| {
+            let ctx = RtasContext {
                 xics: &mut x,
                 stats: &mut stats,
                 clock: &mut Rtc::default(),
                 mem: &mem,
                 fx: &mut fx,
-            },
-            0,
-            0x10_0000,
-        );
+            };
+            call(ctx, 0, pa)
+        };
+        // Buffer outside RAM.
+        let (rc, out) = call_at(0x10_0000);
         assert_eq!((rc, out), (H_PARAMETER, RtasOutcome::Continue));
         // Results that would land outside RAM.
         mem.write_u32_be(0xfff0, Service::GetTimeOfDay.token())
             .unwrap();
         mem.write_u32_be(0xfff4, 0).unwrap();
         mem.write_u32_be(0xfff8, 8).unwrap();
-        let (rc, _) = call(
-            RtasContext {
-                xics: &mut x,
-                stats: &mut stats,
-                clock: &mut Rtc::default(),
-                mem: &mem,
-                fx: &mut fx,
-            },
-            0,
-            0xfff0,
-        );
+        let (rc, _) = call_at(0xfff0);
         assert_eq!(rc, H_PARAMETER);
         // Huge nargs: the results are far away, not a wrap-around into low memory.
         mem.write_u32_be(0x100, Service::QueryCpuStoppedState.token())
             .unwrap();
         mem.write_u32_be(0x104, u32::MAX).unwrap();
         mem.write_u32_be(0x108, 2).unwrap();
-        let (rc, _) = call(
-            RtasContext {
-                xics: &mut x,
-                stats: &mut stats,
-                clock: &mut Rtc::default(),
-                mem: &mem,
-                fx: &mut fx,
-            },
-            0,
-            0x100,
-        );
+        let (rc, _) = call_at(0x100);
         assert_eq!(
             rc, H_PARAMETER,
             "the status would be written far outside RAM"
