@@ -2,9 +2,11 @@
 //!
 //! Layers (see ARCHITECTURE.md): `isa` (the instruction table, decoder) → `cpu` (architected
 //! state, interrupts) → `interp` (reference semantics, one function per instruction) and
-//! `jit` (translating tier) → `engine` (the vCPU and how its code runs) → `softmmu` / `mmu`
+//! `jit` (translating tiers) → `engine` (the vCPU and how its code runs) → `softmmu` / `mmu`
 //! (TLB, RAM, hash MMU); `accel` (vCPU threads, kicks, exclusive work) and `sync` (locking
-//! strategies) drive engines for `machine::pseries`; `user` runs one Linux program.
+//! strategies) drive engines for `machine::pseries`, whose runs end in a `report`; `papr`
+//! holds the hypervisor interface's numbers that several layers use; `user` runs one Linux
+//! program.
 
 pub mod accel;
 pub mod cpu;

@@ -13,6 +13,41 @@ const CODE: u64 = 0x1000;
 const DATA: u64 = 0x40000;
 const LIMIT: u64 = 20_000;
 
+/// r3 = 0; ctr = 100; loop: lwzx r4, r5, r6; add r3, r3, r4; stwx r3, r5, r6; addi r6, r6, 4;
+/// bdnz loop; then an illegal word. Many block executions through the caches; with
+/// [`counted_loop_data`] r3 ends as the sum 1..100.
+const COUNTED_LOOP: [u32; 9] = [
+    0x3860_0000,
+    0x3880_0064,
+    0x7c89_03a6,
+    0x7c85_302e,
+    0x7c63_2214,
+    0x7c65_312e,
+    0x38c6_0004,
+    0x4200_fff0,
+    0,
+];
+
+/// The counted loop's operands: the words 1..=100 at `DATA`, r5 = `DATA`, r6 = 0.
+fn counted_loop_data(c: &mut Cpu) {
+    c.st.gpr[5] = DATA;
+    c.st.gpr[6] = 0;
+    for k in 0..100 {
+        c.mmu
+            .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
+            .unwrap();
+    }
+}
+
+/// A CPU at the start of the counted loop, its operands in place.
+fn counted_loop_cpu(le: bool) -> Cpu {
+    let mut c = cpu(le);
+    put_code(&mut c, CODE, &COUNTED_LOOP);
+    counted_loop_data(&mut c);
+    c.st.pc = CODE;
+    c
+}
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -248,29 +283,8 @@ fn native_families_match_the_interpreter() {
 /// A counted loop with loads and stores: many block executions through the caches.
 #[test]
 fn loop_with_memory() {
-    // r3 = 0; ctr = 100; loop: lwzx r4, r5, r6; add r3, r3, r4; stwx r3, r5, r6; addi r6, r6, 4;
-    // bdnz loop; then an illegal word.
-    let prog = [
-        0x3860_0000,
-        0x3880_0064,
-        0x7c89_03a6,
-        0x7c85_302e,
-        0x7c63_2214,
-        0x7c65_312e,
-        0x38c6_0004,
-        0x4200_fff0,
-        0,
-    ];
     for le in [false, true] {
-        let (e, s) = differential(&prog, le, |c| {
-            c.st.gpr[5] = DATA;
-            c.st.gpr[6] = 0;
-            for k in 0..100 {
-                c.mmu
-                    .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
-                    .unwrap();
-            }
-        });
+        let (e, s) = differential(&COUNTED_LOOP, le, counted_loop_data);
         assert!(matches!(e, Some(Exception::Program(_))), "{s}");
         assert!(s.contains("r3=0x13ba "), "sum 1..100: {s}");
     }
@@ -279,30 +293,11 @@ fn loop_with_memory() {
 /// The loop's blocks go from the interpreter to translated code (and chain) mid-run.
 #[test]
 fn loop_changes_tier_mid_run() {
-    let prog = [
-        0x3860_0000,
-        0x3880_0064,
-        0x7c89_03a6,
-        0x7c85_302e,
-        0x7c63_2214,
-        0x7c65_312e,
-        0x38c6_0004,
-        0x4200_fff0,
-        0,
-    ];
     for threshold in [1, 3, 50] {
         let (e, s) = differential_tiered(
-            &prog,
+            &COUNTED_LOOP,
             threshold % 2 == 1,
-            |c| {
-                c.st.gpr[5] = DATA;
-                c.st.gpr[6] = 0;
-                for k in 0..100 {
-                    c.mmu
-                        .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
-                        .unwrap();
-                }
-            },
+            counted_loop_data,
             threshold,
         );
         assert!(matches!(e, Some(Exception::Program(_))), "{s}");
@@ -705,40 +700,16 @@ fn vector_and_fp_accesses_across_pages_and_into_code() {
 /// interpreter computes.
 #[test]
 fn machine_wide_flush_replaces_every_module() {
-    // The counted loop of `loop_with_memory`, ending in an illegal word.
-    let prog = [
-        0x3860_0000,
-        0x3880_0064,
-        0x7c89_03a6,
-        0x7c85_302e,
-        0x7c63_2214,
-        0x7c65_312e,
-        0x38c6_0004,
-        0x4200_fff0,
-        0,
-    ];
-    let init = |c: &mut Cpu| {
-        put_code(c, CODE, &prog);
-        c.st.gpr[5] = DATA;
-        for k in 0..100 {
-            c.mmu
-                .store(&c.st, DATA + 4 * k, 4, k + 1, c.st.le())
-                .unwrap();
-        }
-        c.st.pc = CODE;
-    };
-    let mut reference = cpu(true);
-    init(&mut reference);
+    let mut reference = counted_loop_cpu(true);
     let e = run_interp(&mut reference);
     assert!(matches!(e, Some(Exception::Program(_))));
     let want = state(&mut reference);
 
     let shared = JitShared::new();
-    let (mut a, mut b) = (cpu(true), cpu(true));
+    let (mut a, mut b) = (counted_loop_cpu(true), counted_loop_cpu(true));
     let mut ja = Jit::attach(&mut a, shared.clone());
     let mut jb = Jit::attach(&mut b, shared.clone());
-    for (c, j) in [(&mut a, &mut ja), (&mut b, &mut jb)] {
-        init(c);
+    for j in [&mut ja, &mut jb] {
         j.threshold = 0;
         j.self_flush = false;
         // Smaller than one block: full after every translation.
@@ -824,21 +795,7 @@ mod baseline {
     /// once to link it, then only when the budget runs out.
     #[test]
     fn loop_blocks_are_linked() {
-        let prog = [
-            0x3860_0000,
-            0x3880_0064,
-            0x7c89_03a6,
-            0x7c85_302e,
-            0x7c63_2214,
-            0x7c65_312e,
-            0x38c6_0004,
-            0x4200_fff0,
-            0,
-        ];
-        let mut c = cpu(true);
-        put_code(&mut c, CODE, &prog);
-        c.st.gpr[5] = DATA;
-        c.st.pc = CODE;
+        let mut c = counted_loop_cpu(true);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
         let e = jit.run(&mut c, 1_000_000, &|_| false);
@@ -859,51 +816,20 @@ mod baseline {
     /// A small budget makes a linked loop come back to the run loop (as a kick would).
     #[test]
     fn linked_loops_return_when_the_budget_is_spent() {
-        let prog = [
-            0x3860_0000,
-            0x3880_0064,
-            0x7c89_03a6,
-            0x7c85_302e,
-            0x7c63_2214,
-            0x7c65_312e,
-            0x38c6_0004,
-            0x4200_fff0,
-            0,
-        ];
-        let mut c = cpu(false);
-        put_code(&mut c, CODE, &prog);
-        c.st.gpr[5] = DATA;
-        c.st.pc = CODE;
+        let mut c = counted_loop_cpu(false);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
         jit.run(&mut c, 50, &|_| false).unwrap();
         // Blocks are entered while budget is left: at most one loop iteration past 50.
         let n = c.counters.instructions;
         assert!((50..50 + 5).contains(&n), "{n}");
-        assert!(c.st.pc >= CODE && c.st.pc < CODE + 4 * prog.len() as u64);
+        assert!(c.st.pc >= CODE && c.st.pc < CODE + 4 * COUNTED_LOOP.len() as u64);
     }
 
     /// Promoted blocks end up in Cranelift and compute the same.
     #[test]
     fn hot_blocks_are_promoted() {
-        let prog = [
-            0x3860_0000,
-            0x3880_0064,
-            0x7c89_03a6,
-            0x7c85_302e,
-            0x7c63_2214,
-            0x7c65_312e,
-            0x38c6_0004,
-            0x4200_fff0,
-            0,
-        ];
-        let mut c = cpu(true);
-        put_code(&mut c, CODE, &prog);
-        c.st.gpr[5] = DATA;
-        for k in 0..100 {
-            c.mmu.store(&c.st, DATA + 4 * k, 4, k + 1, true).unwrap();
-        }
-        c.st.pc = CODE;
+        let mut c = counted_loop_cpu(true);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BOTH, Some(0));
         jit.promote_threshold = 10;

@@ -2,14 +2,13 @@
 //! vCPU counts (translation in parallel, shared block map, cross-vCPU flush jobs), and the JIT
 //! counters in the run report.
 
+mod common;
+
+use common::{checksum, mkbench_config, reference_checksum, run_mkbench};
 use ppc64emu::jit::Tiers;
-use ppc64emu::machine::pseries::MachineExit;
-use ppc64emu::machine::pseries::boot::{Console, RunOutcome, run_with};
+use ppc64emu::machine::pseries::boot::RunOutcome;
 use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig};
-use ppc64emu::machine::pseries::loader::plan_from_files;
 use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
-use std::path::PathBuf;
-use std::time::Duration;
 
 fn run<S: Strategy>(smp: usize, accel: AccelMode) -> RunOutcome {
     run_tiered::<S>(smp, accel, 0)
@@ -35,49 +34,17 @@ fn run_on_tiers<S: Strategy>(
     jit_threshold: u32,
     jit_cache_limit: u64,
 ) -> RunOutcome {
-    let cfg = MachineConfig {
+    run_mkbench::<S>(&MachineConfig {
         jit_threshold: Some(jit_threshold),
         jit_tiers,
         jit_cache_limit,
-        smp,
-        ram_bytes: 512 << 20,
-        kernel: Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../workloads/mkbench/mkbench.elf"
-        ))),
-        append: format!("jobs={smp} units=3 size=4"),
-        accel,
-        timeout: Some(Duration::from_secs(300)),
-        ..MachineConfig::default()
-    };
-    let plan = plan_from_files(&cfg).expect("boot plan");
-    let out = run_with::<S>(&cfg, &plan, Console::Capture).expect("machine runs");
-    let console = String::from_utf8_lossy(&out.console);
-    assert_eq!(
-        out.exit,
-        MachineExit::PowerOff,
-        "{} smp={smp}: {console}",
-        S::NAME
-    );
-    assert!(
-        !console.contains("MKBENCH-ERROR"),
-        "{} smp={smp}: {console}",
-        S::NAME
-    );
-    out
-}
-
-fn checksum(o: &RunOutcome) -> String {
-    let line = o.report.result_line.as_deref().expect("result line");
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("checksum="))
-        .expect("checksum")
-        .to_string()
+        ..mkbench_config(smp, accel)
+    })
 }
 
 #[test]
 fn jit_computes_the_interpreters_checksum() {
-    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    let reference = reference_checksum();
     for smp in [1, 2, 4] {
         let o = run::<Baseline>(smp, AccelMode::Jit);
         assert_eq!(checksum(&o), reference, "baseline smp={smp}");
@@ -116,7 +83,7 @@ fn tiered_jit_computes_the_same_checksum() {
 /// module. Same checksum as the interpreter; every vCPU counts flushes.
 #[test]
 fn tiny_code_cache_flushes_often_and_computes_the_same_checksum() {
-    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    let reference = reference_checksum();
     // Threshold 100: blocks are translated again after each flush, but not on first sight
     // (translating everything at every flush would take minutes).
     let limit = 16 << 10;
@@ -142,7 +109,7 @@ fn tiny_code_cache_flushes_often_and_computes_the_same_checksum() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn baseline_tier_computes_the_interpreters_checksum() {
-    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    let reference = reference_checksum();
     for smp in [1, 2, 4] {
         let o = run_on_tiers::<Baseline>(
             smp,
@@ -181,7 +148,7 @@ fn baseline_tier_computes_the_interpreters_checksum() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn baseline_then_cranelift_and_tiny_cache_compute_the_same_checksum() {
-    let reference = checksum(&run::<Baseline>(1, AccelMode::Interp));
+    let reference = reference_checksum();
     for smp in [1, 2] {
         let o = run_on_tiers::<Baseline>(smp, AccelMode::Jit, Tiers::BOTH, 2, 64 << 10);
         assert_eq!(checksum(&o), reference, "both tiers smp={smp}");

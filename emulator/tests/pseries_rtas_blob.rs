@@ -6,7 +6,7 @@
 use ppc64emu::cpu::{CpuState, Exception, msr};
 use ppc64emu::engine::Cpu;
 use ppc64emu::machine::pseries::PseriesDevices;
-use ppc64emu::machine::pseries::effects::{Effect, GuestMemory, OutOfRange, Recorder};
+use ppc64emu::machine::pseries::effects::{Effect, OutOfRange, PhysMemory, Recorder};
 use ppc64emu::machine::pseries::hcall::{self, H_RTAS, H_SUCCESS, HcallOutcome};
 use ppc64emu::machine::pseries::rtas::{self, Service};
 use ppc64emu::softmmu::{FlatRam, SoftMmu};
@@ -18,7 +18,7 @@ struct ThroughMmu<'a> {
     st: CpuState,
 }
 
-impl GuestMemory for ThroughMmu<'_> {
+impl PhysMemory for ThroughMmu<'_> {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
         let mut mmu = self.mmu.borrow_mut();
         for (k, b) in buf.iter_mut().enumerate() {

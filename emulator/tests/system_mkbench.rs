@@ -1,53 +1,15 @@
 //! The bundled guest on the emulator: every strategy and vCPU count computes the same checksum,
 //! and the run reports hold the lock invariants of LOCKING.md.
 
-use ppc64emu::machine::pseries::MachineExit;
-use ppc64emu::machine::pseries::boot::{Console, RunOutcome, run_with};
-use ppc64emu::machine::pseries::config::{AccelMode, MachineConfig};
-use ppc64emu::machine::pseries::loader::plan_from_files;
-use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
-use std::path::PathBuf;
-use std::time::Duration;
+mod common;
 
-/// A small guest: a few compile jobs, two directory links, enough for flushes, IPIs and cedes.
-const BOOTARGS: &str = "units=3 size=4";
+use common::{checksum, mkbench_config, reference_checksum, run_mkbench};
+use ppc64emu::machine::pseries::boot::RunOutcome;
+use ppc64emu::machine::pseries::config::AccelMode;
+use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
 
 fn run<S: Strategy>(smp: usize) -> RunOutcome {
-    let cfg = MachineConfig {
-        smp,
-        ram_bytes: 512 << 20,
-        kernel: Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../workloads/mkbench/mkbench.elf"
-        ))),
-        append: format!("jobs={smp} {BOOTARGS}"),
-        accel: AccelMode::Interp,
-        timeout: Some(Duration::from_secs(300)),
-        ..MachineConfig::default()
-    };
-    let plan = plan_from_files(&cfg).expect("boot plan");
-    let out = run_with::<S>(&cfg, &plan, Console::Capture).expect("machine runs");
-    let console = String::from_utf8_lossy(&out.console);
-    assert_eq!(
-        out.exit,
-        MachineExit::PowerOff,
-        "{} smp={smp}: {console}",
-        S::NAME
-    );
-    assert!(
-        !console.contains("MKBENCH-ERROR"),
-        "{} smp={smp}: {console}",
-        S::NAME
-    );
-    out
-}
-
-fn checksum(o: &RunOutcome) -> String {
-    let line = o.report.result_line.as_deref().expect("result line");
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("checksum="))
-        .expect("checksum")
-        .to_string()
+    run_mkbench::<S>(&mkbench_config(smp, AccelMode::Interp))
 }
 
 fn lock(o: &RunOutcome, site: &str) -> u64 {
@@ -97,21 +59,17 @@ fn check_strategy<S: Strategy>(reference: &str) {
     }
 }
 
-fn reference() -> String {
-    checksum(&run::<Baseline>(1))
-}
-
 #[test]
 fn baseline_same_checksum_for_every_n() {
-    check_strategy::<Baseline>(&reference());
+    check_strategy::<Baseline>(&reference_checksum());
 }
 
 #[test]
 fn per_cpu_lock_same_checksum_for_every_n() {
-    check_strategy::<PerCpuLock>(&reference());
+    check_strategy::<PerCpuLock>(&reference_checksum());
 }
 
 #[test]
 fn cputlb_no_bql_same_checksum_for_every_n() {
-    check_strategy::<CputlbNoBql>(&reference());
+    check_strategy::<CputlbNoBql>(&reference_checksum());
 }

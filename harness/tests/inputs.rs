@@ -8,24 +8,15 @@ use std::time::{Duration, Instant};
 use common::*;
 
 fn fake_sweep(s: &Scratch, name: &str) {
-    let mut args: Vec<String> = [
-        "sweep",
-        "--no-plot",
-        "--variants",
-        "baseline",
-        "--cpus",
-        "1,2",
-        "--reps",
-        "2",
-        "--name",
-        name,
-    ]
-    .iter()
-    .map(|x| x.to_string())
-    .collect();
-    args.extend(s.bins(&["baseline"]));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = s.run(&refs, &[]);
+    let o = s.sweep_baseline(
+        BaselineSweep {
+            cpus: "1,2",
+            reps: "2",
+            ..BaselineSweep::once(name)
+        },
+        &[],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -38,22 +29,13 @@ fn refused(o: &std::process::Output, want: &str) {
 #[test]
 fn a_binary_of_another_strategy_is_refused_for_a_variant() {
     let s = Scratch::new();
-    let bin = format!("baseline={}", s.p("bin/ppc64emu-per-cpu-lock").display());
-    let o = s.run(
-        &[
-            "sweep",
-            "--no-plot",
-            "--variants",
-            "baseline",
-            "--bin",
-            &bin,
-            "--cpus",
-            "1",
-            "--reps",
-            "1",
-            "--name",
-            "mix",
-        ],
+    let other = s.p("bin/ppc64emu-per-cpu-lock");
+    let o = s.sweep_baseline(
+        BaselineSweep {
+            bin: other.to_str(),
+            ..BaselineSweep::once("mix")
+        },
+        &[],
         &[],
     );
     refused(
@@ -165,24 +147,8 @@ fn degenerate_times_still_plot() {
 fn names_with_path_separators_are_refused() {
     let s = Scratch::new();
     for name in ["../../x", "a/b", ".hidden", ""] {
-        let mut args: Vec<String> = [
-            "sweep",
-            "--no-plot",
-            "--variants",
-            "baseline",
-            "--cpus",
-            "1",
-            "--reps",
-            "1",
-            "--name",
-            name,
-        ]
-        .iter()
-        .map(|x| x.to_string())
-        .collect();
-        args.extend(s.bins(&["baseline"]));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        refused(&s.run(&refs, &[]), "not a plain file name");
+        let o = s.sweep_baseline(BaselineSweep::once(name), &[], &[]);
+        refused(&o, "not a plain file name");
     }
     assert!(!s.path().parent().unwrap().join("x.json").exists());
     // A crafted file's name is refused too, before it names any path.

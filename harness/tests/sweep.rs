@@ -631,26 +631,9 @@ fn every_command_has_help() {
 #[test]
 fn a_hanging_peer_is_killed_at_the_timeout() {
     let s = Scratch::new();
-    let o = s.run(
-        &[
-            "sweep",
-            "--no-plot",
-            "--variants",
-            "baseline",
-            "--peer",
-            "qemu=bin/qemu-fake",
-            "--cpus",
-            "1",
-            "--reps",
-            "1",
-            "--timeout",
-            "1",
-            "--name",
-            "hang",
-        ]
-        .into_iter()
-        .chain(s.bins(&["baseline"]).iter().map(String::as_str))
-        .collect::<Vec<_>>(),
+    let o = s.sweep_baseline(
+        BaselineSweep::once("hang"),
+        &["--peer", "qemu=bin/qemu-fake", "--timeout", "1"],
         &[("FAKE_EMU_FAIL", "qemu-fake/*/hang")],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
@@ -676,22 +659,13 @@ fn a_hanging_peer_is_killed_at_the_timeout() {
 fn an_emulator_that_cannot_start_is_a_failed_run() {
     let s = Scratch::new();
     std::fs::write(s.p("bin/not-executable"), b"data").unwrap();
-    let bin = format!("baseline={}", s.p("bin/not-executable").display());
-    let o = s.run(
-        &[
-            "sweep",
-            "--no-plot",
-            "--variants",
-            "baseline",
-            "--bin",
-            &bin,
-            "--cpus",
-            "1",
-            "--reps",
-            "1",
-            "--name",
-            "ns",
-        ],
+    let bin = s.p("bin/not-executable");
+    let o = s.sweep_baseline(
+        BaselineSweep {
+            bin: bin.to_str(),
+            ..BaselineSweep::once("ns")
+        },
+        &[],
         &[],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));

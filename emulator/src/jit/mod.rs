@@ -1,24 +1,27 @@
-//! The translating tier: guest blocks translated to host code by a [`Backend`] (today
-//! Cranelift, [`cranelift::CraneliftBackend`]), run by [`Jit`] for the engine.
+//! The translating tiers: guest blocks translated to host code, run by [`Jit`] for the engine.
+//! Two tiers: the baseline tier ([`baseline`], x86-64 only) translates a block in one pass
+//! for code that runs a few times; Cranelift ([`cranelift::CraneliftBackend`], a
+//! [`Backend`]) optimizes the blocks that stay hot.
 //!
-//! A block is what the engine's rule says ([`crate::engine::ends_after`]). It becomes one host
-//! function entered as `(cpu, ctx)` (the block protocol of [`Backend`]) that retires
-//! instructions off `JitCtx::budget`. Instructions without a native translation (see
-//! [`native_ops`]) call the interpreter's function through a helper, so everything the
-//! interpreter supports works here.
+//! A block is what the engine's rule says ([`crate::engine::ends_after`]). It becomes host
+//! code entered with the vCPU's state and its [`JitCtx`] that retires instructions off
+//! `JitCtx::budget`. Instructions without a native translation (see [`native_ops`]) call the
+//! interpreter's function through a helper, so everything the interpreter supports works here.
 //!
 //! Lookup: a per-vCPU jump cache on the effective PC, whose entries hold while the PC maps to
 //! the host page they were made for (so they survive TLB flushes; translated code checks the
 //! exec TLB entry before it chains), then the block map shared by all vCPUs, keyed by (PC,
 //! host address of the code, the MSR bits that change translation). Each vCPU has its own
-//! backend: Cranelift modules are not `Sync`, and one shared module would be a global
-//! translation lock.
+//! Cranelift backend: Cranelift modules are not `Sync`, and one shared module would be a
+//! global translation lock. Baseline code lives in one region per machine.
 //!
 //! Tiering: a block runs in the interpreter until it has executed `threshold` times, and is
-//! translated then. A Cranelift translation costs about as much as interpreting a typical
-//! block a few thousand times, and most blocks of a guest run far fewer times than that
-//! (boot, process set-up), so translating everything on first sight spends most of a short
-//! run in the code generator. Counting first bounds the waste either way.
+//! translated then by the first tier in use; with both tiers, a baseline block that runs
+//! `promote_threshold` more times is translated again by Cranelift. A Cranelift translation
+//! costs about as much as interpreting a typical block a few thousand times, and most blocks
+//! of a guest run far fewer times than that (boot, process set-up), so translating
+//! everything on first sight spends most of a short run in the code generator. Counting
+//! first bounds the waste either way.
 //!
 //! Invalidation: the JIT wraps the vCPU's address space ([`JitSpace`]) so that pages holding
 //! translated code are mapped with `watch_writes`; a store to such a page (or `icbi`) drops the

@@ -5,8 +5,8 @@
 //! in and out with [`GuestRam::read`] / [`GuestRam::write`], which use relaxed atomics so that a
 //! copy racing with guest stores is defined behaviour on the host (it sees old or new bytes).
 //!
-//! A bitmap marks the 4 KiB pages that hold translated code: the TLB fill path maps those pages
-//! with `watch_writes`, so every guest store to them reaches `AddressSpace::code_written`.
+//! Pages that hold translated code are watched for stores by the JIT's address space
+//! ([`crate::jit::JitSpace`]), not marked here.
 
 use std::fmt;
 use std::ptr::NonNull;

@@ -1,7 +1,7 @@
 //! Loads a static little-endian ppc64 (ELFv2) Linux executable and builds the initial stack
 //! (argc, argv, envp, auxiliary vector) the way the Linux ELF loader lays it out.
 
-use super::mem::{GuestMemory, PROT_EXEC, PROT_READ, PROT_WRITE, page_up};
+use super::mem::{PROT_EXEC, PROT_READ, PROT_WRITE, ProcessMemory, page_up};
 use crate::softmmu::PAGE_MASK;
 use object::Endianness;
 use object::elf;
@@ -79,7 +79,7 @@ struct Image {
 }
 
 /// Loads the segments of the ELF file `data` into `mem`, or says why the file cannot run.
-fn load_segments(mem: &mut GuestMemory, data: &[u8]) -> Result<Image, String> {
+fn load_segments(mem: &mut ProcessMemory, data: &[u8]) -> Result<Image, String> {
     let hdr = elf::FileHeader64::<Endianness>::parse(data)
         .map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
     let endian = hdr.endian().map_err(|e| format!("bad ELF header: {e}"))?;
@@ -191,7 +191,7 @@ fn load_segments(mem: &mut GuestMemory, data: &[u8]) -> Result<Image, String> {
 /// Loads `data` (the ELF file) and builds the stack with `argv`, `envp` and the auxiliary
 /// vector. `random` are the 16 bytes AT_RANDOM points at.
 pub fn load(
-    mem: &mut GuestMemory,
+    mem: &mut ProcessMemory,
     data: &[u8],
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
@@ -205,7 +205,7 @@ pub fn load(
     // Strings at the top: execfn, then environment and argument strings, platform, random.
     const TOO_BIG: &str = "arguments and environment do not fit on the stack";
     let mut top = STACK_TOP - 8;
-    let mut push = |mem: &mut GuestMemory, bytes: &[u8], nul: bool| -> Result<u64, String> {
+    let mut push = |mem: &mut ProcessMemory, bytes: &[u8], nul: bool| -> Result<u64, String> {
         let len = bytes.len() as u64 + nul as u64;
         if len > top - (STACK_TOP - STACK_SIZE / 4) {
             return Err(TOO_BIG.into());

@@ -2,7 +2,7 @@
 //! host pages allocated on first touch (so large reservations cost nothing until used).
 //!
 //! The vCPU reaches guest pages through its TLB (raw host pointers); the syscall layer copies
-//! through [`GuestMemory::read`] / [`GuestMemory::write`] with the same protection checks the
+//! through [`ProcessMemory::read`] / [`ProcessMemory::write`] with the same protection checks the
 //! kernel's user-copy would make. Any change that removes or downgrades a mapping must be
 //! followed by a TLB flush before the guest runs again.
 
@@ -37,7 +37,8 @@ pub struct Fault;
 /// store: written by a system call into an executable page, or unmapped/discarded.
 pub type CodeHook = Box<dyn Fn(u64, usize) + Send>;
 
-pub struct GuestMemory {
+/// The guest process's memory: its mappings and the host pages behind them.
+pub struct ProcessMemory {
     /// Mappings keyed by start address; page aligned, non-overlapping.
     vmas: BTreeMap<u64, Vma>,
     /// Host pages of touched guest pages, keyed by guest page number. Owned (from
@@ -48,20 +49,20 @@ pub struct GuestMemory {
 }
 
 // Pages are only touched by the one vCPU thread that owns the process and its syscalls.
-unsafe impl Send for GuestMemory {}
+unsafe impl Send for ProcessMemory {}
 
 #[inline]
 pub fn page_up(x: u64) -> u64 {
     x.wrapping_add(PAGE_SIZE - 1) & PAGE_MASK
 }
 
-impl Default for GuestMemory {
+impl Default for ProcessMemory {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl GuestMemory {
+impl ProcessMemory {
     pub fn new() -> Self {
         Self {
             vmas: BTreeMap::new(),
@@ -408,7 +409,7 @@ impl GuestMemory {
     }
 }
 
-impl Drop for GuestMemory {
+impl Drop for ProcessMemory {
     fn drop(&mut self) {
         for (_, p) in self.pages.drain() {
             drop(unsafe { Box::from_raw(p) });
@@ -422,7 +423,7 @@ fn zeroed_page() -> *mut Page {
 }
 
 /// The vCPU's fill path: the process's memory, shared with the syscall layer.
-pub struct UserSpace(pub Arc<parking_lot::Mutex<GuestMemory>>);
+pub struct UserSpace(pub Arc<parking_lot::Mutex<ProcessMemory>>);
 
 impl AddressSpace for UserSpace {
     fn translate(
@@ -441,7 +442,7 @@ mod tests {
 
     #[test]
     fn map_split_protect_unmap() {
-        let mut m = GuestMemory::new();
+        let mut m = ProcessMemory::new();
         m.map(0x10000, 0x20000, PROT_READ | PROT_WRITE);
         m.write(0x10ff8, &[1; 16]).unwrap();
         assert!(m.protect(0x11000, 0x12000, PROT_READ));
@@ -470,7 +471,7 @@ mod tests {
 
     #[test]
     fn find_free_top_down() {
-        let mut m = GuestMemory::new();
+        let mut m = ProcessMemory::new();
         m.map(0x7000_0000, 0x8000_0000, PROT_READ);
         assert_eq!(
             m.find_free(0x1000, MMAP_MIN, 0x8000_0000),
@@ -495,7 +496,7 @@ mod tests {
 
     #[test]
     fn translate_faults() {
-        let mut m = GuestMemory::new();
+        let mut m = ProcessMemory::new();
         m.map(0x10000, 0x11000, PROT_READ);
         assert!(m.translate(0x10000, Access::Read).is_ok());
         assert_eq!(
@@ -520,7 +521,7 @@ mod tests {
 
     #[test]
     fn relocate_moves_contents() {
-        let mut m = GuestMemory::new();
+        let mut m = ProcessMemory::new();
         m.map(0x10000, 0x12000, PROT_READ | PROT_WRITE);
         m.write(0x11ff0, b"hello").unwrap();
         m.relocate(0x10000, 0x2000, 0x40000);

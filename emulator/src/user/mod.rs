@@ -10,7 +10,7 @@ pub mod syscall;
 
 use crate::cpu::{Exception, ProgramKind, msr};
 use crate::engine::{Cpu, Engine, EngineConfig, TierKind};
-use mem::{GuestMemory, UserSpace};
+use mem::{ProcessMemory, UserSpace};
 use parking_lot::Mutex;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -61,7 +61,7 @@ impl Runner {
         envp: &[Vec<u8>],
         config: &EngineConfig,
     ) -> Result<Self, String> {
-        let mem = Arc::new(Mutex::new(GuestMemory::new()));
+        let mem = Arc::new(Mutex::new(ProcessMemory::new()));
         let mut random = [0u8; 16];
         syscall::fill_random(&mut random);
         let execfn = argv

@@ -8,7 +8,7 @@
 //! return ENOSYS; no guest input aborts the host.
 
 use super::loader::MMAP_TOP;
-use super::mem::{Fault, GuestMemory, MMAP_MIN, PROT_EXEC, PROT_READ, PROT_WRITE, page_up};
+use super::mem::{Fault, MMAP_MIN, PROT_EXEC, PROT_READ, PROT_WRITE, ProcessMemory, page_up};
 use crate::engine::Cpu;
 use crate::softmmu::PAGE_MASK;
 use parking_lot::Mutex;
@@ -226,7 +226,7 @@ pub fn signal_name(sig: u64) -> &'static str {
 
 /// The emulated process: its memory, program break and signal dispositions.
 pub struct Process {
-    pub mem: Arc<Mutex<GuestMemory>>,
+    pub mem: Arc<Mutex<ProcessMemory>>,
     pub brk_start: u64,
     pub brk: u64,
     /// Absolute host path of the program (`/proc/self/exe`).
@@ -241,7 +241,7 @@ pub struct Process {
 }
 
 impl Process {
-    pub fn new(mem: Arc<Mutex<GuestMemory>>, brk: u64, exe: Vec<u8>) -> Self {
+    pub fn new(mem: Arc<Mutex<ProcessMemory>>, brk: u64, exe: Vec<u8>) -> Self {
         let mut thread_name = exe
             .rsplit(|&c| c == b'/')
             .next()

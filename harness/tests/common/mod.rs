@@ -95,6 +95,61 @@ impl Scratch {
     }
 }
 
+/// How [`Scratch::sweep_baseline`] sweeps the baseline variant alone.
+pub struct BaselineSweep<'a> {
+    /// `--cpus`.
+    pub cpus: &'a str,
+    /// `--reps`.
+    pub reps: &'a str,
+    /// `--name`: the sweep writes results/NAME.json.
+    pub name: &'a str,
+    /// The binary given for the variant (`None`: the scratch one).
+    pub bin: Option<&'a str>,
+}
+
+impl<'a> BaselineSweep<'a> {
+    /// One run at N = 1 into results/`name`.json with the scratch binary.
+    pub fn once(name: &'a str) -> Self {
+        BaselineSweep {
+            cpus: "1",
+            reps: "1",
+            name,
+            bin: None,
+        }
+    }
+}
+
+impl Scratch {
+    /// `lockscale sweep --no-plot` of the baseline variant as `sweep` says, then `extra`.
+    pub fn sweep_baseline(
+        &self,
+        sweep: BaselineSweep,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Output {
+        let bin = match sweep.bin {
+            Some(b) => format!("baseline={b}"),
+            None => format!("baseline={}", self.p("bin/ppc64emu-baseline").display()),
+        };
+        let mut args = vec![
+            "sweep",
+            "--no-plot",
+            "--variants",
+            "baseline",
+            "--bin",
+            &bin,
+            "--cpus",
+            sweep.cpus,
+            "--reps",
+            sweep.reps,
+            "--name",
+            sweep.name,
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args, env)
+    }
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "--- stdout\n{}\n--- stderr\n{}",

@@ -3,10 +3,9 @@
 //! watched accesses take the slow path.
 
 use super::Tx;
-use super::{TLB_IDX_BYTES, flags, int_ty};
+use super::memory::TlbHit;
+use super::{flags, int_ty};
 use crate::isa::{Insn, InsnFlags, Op};
-use crate::softmmu::TlbEntry;
-use core::mem::offset_of;
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::types::I64;
 
@@ -83,31 +82,12 @@ impl Tx<'_> {
         let b = self.gpr(i.rb());
         let ea = self.b.ins().iadd(base, b);
         let ea = self.b.ins().band_imm_s(ea, !(CACHE_BLOCK as i64 - 1));
-        let ent = self.tlb_entry(ea);
-        let tbase = self.tlb_idx_write * TLB_IDX_BYTES;
-        let tag = self.b.ins().load(
-            I64,
-            flags(),
-            ent,
-            tbase + offset_of!(TlbEntry, write) as i32,
-        );
         // The block is aligned and smaller than a page: it lies in the page of its first byte.
-        let hit = self.tag_hit(ea, tag, 1);
-        let (hb, mb, merge) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().brif(hit, hb, &[], mb, &[]);
-
-        self.b.switch_to_block(hb);
-        let add = self.b.ins().load(
-            I64,
-            flags(),
-            ent,
-            tbase + offset_of!(TlbEntry, addend) as i32,
-        );
-        let host = self.b.ins().iadd(ea, add);
+        let TlbHit {
+            host,
+            miss: mb,
+            merge,
+        } = self.tlb_probe(ea, true, |t, tag| t.tag_hit(ea, tag, 1));
         let zero = self.iconst(0);
         // Doublewords, as the interpreter stores them (each one atomic for other vCPUs).
         for k in 0..(CACHE_BLOCK / 8) as i32 {

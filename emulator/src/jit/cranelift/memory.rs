@@ -9,7 +9,51 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, Value};
 
+/// An inline access after [`Tx::tlb_probe`]: the builder is in the hit block, where `host` is
+/// the host address of the access; `miss` and `merge` are the caller's to fill.
+pub(super) struct TlbHit {
+    pub(super) host: Value,
+    pub(super) miss: Block,
+    pub(super) merge: Block,
+}
+
 impl Tx<'_> {
+    /// The TLB probe of an inline access at `ea`: loads the tag of its read or write entry,
+    /// branches on `hit(tx, tag)` (whether the tag admits the whole access), and on a hit
+    /// adds the entry's addend to `ea`.
+    pub(super) fn tlb_probe(
+        &mut self,
+        ea: Value,
+        write: bool,
+        hit: impl FnOnce(&mut Self, Value) -> Value,
+    ) -> TlbHit {
+        let ent = self.tlb_entry(ea);
+        let (idx, tag_at) = if write {
+            (self.tlb_idx_write, offset_of!(TlbEntry, write))
+        } else {
+            (self.tlb_idx_read, offset_of!(TlbEntry, read))
+        };
+        let base = idx * TLB_IDX_BYTES;
+        let tag = self.b.ins().load(I64, flags(), ent, base + tag_at as i32);
+        let hit = hit(self, tag);
+        let (hb, miss, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(hit, hb, &[], miss, &[]);
+
+        self.b.switch_to_block(hb);
+        let add = self.b.ins().load(
+            I64,
+            flags(),
+            ent,
+            base + offset_of!(TlbEntry, addend) as i32,
+        );
+        let host = self.b.ins().iadd(ea, add);
+        TlbHit { host, miss, merge }
+    }
+
     pub(super) fn tlb_entry(&mut self, ea: Value) -> Value {
         let s = self.b.ins().ushr_imm_s(ea, 12);
         let s = self.b.ins().band_imm_s(s, (TLB_ENTRIES - 1) as i64);
@@ -51,29 +95,12 @@ impl Tx<'_> {
     /// Loads `size` bytes at `ea` in guest order; the value is zero-extended to I64.
     pub(super) fn load(&mut self, ea: Value, size: u32, le: bool) -> Value {
         let ty = int_ty(size);
-        let ent = self.tlb_entry(ea);
-        let base = self.tlb_idx_read * TLB_IDX_BYTES;
-        let tag = self
-            .b
-            .ins()
-            .load(I64, flags(), ent, base + offset_of!(TlbEntry, read) as i32);
-        let hit = self.tag_hit(ea, tag, size);
-        let (hb, mb, merge) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let TlbHit {
+            host,
+            miss: mb,
+            merge,
+        } = self.tlb_probe(ea, false, |t, tag| t.tag_hit(ea, tag, size));
         let out = self.b.append_block_param(merge, I64);
-        self.b.ins().brif(hit, hb, &[], mb, &[]);
-
-        self.b.switch_to_block(hb);
-        let add = self.b.ins().load(
-            I64,
-            flags(),
-            ent,
-            base + offset_of!(TlbEntry, addend) as i32,
-        );
-        let host = self.b.ins().iadd(ea, add);
         let raw = self.b.ins().load(ty, flags(), host, 0);
         let v = if size > 1 && !le {
             self.b.ins().bswap(raw)
@@ -104,29 +131,12 @@ impl Tx<'_> {
     /// must stop after this instruction (translated code was written).
     pub(super) fn store(&mut self, ea: Value, val: Value, size: u32, le: bool) -> Value {
         let ty = int_ty(size);
-        let ent = self.tlb_entry(ea);
-        let base = self.tlb_idx_write * TLB_IDX_BYTES;
-        let tag = self
-            .b
-            .ins()
-            .load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
-        let hit = self.tag_hit(ea, tag, size);
-        let (hb, mb, merge) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let TlbHit {
+            host,
+            miss: mb,
+            merge,
+        } = self.tlb_probe(ea, true, |t, tag| t.tag_hit(ea, tag, size));
         let out = self.b.append_block_param(merge, I64);
-        self.b.ins().brif(hit, hb, &[], mb, &[]);
-
-        self.b.switch_to_block(hb);
-        let add = self.b.ins().load(
-            I64,
-            flags(),
-            ent,
-            base + offset_of!(TlbEntry, addend) as i32,
-        );
-        let host = self.b.ins().iadd(ea, add);
         let v = if size < 8 {
             self.b.ins().ireduce(ty, val)
         } else {

@@ -12,10 +12,11 @@
 //! guest's last element, so element-wise operations need no reordering and permutes reverse
 //! byte indexes (see [`Tx::permute`]). Guest byte order matters only for memory accesses.
 
-use super::{ST, TLB_IDX_BYTES, Tx, flags};
+use super::memory::TlbHit;
+use super::{ST, Tx, flags};
 use crate::cpu::{CpuState, msr};
 use crate::isa::{Insn, InsnFlags, Op};
-use crate::softmmu::{PAGE_MASK, TlbEntry};
+use crate::softmmu::PAGE_MASK;
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I8X16, I16X8, I32, I32X4, I64, I64X2};
@@ -283,34 +284,20 @@ impl Tx<'_> {
     /// page, a fault) runs the instruction in the interpreter, which stores nothing when
     /// either part faults. All operands are read before the branch.
     fn store_pair(&mut self, op: Op, i: Insn, ea: Value, first: Value, second: Value) {
-        let ent = self.tlb_entry(ea);
-        let base = self.tlb_idx_write * TLB_IDX_BYTES;
-        let tag = self
-            .b
-            .ins()
-            .load(I64, flags(), ent, base + offset_of!(TlbEntry, write) as i32);
-        let last = self.b.ins().iadd_imm_s(ea, 15);
-        let p0 = self.b.ins().band_imm_s(ea, PAGE_MASK as i64);
-        let p1 = self.b.ins().band_imm_s(last, PAGE_MASK as i64);
-        let d0 = self.b.ins().bxor(p0, tag);
-        let d1 = self.b.ins().bxor(p1, tag);
-        let d = self.b.ins().bor(d0, d1);
-        let hit = self.b.ins().icmp_imm_s(IntCC::Equal, d, 0);
-        let (hb, mb, merge) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().brif(hit, hb, &[], mb, &[]);
-
-        self.b.switch_to_block(hb);
-        let add = self.b.ins().load(
-            I64,
-            flags(),
-            ent,
-            base + offset_of!(TlbEntry, addend) as i32,
-        );
-        let host = self.b.ins().iadd(ea, add);
+        // The first and the last byte in the page of the tag.
+        let TlbHit {
+            host,
+            miss: mb,
+            merge,
+        } = self.tlb_probe(ea, true, |t, tag| {
+            let last = t.b.ins().iadd_imm_s(ea, 15);
+            let p0 = t.b.ins().band_imm_s(ea, PAGE_MASK as i64);
+            let p1 = t.b.ins().band_imm_s(last, PAGE_MASK as i64);
+            let d0 = t.b.ins().bxor(p0, tag);
+            let d1 = t.b.ins().bxor(p1, tag);
+            let d = t.b.ins().bor(d0, d1);
+            t.b.ins().icmp_imm_s(IntCC::Equal, d, 0)
+        });
         for (k, v) in [first, second].into_iter().enumerate() {
             let v = if self.le { v } else { self.b.ins().bswap(v) };
             self.b.ins().store(flags(), v, host, 8 * k as i32);

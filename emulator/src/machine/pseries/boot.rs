@@ -2,6 +2,7 @@
 //! I/O thread with the decrementer timers, and the devices under the BQL of the strategy `S`.
 
 use super::config::{AccelMode, MachineConfig, PinMode, TlbFlushMode};
+use super::console::{ConsoleLines, ConsoleSink, MKBENCH_RESULT, ResultLine};
 use super::devices::Devices;
 use super::hcall;
 use super::loader::BootPlan;
@@ -17,11 +18,12 @@ use crate::mmu::hpt::Hpt;
 use crate::report::RunReport;
 use crate::softmmu::GuestRam;
 use crate::sync::{Site, StatMutex, Strategy};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use super::devices::Console;
+pub use super::console::Console;
 
 /// Machine-wide state every vCPU thread reaches without the BQL.
 pub struct Shared {
@@ -35,7 +37,36 @@ pub struct Shared {
     pub flush_coalesce: bool,
     /// `PPC64EMU_LOG=int`: log every synchronous interrupt with its instruction (debugging).
     pub log_interrupts: bool,
-    pub(super) exit_tx: std::sync::mpsc::Sender<()>,
+    pub(super) end: RunEnd,
+}
+
+/// How the run ends: the first exit asked for (by a device, a checkstop or the timeout) is
+/// the run's, and asking wakes the run loop.
+pub(super) struct RunEnd {
+    exit: OnceLock<MachineExit>,
+    wake: Sender<()>,
+}
+
+impl RunEnd {
+    fn new() -> (Self, Receiver<()>) {
+        let (wake, woken) = std::sync::mpsc::channel();
+        let end = Self {
+            exit: OnceLock::new(),
+            wake,
+        };
+        (end, woken)
+    }
+
+    /// Ends the run with `exit` unless it already has an exit.
+    pub(super) fn finish(&self, exit: MachineExit) {
+        let _ = self.exit.set(exit);
+        let _ = self.wake.send(());
+    }
+
+    /// The exit of the run; a run that nothing ended timed out.
+    fn exit(&self) -> MachineExit {
+        self.exit.get().cloned().unwrap_or(MachineExit::Timeout)
+    }
 }
 
 /// Pins the calling thread to host CPU `core` (best effort: a failure leaves it unpinned).
@@ -100,7 +131,7 @@ pub fn run_with<S: Strategy>(
         .map_err(|e| anyhow::anyhow!("boot image does not fit in RAM: {e:?}"))?;
     let hpt = Arc::new(Hpt::new(plan.hpt_shift).map_err(|e| anyhow::anyhow!("{e}"))?);
     let timebase = Arc::new(HostTimeBase::new());
-    let (exit_tx, exit_rx) = std::sync::mpsc::channel();
+    let (end, woken) = RunEnd::new();
     let shared = Arc::new(Shared {
         ram: ram.clone(),
         hpt: hpt.clone(),
@@ -113,7 +144,7 @@ pub fn run_with<S: Strategy>(
         flush_coalesce: config.tlb_flush_coalesce,
         log_interrupts: std::env::var("PPC64EMU_LOG")
             .is_ok_and(|v| v.split(',').any(|w| w == "int")),
-        exit_tx,
+        end,
     });
     let mut dev = PseriesDevices::new(n);
     dev.hpt = Some(Arc::new(hcall::MachineHpt {
@@ -125,7 +156,16 @@ pub fn run_with<S: Strategy>(
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default(),
     );
-    let accel: Arc<MachineAccel<S>> = Arc::new(Accel::new(n, Devices::new(dev, console)));
+    let accel: Arc<MachineAccel<S>> = Arc::new(Accel::new(
+        n,
+        Devices {
+            dev,
+            console: ConsoleSink::new(
+                console,
+                ConsoleLines::new(vec![Box::new(ResultLine::new(MKBENCH_RESULT))]),
+            ),
+        },
+    ));
     for v in &accel.vcpus[1..] {
         v.stopped.store(true, Ordering::SeqCst);
     }
@@ -225,16 +265,13 @@ pub fn run_with<S: Strategy>(
 
     // Wait for the guest to stop the machine, or for the timeout.
     let timed_out = match config.timeout {
-        Some(t) => exit_rx.recv_timeout(t).is_err(),
-        None => exit_rx.recv().is_err(),
+        Some(t) => woken.recv_timeout(t).is_err(),
+        None => woken.recv().is_err(),
     };
-    {
-        let mut b = accel.bql(Site::BqlMain);
-        if timed_out && b.exit.is_none() {
-            b.exit = Some(MachineExit::Timeout);
-        }
-        accel.request_shutdown(&b);
+    if timed_out {
+        shared.end.finish(MachineExit::Timeout);
     }
+    accel.request_shutdown(&accel.bql(Site::BqlMain));
     let vcpus: Vec<PseriesVcpu> = vcpu_threads
         .into_iter()
         .map(|t| t.join().expect("vCPU thread panicked"))
@@ -244,9 +281,9 @@ pub fn run_with<S: Strategy>(
     let host_wall = t0.elapsed();
 
     let mut b = accel.bql(Site::BqlMain);
-    let exit = b.exit.clone().unwrap_or(MachineExit::Timeout);
-    let console = std::mem::take(&mut b.captured);
-    let result_line = b.lines.result_line();
+    let exit = shared.end.exit();
+    let console = b.console.take_captured();
+    let result_line = b.console.result_line();
     let hcalls = b.dev.hcall_stats.all();
     drop(b);
     accel.stats.absorb_thread();

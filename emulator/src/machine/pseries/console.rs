@@ -92,6 +92,52 @@ where
         })
 }
 
+/// Where the hvterm's output goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Console {
+    /// To stdout, as written (the command line).
+    Stdout,
+    /// Kept in memory and returned with the outcome (tests).
+    Capture,
+}
+
+/// The hvterm's output side: the bytes go where [`Console`] says, and line by line to the
+/// observers of the run (its result line).
+pub struct ConsoleSink {
+    to: Console,
+    captured: Vec<u8>,
+    lines: ConsoleLines,
+}
+
+impl ConsoleSink {
+    pub fn new(to: Console, lines: ConsoleLines) -> Self {
+        Self {
+            to,
+            captured: Vec::new(),
+            lines,
+        }
+    }
+
+    /// Output written by the guest.
+    pub fn write(&mut self, bytes: &[u8]) {
+        match self.to {
+            Console::Stdout => write_stdout(bytes),
+            Console::Capture => self.captured.extend_from_slice(bytes),
+        }
+        self.lines.feed(bytes);
+    }
+
+    /// The output kept so far (empty unless [`Console::Capture`]).
+    pub fn take_captured(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.captured)
+    }
+
+    /// The result line an observer picked up.
+    pub fn result_line(&self) -> Option<String> {
+        self.lines.result_line()
+    }
+}
+
 /// Watches the guest's console output line by line (a workload's result line, a prompt).
 pub trait ConsoleObserver: Send {
     /// One complete line, without its line end.

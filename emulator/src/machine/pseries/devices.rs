@@ -1,8 +1,8 @@
-//! What the BQL protects (the device models, the exit reason, the console sink) and how the
+//! What the BQL protects (the device models and the console they write to) and how the
 //! effects a device model asks for are applied after it ran.
 
 use super::config::TlbFlushMode;
-use super::console::{ConsoleLines, MKBENCH_RESULT, ResultLine};
+use super::console::ConsoleSink;
 use super::effects::{MachineEffects, NotStopped};
 use super::vcpu::{MachineAccel, PseriesVcpu, irq};
 use super::{MachineExit, PseriesDevices};
@@ -12,36 +12,10 @@ use crate::sync::{StatGuard, Strategy};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// Where the hvterm's output goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Console {
-    /// To stdout, as written (the command line).
-    Stdout,
-    /// Kept in memory and returned with the outcome (tests).
-    Capture,
-}
-
 /// What the BQL protects.
 pub struct Devices {
     pub dev: PseriesDevices,
-    pub exit: Option<MachineExit>,
-    console: Console,
-    pub(super) captured: Vec<u8>,
-    /// Console output by line, for the observers that pick up the guest's result line.
-    pub(super) lines: ConsoleLines,
-}
-
-impl Devices {
-    pub fn new(dev: PseriesDevices, console: Console) -> Self {
-        let lines = ConsoleLines::new(vec![Box::new(ResultLine::new(MKBENCH_RESULT))]);
-        Self {
-            dev,
-            exit: None,
-            console,
-            captured: Vec::new(),
-            lines,
-        }
-    }
+    pub(super) console: ConsoleSink,
 }
 
 /// Effects of a device model, collected while it runs and applied right after, still under
@@ -128,11 +102,7 @@ impl PseriesVcpu {
         fx: Fx<'_, S>,
     ) {
         if !fx.console.is_empty() {
-            match b.console {
-                Console::Stdout => crate::machine::pseries::console::write_stdout(&fx.console),
-                Console::Capture => b.captured.extend_from_slice(&fx.console),
-            }
-            b.lines.feed(&fx.console);
+            b.console.write(&fx.console);
         }
         for d in fx.out {
             match d {
@@ -165,11 +135,8 @@ impl PseriesVcpu {
                     accel.set_irq(cpu, irq::PROD, b);
                 }
                 Deferred::Exit(e) => {
-                    if b.exit.is_none() {
-                        b.exit = Some(e);
-                    }
                     accel.request_shutdown(b);
-                    let _ = self.shared.exit_tx.send(());
+                    self.shared.end.finish(e);
                 }
                 Deferred::FlushAll => self.flush_all_cpus(accel),
                 Deferred::InterruptLe(le) => {

@@ -4,7 +4,7 @@
 //! that the machine runs under the BQL. Everything they cannot do by themselves — touching
 //! another vCPU, stopping the machine, flushing TLBs — goes through [`MachineEffects`], so the
 //! models are unit-testable with a recorder and the machine decides how each effect is carried
-//! out under its locking strategy. Guest memory is reached through [`GuestMemory`].
+//! out under its locking strategy. Guest physical memory is reached through [`PhysMemory`].
 
 use std::time::Duration;
 
@@ -70,7 +70,7 @@ pub struct OutOfRange {
 
 /// Guest physical memory as the hypervisor sees it: byte ranges at real addresses.
 /// Shared `&self` for writes too, because guest RAM is shared by all vCPU threads.
-pub trait GuestMemory {
+pub trait PhysMemory {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange>;
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange>;
 
@@ -85,7 +85,7 @@ pub trait GuestMemory {
     }
 }
 
-impl GuestMemory for crate::softmmu::GuestRam {
+impl PhysMemory for crate::softmmu::GuestRam {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
         crate::softmmu::GuestRam::read(self, pa, buf).map_err(|_| OutOfRange { pa, len: buf.len() })
     }
@@ -101,11 +101,11 @@ impl GuestMemory for crate::softmmu::GuestRam {
 /// Guest memory whose writes by the machine (hypercalls, RTAS) drop the JIT's translations
 /// of the bytes they overwrite, as a guest store to translated code does.
 pub struct CodeWatch<'a> {
-    pub mem: &'a dyn GuestMemory,
+    pub mem: &'a dyn PhysMemory,
     pub jit: &'a crate::jit::JitShared,
 }
 
-impl GuestMemory for CodeWatch<'_> {
+impl PhysMemory for CodeWatch<'_> {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
         self.mem.read(pa, buf)
     }
@@ -149,7 +149,7 @@ impl VecMemory {
     }
 }
 
-impl GuestMemory for VecMemory {
+impl PhysMemory for VecMemory {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
         let r = self.range(pa, buf.len())?;
         buf.copy_from_slice(&self.bytes.borrow()[r]);

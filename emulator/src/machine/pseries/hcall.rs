@@ -9,7 +9,7 @@
 //! POWER8 pseries guest, with what we do for it, is listed in `README.md` beside this file.
 
 use super::console::{self, MAX_CHARS, VTY_REG};
-use super::effects::{GuestMemory, MachineEffects};
+use super::effects::{MachineEffects, PhysMemory};
 use super::rtas::{self, RtasContext, RtasOutcome};
 use super::{PseriesDevices, VpaState};
 use crate::cpu::{CpuState, msr};
@@ -255,7 +255,7 @@ pub struct Call<'a> {
     dev: &'a mut PseriesDevices,
     cpu: usize,
     st: &'a mut CpuState,
-    mem: &'a dyn GuestMemory,
+    mem: &'a dyn PhysMemory,
     fx: &'a mut dyn MachineEffects,
     args: [u64; 9],
     out: [u64; 8],
@@ -296,7 +296,7 @@ pub fn hcall(
     dev: &mut PseriesDevices,
     cpu: usize,
     st: &mut CpuState,
-    mem: &dyn GuestMemory,
+    mem: &dyn PhysMemory,
     fx: &mut dyn MachineEffects,
 ) -> HcallOutcome {
     let kind = HcallKind::from_opcode(st.gpr[3]);
@@ -563,7 +563,7 @@ fn set_xdabr(c: &mut Call<'_>) -> i64 {
 }
 
 /// Whether `pa..pa+4K` is a 4K-aligned page of guest RAM.
-fn ram_page(mem: &dyn GuestMemory, pa: u64) -> bool {
+fn ram_page(mem: &dyn PhysMemory, pa: u64) -> bool {
     let mut b = [0u8; 1];
     pa.is_multiple_of(PAGE_SIZE)
         && mem.read(pa, &mut b).is_ok()
@@ -705,7 +705,7 @@ fn home_node_associativity(c: &mut Call<'_>) -> i64 {
 
 /// Reads the VPA dispatch counter at `vpa` (0: none registered) and makes it odd (`odd`) or
 /// even by adding one if needed.
-fn vpa_bump(mem: &dyn GuestMemory, vpa: u64, odd: bool) {
+fn vpa_bump(mem: &dyn PhysMemory, vpa: u64, odd: bool) {
     if vpa == 0 {
         return;
     }
@@ -718,12 +718,12 @@ fn vpa_bump(mem: &dyn GuestMemory, vpa: u64, odd: bool) {
 }
 
 /// The vCPU whose VPA is at `vpa` stops being dispatched (cede, confer, join).
-pub fn vpa_preempted(mem: &dyn GuestMemory, vpa: u64) {
+pub fn vpa_preempted(mem: &dyn PhysMemory, vpa: u64) {
     vpa_bump(mem, vpa, true);
 }
 
 /// The vCPU whose VPA is at `vpa` runs again.
-pub fn vpa_dispatched(mem: &dyn GuestMemory, vpa: u64) {
+pub fn vpa_dispatched(mem: &dyn PhysMemory, vpa: u64) {
     vpa_bump(mem, vpa, false);
 }
 

@@ -11,7 +11,7 @@
 //!   blob 64 KiB below it. Both are in the FDT's memory reservation map.
 
 use super::config::MachineConfig;
-use super::effects::{GuestMemory, OutOfRange};
+use super::effects::{OutOfRange, PhysMemory};
 use super::fdt::{self, FdtError, FdtParams};
 use super::rtas;
 use crate::cpu::msr;
@@ -122,7 +122,7 @@ pub struct BootPlan {
 
 impl BootPlan {
     /// Writes the plan into guest memory.
-    pub fn apply(&self, mem: &dyn GuestMemory) -> Result<(), OutOfRange> {
+    pub fn apply(&self, mem: &dyn PhysMemory) -> Result<(), OutOfRange> {
         let zero = vec![0u8; 1 << 16];
         for &(addr, len) in &self.zeros {
             let mut done = 0;

@@ -8,7 +8,7 @@
 //!
 //! Tokens are QEMU's numbers for the same services, so a guest sees the same `/rtas` on both.
 
-use super::effects::{GuestMemory, MachineEffects};
+use super::effects::{MachineEffects, PhysMemory};
 use super::hcall::H_RTAS;
 use super::xics::{PRIO_MASKED, Xics};
 use crate::papr::{H_PARAMETER, H_SUCCESS};
@@ -210,7 +210,7 @@ pub fn real_addr(pa: u64) -> u64 {
 
 /// The argument buffer of one call.
 struct Args<'a> {
-    mem: &'a dyn GuestMemory,
+    mem: &'a dyn PhysMemory,
     base: u64,
     nargs: u32,
     nret: u32,
@@ -250,7 +250,7 @@ pub struct RtasContext<'a> {
     pub xics: &'a mut Xics,
     pub stats: &'a mut RtasStats,
     pub clock: &'a mut Rtc,
-    pub mem: &'a dyn GuestMemory,
+    pub mem: &'a dyn PhysMemory,
     pub fx: &'a mut dyn MachineEffects,
 }
 
@@ -384,21 +384,17 @@ fn dispatch(
                 a.ret(1, POWER_LEVEL_FULL)?;
             }
         }
-        Service::PowerOff => {
-            if !a.shape(2, 1) {
+        Service::PowerOff | Service::SystemReboot => {
+            let nargs = if service == Service::PowerOff { 2 } else { 0 };
+            if !a.shape(nargs, 1) {
                 a.status(RTAS_OUT_PARAM_ERROR)?;
             } else {
                 a.status(RTAS_OUT_SUCCESS)?;
-                fx.power_off();
-                return Ok(Shutdown);
-            }
-        }
-        Service::SystemReboot => {
-            if !a.shape(0, 1) {
-                a.status(RTAS_OUT_PARAM_ERROR)?;
-            } else {
-                a.status(RTAS_OUT_SUCCESS)?;
-                fx.reboot();
+                if service == Service::PowerOff {
+                    fx.power_off();
+                } else {
+                    fx.reboot();
+                }
                 return Ok(Shutdown);
             }
         }
@@ -489,7 +485,7 @@ fn dispatch(
 }
 
 /// A NUL-terminated string of at most `max` bytes at `pa`, cut at the end of RAM.
-fn read_cstring(mem: &dyn GuestMemory, pa: u64, max: usize) -> String {
+fn read_cstring(mem: &dyn PhysMemory, pa: u64, max: usize) -> String {
     let mut bytes = Vec::new();
     let mut b = [0u8];
     while bytes.len() < max
@@ -674,6 +670,18 @@ mod tests {
         (Xics::new(n), Recorder::new(n), VecMemory::new(0x10000))
     }
 
+    /// One call of [`calls_return`]: token, args, nret, the first rets, and what it checks.
+    type Call<'a> = (u32, &'a [u32], u32, &'a [i64], &'a str);
+
+    /// Makes `calls` in order on vCPU 0 of a machine with `ncpus`; each must return its rets.
+    fn calls_return(ncpus: usize, calls: &[Call]) {
+        let (mut x, mut fx, mem) = machine(ncpus);
+        for &(token, args, nret, want, why) in calls {
+            let rets = run(&mut x, &mut fx, &mem, 0, token, args, nret).2;
+            assert_eq!(&rets[..want.len()], want, "{why}");
+        }
+    }
+
     #[test]
     fn blob_is_the_h_rtas_trampoline() {
         use crate::isa::disassemble;
@@ -833,53 +841,25 @@ mod tests {
 
     #[test]
     fn xive_calls() {
-        let (mut x, mut fx, mem) = machine(2);
         let irq = crate::machine::pseries::xics::IRQ_BASE + 5;
         let set = Service::SetXive.token();
         let get = Service::GetXive.token();
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, set, &[irq, 1, 5], 1).2,
-            vec![0]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2,
-            vec![0, 1, 5]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, set, &[2, 1, 5], 1).2,
-            vec![-3],
-            "IPI is not an ICS source"
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, set, &[irq, 2, 5], 1).2,
-            vec![-3],
-            "no such server"
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, set, &[irq, 1, 0x100], 1).2,
-            vec![-3],
-            "priority > 0xff"
-        );
-        assert_eq!(run(&mut x, &mut fx, &mem, 0, get, &[0x3000], 3).2[0], -3);
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, Service::IntOff.token(), &[irq], 1).2,
-            vec![0]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2,
-            vec![0, 1, 0xff]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, Service::IntOn.token(), &[irq], 1).2,
-            vec![0]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, get, &[irq], 3).2,
-            vec![0, 1, 5]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, Service::IntOn.token(), &[1], 1).2,
-            vec![-3]
+        let (on, off) = (Service::IntOn.token(), Service::IntOff.token());
+        calls_return(
+            2,
+            &[
+                (set, &[irq, 1, 5], 1, &[0], "set"),
+                (get, &[irq], 3, &[0, 1, 5], "as set"),
+                (set, &[2, 1, 5], 1, &[-3], "IPI is not an ICS source"),
+                (set, &[irq, 2, 5], 1, &[-3], "no such server"),
+                (set, &[irq, 1, 0x100], 1, &[-3], "priority > 0xff"),
+                (get, &[0x3000], 3, &[-3], "no such source"),
+                (off, &[irq], 1, &[0], "int-off"),
+                (get, &[irq], 3, &[0, 1, 0xff], "masked"),
+                (on, &[irq], 1, &[0], "int-on"),
+                (get, &[irq], 3, &[0, 1, 5], "priority restored"),
+                (on, &[1], 1, &[-3], "no such source"),
+            ],
         );
     }
 
@@ -959,52 +939,33 @@ mod tests {
         let (rc, _, rets) = run_stats(&mut x, &mut fx, &mem, &mut stats, 0, 0x2fff, &[], 1);
         assert_eq!((rc, rets), (H_PARAMETER, vec![-3]));
         assert_eq!(stats.unknown, 1);
-        // Buffer outside RAM.
-        let (rc, out) = call(
-            RtasContext {
+        // A call with the argument buffer at `pa`.
+        let mut call_at = |pa: u64| {
+            let ctx = RtasContext {
                 xics: &mut x,
                 stats: &mut stats,
                 clock: &mut Rtc::default(),
                 mem: &mem,
                 fx: &mut fx,
-            },
-            0,
-            0x10_0000,
-        );
+            };
+            call(ctx, 0, pa)
+        };
+        // Buffer outside RAM.
+        let (rc, out) = call_at(0x10_0000);
         assert_eq!((rc, out), (H_PARAMETER, RtasOutcome::Continue));
         // Results that would land outside RAM.
         mem.write_u32_be(0xfff0, Service::GetTimeOfDay.token())
             .unwrap();
         mem.write_u32_be(0xfff4, 0).unwrap();
         mem.write_u32_be(0xfff8, 8).unwrap();
-        let (rc, _) = call(
-            RtasContext {
-                xics: &mut x,
-                stats: &mut stats,
-                clock: &mut Rtc::default(),
-                mem: &mem,
-                fx: &mut fx,
-            },
-            0,
-            0xfff0,
-        );
+        let (rc, _) = call_at(0xfff0);
         assert_eq!(rc, H_PARAMETER);
         // Huge nargs: the results are far away, not a wrap-around into low memory.
         mem.write_u32_be(0x100, Service::QueryCpuStoppedState.token())
             .unwrap();
         mem.write_u32_be(0x104, u32::MAX).unwrap();
         mem.write_u32_be(0x108, 2).unwrap();
-        let (rc, _) = call(
-            RtasContext {
-                xics: &mut x,
-                stats: &mut stats,
-                clock: &mut Rtc::default(),
-                mem: &mem,
-                fx: &mut fx,
-            },
-            0,
-            0x100,
-        );
+        let (rc, _) = call_at(0x100);
         assert_eq!(
             rc, H_PARAMETER,
             "the status would be written far outside RAM"
@@ -1110,128 +1071,30 @@ mod tests {
 
     #[test]
     fn events_power_levels_and_system_parameters() {
-        let (mut x, mut fx, mem) = machine(1);
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::EventScan.token(),
-                &[0, 0, 0x8000, 0x800],
-                1
-            )
-            .2,
-            vec![RTAS_OUT_NO_ERRORS_FOUND as i64]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::EventScan.token(),
-                &[0],
-                1
-            )
-            .2,
-            vec![-3]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::CheckException.token(),
-                &[0; 6],
-                1
-            )
-            .2,
-            vec![1]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::CheckException.token(),
-                &[0; 7],
-                1
-            )
-            .2,
-            vec![1]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::CheckException.token(),
-                &[0; 5],
-                1
-            )
-            .2,
-            vec![-3]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::SetPowerLevel.token(),
-                &[0, 50],
-                2
-            )
-            .2,
-            vec![0, 100]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::GetPowerLevel.token(),
-                &[0],
-                2
-            )
-            .2,
-            vec![0, 100]
-        );
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                Service::GetPowerLevel.token(),
-                &[0, 0],
-                2
-            )
-            .2[0],
-            -3
+        let scan = Service::EventScan.token();
+        let check = Service::CheckException.token();
+        let (set_level, get_level) = (
+            Service::SetPowerLevel.token(),
+            Service::GetPowerLevel.token(),
         );
         let sp = Service::SetSystemParameter.token();
-        assert_eq!(
-            run(
-                &mut x,
-                &mut fx,
-                &mem,
-                0,
-                sp,
-                &[SYSPARM_SPLPAR_CHARACTERISTICS, 0x800],
-                1
-            )
-            .2,
-            vec![RTAS_OUT_NOT_AUTHORIZED as i64]
-        );
-        assert_eq!(
-            run(&mut x, &mut fx, &mem, 0, sp, &[7, 0x800], 1).2,
-            vec![-3]
+        let splpar = SYSPARM_SPLPAR_CHARACTERISTICS;
+        let no_errors = RTAS_OUT_NO_ERRORS_FOUND as i64;
+        let not_authorized = RTAS_OUT_NOT_AUTHORIZED as i64;
+        calls_return(
+            1,
+            &[
+                (scan, &[0, 0, 0x8000, 0x800], 1, &[no_errors], "no events"),
+                (scan, &[0], 1, &[-3], "event-scan with 1 arg"),
+                (check, &[0; 6], 1, &[1], "check-exception with 6 args"),
+                (check, &[0; 7], 1, &[1], "check-exception with 7 args"),
+                (check, &[0; 5], 1, &[-3], "check-exception with 5 args"),
+                (set_level, &[0, 50], 2, &[0, 100], "set-power-level"),
+                (get_level, &[0], 2, &[0, 100], "get-power-level"),
+                (get_level, &[0, 0], 2, &[-3], "get-power-level with 2 args"),
+                (sp, &[splpar, 0x800], 1, &[not_authorized], "splpar"),
+                (sp, &[7, 0x800], 1, &[-3], "unknown parameter"),
+            ],
         );
     }
 }
