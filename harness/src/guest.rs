@@ -736,7 +736,7 @@ fn load_checked(repo: &Path, dir: &Path) -> Result<Option<GuestImage>> {
 /// What the image's own files are made from: /init and the project's generated files (for
 /// kernel-make its build settings and configuration fragment; the tree follows from the
 /// packages).
-fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
+pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
     let init = repo.join(INIT_SCRIPT);
     let mut all = fs::read(&init)
         .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
