@@ -312,10 +312,14 @@ fn excluded(rel: &str) -> bool {
         "usr/lib/klibc",
         "usr/lib/powerpc64le-linux-gnu/gconv",
     ];
-    if TREES
-        .iter()
-        .any(|t| rel == *t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/')))
-    {
+    // Data a tool of the kernel build reads at run time (bison's skeletons), inside those trees.
+    const KEPT: &[&str] = &["usr/share/bison"];
+    let under =
+        |rel: &str, t: &str| rel == t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/'));
+    if KEPT.iter().any(|k| under(rel, k) || under(k, rel)) {
+        return false;
+    }
+    if TREES.iter().any(|t| under(rel, t)) {
         return true;
     }
     let name = rel.rsplit('/').next().unwrap_or(rel);
@@ -575,6 +579,12 @@ fn collect_entries(repo: &Path, root: &Path, project: &Project) -> Result<BTreeM
     nodes
         .entry("usr/bin/cc".into())
         .or_insert_with(|| Node::Symlink("gcc".into()));
+    // The link Debian's alternatives would make: the kernel's scripts want GNU awk.
+    if nodes.contains_key("usr/bin/gawk") {
+        nodes
+            .entry("usr/bin/awk".into())
+            .or_insert_with(|| Node::Symlink("gawk".into()));
+    }
     for d in ["dev", "proc", "sys", "tmp", "proj"] {
         nodes.insert(d.into(), Node::Dir);
     }
@@ -840,8 +850,11 @@ mod tests {
 
     #[test]
     fn exclusions_match_whole_components() {
-        assert!(excluded("usr/share"));
+        assert!(excluded("usr/share/zoneinfo"));
         assert!(excluded("usr/share/zoneinfo/UTC"));
+        assert!(!excluded("usr/share"));
+        assert!(!excluded("usr/share/bison/skeletons/yacc.c"));
+        assert!(excluded("usr/share/bisonx"));
         assert!(!excluded("usr/shared-thing"));
         assert!(excluded("usr/lib/gcc/powerpc64le-linux-gnu/14/libasan.so"));
         assert!(excluded("usr/libexec/gcc/powerpc64le-linux-gnu/14/lto1"));

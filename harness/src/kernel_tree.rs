@@ -11,8 +11,9 @@
 //! 2. a cross build of the same configuration (`powerpc64le-linux-gnu-gcc`, `O=listing`):
 //!    its `.cmd` dependency records name every source and header each compile read;
 //! 3. the kept files ([`keep`]): those, plus every file that is not C or assembly source
-//!    (Makefiles, Kconfig, scripts, tables), except in Documentation/, tools/, samples/ and
-//!    the other architectures;
+//!    (Makefiles, Kconfig, scripts, tables), except in Documentation/, tools/, samples/,
+//!    LICENSES/ and the other architectures (where only Kconfig files stay: Kconfig sources
+//!    some of them);
 //! 4. a check build of the pruned tree (hard links, `O=check`), so that a file missing from
 //!    the list fails here rather than minutes into a guest run.
 //!
@@ -40,7 +41,7 @@ pub const BUILD_USER: &str = "lockscale";
 pub const BUILD_HOST: &str = "lockscale";
 
 /// Top-level directories no build of vmlinux needs beyond the files its records name.
-const DROPPED_TREES: &[&str] = &["Documentation", "tools", "samples", "LICENSES", "usr"];
+const DROPPED_TREES: &[&str] = &["Documentation", "tools", "samples", "LICENSES"];
 
 /// What the cache holds about the pruned tree.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -223,6 +224,15 @@ pub fn cmd_record_files(text: &str) -> Vec<String> {
 /// Whether a file of the unpacked tree is kept even when no record names it: everything but C
 /// and assembly source and headers, outside the trees no vmlinux build reads.
 pub fn keep(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    // Kconfig sources files from every top-level directory (Documentation/Kconfig, samples/…).
+    if name.starts_with("Kconfig") {
+        return true;
+    }
+    // Syscall tables: scripts/checksyscalls.sh reads x86's on every architecture.
+    if name.ends_with(".tbl") && rel.starts_with("arch/") {
+        return true;
+    }
     let mut parts = rel.split('/');
     let top = parts.next().unwrap_or("");
     if DROPPED_TREES.contains(&top) {
@@ -235,7 +245,6 @@ pub fn keep(rel: &str) -> bool {
     if rel.starts_with("arch/powerpc/boot/dts/") {
         return false;
     }
-    let name = rel.rsplit('/').next().unwrap_or(rel);
     !(name.ends_with(".c")
         || name.ends_with(".h")
         || name.ends_with(".S")
@@ -243,6 +252,22 @@ pub fn keep(rel: &str) -> bool {
         || name.ends_with(".rst")
         || name.ends_with(".dts")
         || name.ends_with(".dtsi"))
+}
+
+/// A relative path without `.` and `x/..` components: records write includes as the compiler
+/// opened them (`scripts/mod/../../include/linux/license.h`).
+pub fn normalise(rel: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for c in rel.split('/') {
+        match c {
+            "" | "." => {}
+            ".." if out.last().is_some_and(|l| *l != "..") => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out.join("/")
 }
 
 /// Reads every `.cmd` record of a build directory: the source files they name (relative to
@@ -275,7 +300,7 @@ fn read_records(src: &Path, out: &Path) -> Result<(BTreeSet<String>, Vec<String>
         let text = fs::read_to_string(e.path())?;
         for f in cmd_record_files(&text) {
             if let Some(rel) = f.strip_prefix(&src_prefix) {
-                named.insert(rel.to_string());
+                named.insert(normalise(rel));
             }
         }
     }
@@ -348,8 +373,16 @@ pub fn ensure_tree(repo: &Path, rootfs: &Path) -> Result<KernelTree> {
             bail!("{} did not unpack to {}", tarball.display(), src.display());
         }
     }
+    // A complete listing build of the same inputs is reused (a failed check keeps it).
     let listing = cache.join("listing");
-    cross_build(&src, &listing, &fragment, &logs, "listing")?;
+    let listing_stamp = listing.join(".lockscale-inputs");
+    let inputs = format!("{tarball_sha256} {fragment_sha256}\n");
+    if !listing.join("vmlinux").is_file()
+        || fs::read_to_string(&listing_stamp).ok().as_deref() != Some(inputs.as_str())
+    {
+        cross_build(&src, &listing, &fragment, &logs, "listing")?;
+        fs::write(&listing_stamp, &inputs)?;
+    }
     let (named, objects, compiles) = read_records(&src, &listing)?;
     let mut files = BTreeSet::new();
     for e in walkdir::WalkDir::new(&src).sort_by_file_name().min_depth(1) {
@@ -451,16 +484,30 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_normalised() {
+        assert_eq!(
+            normalise("scripts/mod/../../include/linux/license.h"),
+            "include/linux/license.h"
+        );
+        assert_eq!(normalise("./a//b/./c"), "a/b/c");
+        assert_eq!(normalise("../a"), "../a");
+    }
+
+    #[test]
     fn keeps_build_files_and_drops_unnamed_sources() {
         assert!(keep("Makefile"));
         assert!(keep("kernel/Kconfig.preempt"));
         assert!(keep("scripts/link-vmlinux.sh"));
         assert!(keep("arch/powerpc/kernel/syscalls/syscall.tbl"));
         assert!(keep("arch/Kconfig"));
-        assert!(!keep("arch/x86/Kconfig"));
+        assert!(keep("arch/x86/Kconfig"));
+        assert!(!keep("arch/x86/Makefile"));
+        assert!(keep("arch/x86/entry/syscalls/syscall_32.tbl"));
         assert!(!keep("kernel/fork.c"));
         assert!(!keep("include/linux/sched.h"));
         assert!(!keep("Documentation/Makefile"));
+        assert!(keep("Documentation/Kconfig"));
+        assert!(keep("usr/Kconfig"));
         assert!(!keep("tools/objtool/Makefile"));
         assert!(!keep("arch/powerpc/boot/dts/a.dts"));
     }
