@@ -573,9 +573,16 @@ fn collect_entries(repo: &Path, root: &Path, project: &Project) -> Result<BTreeM
             .entry(d.into())
             .or_insert_with(|| Node::Symlink(format!("usr/{d}")));
     }
+    // /bin/sh: bash when the image has it (kernel-make). Debian's static busybox runs its own
+    // applets before PATH, so under its shell the kernel's `xargs ar` gets busybox's ar.
+    let sh = if nodes.contains_key("usr/bin/bash") {
+        "bash"
+    } else {
+        "busybox"
+    };
     nodes
         .entry("usr/bin/sh".into())
-        .or_insert_with(|| Node::Symlink("busybox".into()));
+        .or_insert_with(|| Node::Symlink(sh.into()));
     nodes
         .entry("usr/bin/cc".into())
         .or_insert_with(|| Node::Symlink("gcc".into()));
