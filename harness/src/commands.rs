@@ -289,9 +289,7 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         size: p.size.unwrap_or(preset.guest.size),
         seed: p.seed.unwrap_or(preset.guest.seed),
     };
-    if guest.units == 0 || guest.size == 0 {
-        bail!("--units and --size must be at least 1");
-    }
+    check_guest_size(a.workload, p.units.is_some() || p.size.is_some(), guest)?;
     let timeout_s = p.timeout.unwrap_or(preset.timeout_s);
     if !(timeout_s > 0.0 && timeout_s.is_finite()) {
         bail!("--timeout must be a positive number of seconds");
@@ -1147,6 +1145,23 @@ fn gate_revs(
 
 // ---------------------------------------------------------------- guest images
 
+/// `--units`/`--size`: at least 1 for the generated guests; kernel-make's sources are the
+/// kernel's, its presets say what it builds.
+fn check_guest_size(workload: Workload, overridden: bool, g: sizes::GuestSize) -> Result<()> {
+    if workload == Workload::KernelMake {
+        if overridden {
+            bail!(
+                "kernel-make takes no --units or --size: --quick builds a fixed subset, the default and --full the whole vmlinux"
+            );
+        }
+        return Ok(());
+    }
+    if g.units == 0 || g.size == 0 {
+        bail!("--units and --size must be at least 1");
+    }
+    Ok(())
+}
+
 pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
     match c {
         GuestCommand::Build(a) => {
@@ -1168,9 +1183,15 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 a.units.unwrap_or(p.guest.units),
                 a.size.unwrap_or(p.guest.size),
             );
-            if units == 0 || size == 0 {
-                bail!("--units and --size must be at least 1");
-            }
+            check_guest_size(
+                a.workload,
+                a.units.is_some() || a.size.is_some(),
+                sizes::GuestSize {
+                    units,
+                    size,
+                    seed: p.guest.seed,
+                },
+            )?;
             let img = guest::ensure_image(repo, a.workload, units, size, a.force)?;
             let m = &img.manifest;
             println!("kernel\t{}\t{}", img.kernel.display(), m.kernel_sha256);
@@ -1179,11 +1200,14 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 "manifest\t{}",
                 img.initrd.with_file_name("manifest.json").display()
             );
+            let what = match a.workload {
+                Workload::KernelMake if m.units == 0 => "the whole vmlinux".to_string(),
+                Workload::KernelMake => format!("{} kernel directories", m.units),
+                _ => format!("{} files × {} functions", m.units, m.size),
+            };
             eprintln!(
-                "lockscale: {} image, {} files × {} functions, {} packages from Debian {}, {} MB",
+                "lockscale: {} image, {what}, {} packages from Debian {}, {} MB",
                 m.workload,
-                m.units,
-                m.size,
                 m.packages.len(),
                 m.suite,
                 m.initrd_bytes / 1_000_000

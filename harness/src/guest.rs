@@ -24,6 +24,8 @@ use anyhow::{Context, Result, bail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::kernel_tree::{self, KernelTree};
+use crate::sizes;
 use crate::util::{now_rfc3339, sha256_file, stored_path, write_atomic};
 use crate::workload::Workload;
 
@@ -38,6 +40,27 @@ pub const PACKAGES: &[&str] = &[
     "binutils",
     "libc6-dev",
 ];
+/// What the kernel-make guest needs besides [`PACKAGES`]: the kernel build's own tools (flex
+/// and bison for Kconfig and dtc, bc for the time constants) and GNU's shell utilities, whose
+/// options the kernel's scripts assume (busybox's are a subset), and the kernel source, from
+/// [`KERNEL_SOURCE_SUITE`].
+pub const KERNEL_PACKAGES: &[&str] = &[
+    "flex",
+    "bison",
+    "bc",
+    "bash",
+    "coreutils",
+    "gawk",
+    "sed",
+    "grep",
+    "findutils",
+    "diffutils",
+    "perl-base",
+    "linux-source-6.1",
+];
+/// The Debian suite of `linux-source-6.1` (the 6.1 long-term kernel of Debian 12), added to
+/// [`SUITE`] for the kernel-make image.
+pub const KERNEL_SOURCE_SUITE: &str = "bookworm";
 /// The guest's /init, shared by the Linux workloads.
 pub const INIT_SCRIPT: &str = "workloads/linux/init.sh";
 
@@ -90,12 +113,29 @@ fn cache_root(repo: &Path) -> PathBuf {
     repo.join("target/guest-cache")
 }
 
-fn rootfs_dir(repo: &Path) -> PathBuf {
-    cache_root(repo).join("debian-ppc64el/rootfs")
+/// The unpacked packages of a workload: linux-make's set, or kernel-make's larger one.
+fn package_dir(repo: &Path, workload: Workload) -> PathBuf {
+    cache_root(repo).join(match workload {
+        Workload::KernelMake => "debian-ppc64el-kernel",
+        _ => "debian-ppc64el",
+    })
 }
 
-fn packages_list(repo: &Path) -> PathBuf {
-    cache_root(repo).join("debian-ppc64el/packages.txt")
+fn rootfs_dir(repo: &Path, workload: Workload) -> PathBuf {
+    package_dir(repo, workload).join("rootfs")
+}
+
+fn packages_list(repo: &Path, workload: Workload) -> PathBuf {
+    package_dir(repo, workload).join("packages.txt")
+}
+
+/// The packages mmdebstrap unpacks for a workload.
+fn packages_of(workload: Workload) -> Vec<&'static str> {
+    let mut v = PACKAGES.to_vec();
+    if workload == Workload::KernelMake {
+        v.extend(KERNEL_PACKAGES);
+    }
+    v
 }
 
 /// Where the image of a workload and size lives.
@@ -144,9 +184,10 @@ fn host_debian_mirror() -> Option<String> {
 }
 
 /// Unpacks the packages into the cache, unless already there. Returns the root directory.
-fn ensure_rootfs(repo: &Path) -> Result<PathBuf> {
-    let root = rootfs_dir(repo);
-    let list = packages_list(repo);
+fn ensure_rootfs(repo: &Path, workload: Workload) -> Result<PathBuf> {
+    let root = rootfs_dir(repo, workload);
+    let list = packages_list(repo, workload);
+    let packages = packages_of(workload);
     if find_kernel(&root).is_ok() && list.is_file() {
         return Ok(root);
     }
@@ -163,7 +204,7 @@ fn ensure_rootfs(repo: &Path) -> Result<PathBuf> {
     let mut cmd = Command::new("mmdebstrap");
     cmd.arg("--variant=extract")
         .arg("--arch=ppc64el")
-        .arg(format!("--include={}", PACKAGES.join(",")))
+        .arg(format!("--include={}", packages.join(",")))
         .args(
             ["doc", "man", "locale", "info"]
                 .map(|d| format!("--dpkgopt=path-exclude=/usr/share/{d}/*")),
@@ -175,12 +216,19 @@ fn ensure_rootfs(repo: &Path) -> Result<PathBuf> {
         ))
         .arg(SUITE)
         .arg(&tmp);
-    if let Some(m) = host_debian_mirror() {
+    let mirror = host_debian_mirror();
+    if workload == Workload::KernelMake {
+        // Both suites, as full source lines (a bare URI would take the suite argument's only).
+        let uri = mirror.unwrap_or_else(|| "http://deb.debian.org/debian".into());
+        for suite in [SUITE, KERNEL_SOURCE_SUITE] {
+            cmd.arg(format!("deb {uri} {suite} main"));
+        }
+    } else if let Some(m) = mirror {
         cmd.arg(m);
     }
     eprintln!(
         "lockscale: unpacking Debian {SUITE} ppc64el packages ({}) with mmdebstrap…",
-        PACKAGES.join(", ")
+        packages.join(", ")
     );
     // mmdebstrap's progress goes to stderr, keeping stdout for results.
     let status = cmd
@@ -256,6 +304,7 @@ fn excluded(rel: &str) -> bool {
         "dev",
         "etc/initramfs-tools",
         "usr/share",
+        "usr/src",
         "usr/lib/modules",
         "usr/lib/systemd",
         "usr/lib/udev",
@@ -263,10 +312,14 @@ fn excluded(rel: &str) -> bool {
         "usr/lib/klibc",
         "usr/lib/powerpc64le-linux-gnu/gconv",
     ];
-    if TREES
-        .iter()
-        .any(|t| rel == *t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/')))
-    {
+    // Data a tool of the kernel build reads at run time (bison's skeletons), inside those trees.
+    const KEPT: &[&str] = &["usr/share/bison"];
+    let under =
+        |rel: &str, t: &str| rel == t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/'));
+    if KEPT.iter().any(|k| under(rel, k) || under(k, rel)) {
+        return false;
+    }
+    if TREES.iter().any(|t| under(rel, t)) {
         return true;
     }
     let name = rel.rsplit('/').next().unwrap_or(rel);
@@ -375,15 +428,110 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The archive's entries: the unpacked tree minus [`excluded`], the usual merged-/usr links,
-/// /init, /dev/console and the project.
-fn collect_entries(
+/// What goes under /proj: generated files (`params` and `outputs` among them, which /init
+/// reads) and, for kernel-make, the pruned kernel tree.
+struct Project {
+    texts: Vec<(String, String)>,
+    tree: Option<KernelTree>,
+}
+
+/// The kernel-make build: what /init runs before the timed make (configuration), the make's
+/// arguments, and how its log names a compile. `units` is the number of directories of the
+/// `--quick` subset ([`sizes::KERNEL_QUICK_DIRS`]), 0 for the whole vmlinux.
+fn kernel_params(units: u32) -> Result<(String, Vec<&'static str>)> {
+    let dirs: Vec<&str> = match units {
+        0 => vec![],
+        n if n as usize == sizes::KERNEL_QUICK_DIRS.len() => sizes::KERNEL_QUICK_DIRS.to_vec(),
+        n => bail!(
+            "kernel-make builds the whole vmlinux (units 0) or the --quick subset ({} directories), not {n}",
+            sizes::KERNEL_QUICK_DIRS.len()
+        ),
+    };
+    let targets = if dirs.is_empty() {
+        "vmlinux".to_string()
+    } else {
+        dirs.iter()
+            .map(|d| format!("{d}/"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let params = format!(
+        "WORKLOAD={workload}\nUNITS={units}\nSIZE=0\n\
+         export KBUILD_BUILD_TIMESTAMP='{ts}' KBUILD_BUILD_USER={user} KBUILD_BUILD_HOST={host}\n\
+         PREPARE='make -j$jobs tinyconfig && cat {frag} >>.config && make -j$jobs olddefconfig'\n\
+         MAKEFLAGS_EXTRA='KCFLAGS=-ffile-prefix-map=/proj/= KAFLAGS=-ffile-prefix-map=/proj/= {targets}'\n\
+         COMPILE_LINES='^  (CC|AS|HOSTCC|HOSTCXX) '\n",
+        workload = Workload::KernelMake.name(),
+        ts = kernel_tree::BUILD_TIMESTAMP,
+        user = kernel_tree::BUILD_USER,
+        host = kernel_tree::BUILD_HOST,
+        frag = KERNEL_FRAGMENT_IN_GUEST,
+    );
+    Ok((params, dirs))
+}
+
+/// Where the configuration fragment lies in the guest's kernel tree.
+const KERNEL_FRAGMENT_IN_GUEST: &str = "lockscale-pseries-tiny.config";
+
+/// The /proj of a workload. kernel-make needs its tree (built and listed by kernel_tree.rs)
+/// only for the files and outputs; `tree` is `None` when only the inputs are wanted.
+fn project(
     repo: &Path,
-    root: &Path,
     workload: Workload,
     units: u32,
     size: u32,
-) -> Result<BTreeMap<String, Node>> {
+    tree: Option<KernelTree>,
+) -> Result<Project> {
+    let mut texts = Vec::new();
+    let outputs = match workload {
+        Workload::LinuxMake => {
+            let (files, outputs) = generate_project(units, size);
+            texts = files;
+            texts.push((
+                "params".into(),
+                format!(
+                    "WORKLOAD={}\nUNITS={units}\nSIZE={size}\nMAKEFLAGS_EXTRA=\n",
+                    workload.name()
+                ),
+            ));
+            outputs
+        }
+        Workload::KernelMake => {
+            if size != 0 {
+                bail!("kernel-make has no --size (its sources are the kernel's)");
+            }
+            let (params, dirs) = kernel_params(units)?;
+            texts.push(("params".into(), params));
+            let frag = repo.join(kernel_tree::FRAGMENT);
+            texts.push((
+                KERNEL_FRAGMENT_IN_GUEST.into(),
+                fs::read_to_string(&frag).with_context(|| format!("reading {}", frag.display()))?,
+            ));
+            match &tree {
+                None => vec![],
+                Some(_) if dirs.is_empty() => vec!["vmlinux".to_string()],
+                Some(t) => {
+                    let objs = t.objects_under(&dirs);
+                    if objs.is_empty() {
+                        bail!(
+                            "the --quick directories {dirs:?} hold no objects of this configuration"
+                        );
+                    }
+                    objs
+                }
+            }
+        }
+        Workload::Mkbench => bail!("mkbench is not a Linux guest: it needs no image"),
+    };
+    if tree.is_some() || workload == Workload::LinuxMake {
+        texts.push(("outputs".into(), outputs.join("\n") + "\n"));
+    }
+    Ok(Project { texts, tree })
+}
+
+/// The archive's entries: the unpacked tree minus [`excluded`], the usual merged-/usr links,
+/// /init, /dev/console and the project.
+fn collect_entries(repo: &Path, root: &Path, project: &Project) -> Result<BTreeMap<String, Node>> {
     let mut nodes = BTreeMap::new();
     let mut walk = walkdir::WalkDir::new(root)
         .follow_links(false)
@@ -425,12 +573,25 @@ fn collect_entries(
             .entry(d.into())
             .or_insert_with(|| Node::Symlink(format!("usr/{d}")));
     }
+    // /bin/sh: bash when the image has it (kernel-make). Debian's static busybox runs its own
+    // applets before PATH, so under its shell the kernel's `xargs ar` gets busybox's ar.
+    let sh = if nodes.contains_key("usr/bin/bash") {
+        "bash"
+    } else {
+        "busybox"
+    };
     nodes
         .entry("usr/bin/sh".into())
-        .or_insert_with(|| Node::Symlink("busybox".into()));
+        .or_insert_with(|| Node::Symlink(sh.into()));
     nodes
         .entry("usr/bin/cc".into())
         .or_insert_with(|| Node::Symlink("gcc".into()));
+    // The link Debian's alternatives would make: the kernel's scripts want GNU awk.
+    if nodes.contains_key("usr/bin/gawk") {
+        nodes
+            .entry("usr/bin/awk".into())
+            .or_insert_with(|| Node::Symlink("gawk".into()));
+    }
     for d in ["dev", "proc", "sys", "tmp", "proj"] {
         nodes.insert(d.into(), Node::Dir);
     }
@@ -452,40 +613,40 @@ fn collect_entries(
             mode: 0o755,
         },
     );
-    let (files, outputs) = match workload {
-        Workload::LinuxMake => generate_project(units, size),
-        Workload::KernelMake => {
-            bail!("the kernel-make image is not built yet (see workloads/linux/README.md)")
-        }
-        Workload::Mkbench => bail!("mkbench is not a Linux guest: it needs no image"),
-    };
-    for (path, text) in files {
+    for (path, text) in &project.texts {
         nodes.insert(
             format!("proj/{path}"),
             Node::Bytes {
-                data: text.into_bytes(),
+                data: text.clone().into_bytes(),
                 mode: 0o644,
             },
         );
     }
-    let params = format!(
-        "WORKLOAD={}\nUNITS={units}\nSIZE={size}\nMAKEFLAGS_EXTRA=\n",
-        workload.name()
-    );
-    nodes.insert(
-        "proj/params".into(),
-        Node::Bytes {
-            data: params.into_bytes(),
-            mode: 0o644,
-        },
-    );
-    nodes.insert(
-        "proj/outputs".into(),
-        Node::Bytes {
-            data: (outputs.join("\n") + "\n").into_bytes(),
-            mode: 0o644,
-        },
-    );
+    if let Some(tree) = &project.tree {
+        for rel in &tree.files {
+            let src = tree.src.join(rel);
+            let meta =
+                fs::symlink_metadata(&src).with_context(|| format!("reading {}", src.display()))?;
+            let node = if meta.file_type().is_symlink() {
+                Node::Symlink(fs::read_link(&src)?.to_string_lossy().into_owned())
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                Node::File {
+                    src,
+                    mode: meta.permissions().mode() & 0o7777,
+                }
+            };
+            // Every directory above the file, as the walk of the root file system gives.
+            let path = format!("proj/{rel}");
+            let mut at = 0;
+            while let Some(i) = path[at..].find('/') {
+                at += i;
+                nodes.entry(path[..at].to_string()).or_insert(Node::Dir);
+                at += 1;
+            }
+            nodes.insert(path, node);
+        }
+    }
     Ok(nodes)
 }
 
@@ -589,16 +750,16 @@ fn load_checked(repo: &Path, dir: &Path) -> Result<Option<GuestImage>> {
     }))
 }
 
-/// What the image's own files are made from: /init and the project.
-fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
+/// What the image's own files are made from: /init and the project's generated files (for
+/// kernel-make its build settings and configuration fragment; the tree follows from the
+/// packages).
+pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
     let init = repo.join(INIT_SCRIPT);
     let mut all = fs::read(&init)
         .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
-    if workload == Workload::LinuxMake {
-        for (path, text) in generate_project(units, size).0 {
-            all.extend(path.into_bytes());
-            all.extend(text.into_bytes());
-        }
+    for (path, text) in project(repo, workload, units, size, None)?.texts {
+        all.extend(path.into_bytes());
+        all.extend(text.into_bytes());
     }
     Ok(crate::util::sha256_hex(&all))
 }
@@ -612,12 +773,8 @@ pub fn ensure_image(
     size: u32,
     force: bool,
 ) -> Result<GuestImage> {
-    match workload {
-        Workload::Mkbench => bail!("{workload} is not a Linux guest: it needs no image"),
-        Workload::KernelMake => {
-            bail!("the kernel-make image is not built yet (see workloads/linux/README.md)")
-        }
-        Workload::LinuxMake => {}
+    if workload == Workload::Mkbench {
+        bail!("{workload} is not a Linux guest: it needs no image");
     }
     let dir = image_dir(repo, workload, units, size);
     let inputs = inputs_sha256(repo, workload, units, size)?;
@@ -630,10 +787,15 @@ pub fn ensure_image(
             img.initrd.display()
         );
     }
-    let root = ensure_rootfs(repo)?;
+    let root = ensure_rootfs(repo, workload)?;
     let kernel = find_kernel(&root)?;
-    let packages = parse_package_list(&fs::read_to_string(packages_list(repo))?);
-    let nodes = collect_entries(repo, &root, workload, units, size)?;
+    let packages = parse_package_list(&fs::read_to_string(packages_list(repo, workload))?);
+    let tree = match workload {
+        Workload::KernelMake => Some(kernel_tree::ensure_tree(repo, &root)?),
+        _ => None,
+    };
+    let project = project(repo, workload, units, size, tree)?;
+    let nodes = collect_entries(repo, &root, &project)?;
     fs::create_dir_all(&dir)?;
     let ipath = dir.join("initrd.cpio");
     let tmp = dir.join(".initrd.cpio.tmp");
@@ -695,8 +857,11 @@ mod tests {
 
     #[test]
     fn exclusions_match_whole_components() {
-        assert!(excluded("usr/share"));
+        assert!(excluded("usr/share/zoneinfo"));
         assert!(excluded("usr/share/zoneinfo/UTC"));
+        assert!(!excluded("usr/share"));
+        assert!(!excluded("usr/share/bison/skeletons/yacc.c"));
+        assert!(excluded("usr/share/bisonx"));
         assert!(!excluded("usr/shared-thing"));
         assert!(excluded("usr/lib/gcc/powerpc64le-linux-gnu/14/libasan.so"));
         assert!(excluded("usr/libexec/gcc/powerpc64le-linux-gnu/14/lto1"));

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod git;
 pub mod guest;
 pub mod host;
+pub mod kernel_tree;
 pub mod merge;
 pub mod model;
 pub mod plan;

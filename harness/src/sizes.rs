@@ -180,6 +180,34 @@ pub const LINUX_DEFAULT_TIMEOUT_S: f64 = 1800.0;
 pub const LINUX_FULL_TIMEOUT_S: f64 = 4.0 * 3600.0;
 pub const LINUX_QUICK_BUDGET_S: f64 = 600.0;
 
+// `kernel-make` (see kernel_tree.rs and workloads/kernel/README.md): Debian's linux-source-6.1,
+// `tinyconfig` plus workloads/kernel/pseries-tiny.config, compiled by the guest's gcc. A
+// kernel-make image is identified by `units`: the number of directories of the `--quick`
+// subset, or 0 for the whole vmlinux; `size` is always 0. The host listing build of this
+// configuration (6.1.192, cross gcc 12) makes 645 objects (34 of them host tools'); init/ and
+// mm/ hold 57, and Kbuild's `prepare` adds about 40 (dtc, modpost's helpers, the vDSO,
+// asm-offsets): about 100 compiles for `--quick`.
+
+/// The `--quick` subset: `make -j N` of these directories (with the `prepare` every directory
+/// build starts with).
+pub const KERNEL_QUICK_DIRS: &[&str] = &["init", "mm"];
+pub const KERNEL_QUICK_GUEST: GuestSize = GuestSize {
+    units: KERNEL_QUICK_DIRS.len() as u32,
+    size: 0,
+    seed: 1,
+};
+/// The default and `--full` kernel-make: the whole vmlinux.
+pub const KERNEL_FULL_GUEST: GuestSize = GuestSize {
+    units: 0,
+    size: 0,
+    seed: 1,
+};
+/// One repetition: a whole-vmlinux run at N = 1 is about an hour under TCG-class speed.
+pub const KERNEL_REPS: u32 = 1;
+/// Per-run timeouts of kernel-make (boot and configuration included).
+pub const KERNEL_QUICK_TIMEOUT_S: f64 = 3.0 * 3600.0;
+pub const KERNEL_FULL_TIMEOUT_S: f64 = 12.0 * 3600.0;
+
 /// Repetitions per side for `gate --base-rev/--candidate-rev` when not told otherwise.
 pub const GATE_REPS: u32 = 5;
 
@@ -217,6 +245,9 @@ pub struct Preset {
 }
 
 pub fn preset(workload: Workload, mode: Mode, host_logical_cores: u32) -> Preset {
+    if workload == Workload::KernelMake {
+        return kernel_preset(mode, host_logical_cores);
+    }
     if workload.is_linux() {
         return linux_preset(mode, host_logical_cores);
     }
@@ -277,6 +308,35 @@ fn linux_preset(mode: Mode, host_logical_cores: u32) -> Preset {
     }
 }
 
+fn kernel_preset(mode: Mode, host_logical_cores: u32) -> Preset {
+    match mode {
+        Mode::Quick => Preset {
+            guest: KERNEL_QUICK_GUEST,
+            reps: KERNEL_REPS,
+            cpus: QUICK_CPUS.to_vec(),
+            timeout_s: KERNEL_QUICK_TIMEOUT_S,
+            budget_s: None,
+            memory: LINUX_GUEST_MEMORY,
+        },
+        Mode::Full => Preset {
+            guest: KERNEL_FULL_GUEST,
+            reps: KERNEL_REPS,
+            cpus: FULL_CPUS.to_vec(),
+            timeout_s: KERNEL_FULL_TIMEOUT_S,
+            budget_s: None,
+            memory: LINUX_GUEST_MEMORY,
+        },
+        Mode::Default | Mode::Custom => Preset {
+            guest: KERNEL_FULL_GUEST,
+            reps: KERNEL_REPS,
+            cpus: default_cpus(host_logical_cores),
+            timeout_s: KERNEL_FULL_TIMEOUT_S,
+            budget_s: None,
+            memory: LINUX_GUEST_MEMORY,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,6 +368,12 @@ mod tests {
             (LINUX_QUICK_GUEST, LINUX_GUEST_MEMORY, vec![1, 2])
         );
         assert_eq!(preset(Workload::Mkbench, Mode::Quick, 2).guest, QUICK_GUEST);
+        let k = preset(Workload::KernelMake, Mode::Quick, 2);
+        assert_eq!((k.guest, k.cpus), (KERNEL_QUICK_GUEST, vec![1, 2]));
+        assert_eq!(
+            preset(Workload::KernelMake, Mode::Default, 2).guest,
+            KERNEL_FULL_GUEST
+        );
     }
 
     #[test]

@@ -2,10 +2,12 @@
 # /init of the linux-make and kernel-make guests (lockscale guest build …).
 # Runs `make -j N` (N from jobs= on the kernel command line) in /proj, times it with the guest's
 # own clock, and prints one line:
-#   LINUX-MAKE-RESULT cpus=C jobs=N workload=W units=U size=S elapsed_ns=T checksum=<SHA-256>
+#   LINUX-MAKE-RESULT cpus=C jobs=N workload=W units=U size=S elapsed_ns=T checksum=<SHA-256> [compiles=K]
 # where the checksum is the SHA-256 of the list of SHA-256s of the build outputs (/proj/outputs
 # names them), then powers off. Any failure prints `LINUX-MAKE-ERROR reason` and powers off.
-# /proj/params sets WORKLOAD, UNITS, SIZE and MAKEFLAGS_EXTRA (written by the image builder).
+# /proj/params (written by the image builder) sets WORKLOAD, UNITS, SIZE and MAKEFLAGS_EXTRA,
+# and may set PREPARE (a command run before the timed make, e.g. the kernel's configuration)
+# and COMPILE_LINES (a pattern of make's log lines that are compiles, counted as compiles=K).
 # With `trace=1` on the command line it also counts, over the make alone, every hypercall by
 # opcode and return code and every hash fault by trap (tracefs hist triggers), and prints them
 # as `LINUX-MAKE-TRACE` lines: the same counts on every emulator, for calibration.
@@ -59,6 +61,13 @@ cpus=$(grep -c '^processor' /proc/cpuinfo)
 echo "linux-make: $WORKLOAD, $cpus cpus, make -j$jobs, kernel $(uname -r), up $(cut -d' ' -f1 /proc/uptime) s"
 
 cd /proj || fail "no /proj"
+if [ -n "${PREPARE:-}" ]; then
+    if ! eval "$PREPARE" >/tmp/prepare.log 2>&1; then
+        tail -n 20 /tmp/prepare.log
+        fail "preparing the build failed: $PREPARE"
+    fi
+    echo "linux-make: prepared, up $(cut -d' ' -f1 /proc/uptime) s"
+fi
 [ $trace = 1 ] && trace_on
 t0=$(centis)
 # shellcheck disable=SC2086
@@ -72,5 +81,7 @@ if [ $rc -ne 0 ]; then
 fi
 list=$(sha256sum $(cat /proj/outputs)) || fail "a build output is missing"
 sum=$(echo "$list" | sha256sum | cut -d' ' -f1)
-echo "LINUX-MAKE-RESULT cpus=$cpus jobs=$jobs workload=$WORKLOAD units=$UNITS size=$SIZE elapsed_ns=$(((t1 - t0) * 10000000)) checksum=$sum"
+compiles=
+[ -n "${COMPILE_LINES:-}" ] && compiles=" compiles=$(grep -cE "$COMPILE_LINES" /tmp/make.log)"
+echo "LINUX-MAKE-RESULT cpus=$cpus jobs=$jobs workload=$WORKLOAD units=$UNITS size=$SIZE elapsed_ns=$(((t1 - t0) * 10000000)) checksum=$sum$compiles"
 poweroff -f

@@ -19,7 +19,11 @@
 //!   one finishes (a discrete-event simulation, no cores limit). The report's `bql.exec_loop`
 //!   (70%) and `bql.hcall` (30%) carry the simulated holds (with `--sync-profile`, else 0 as
 //!   in ppc64emu) and waits.
+//!   `cpus` (a result line with the wrong vCPU count) is for the Linux form only.
 //! - `FAKE_EMU_REPORT`: `full` (default), `none`, `garbage` or `partial`.
+//! - With `-initrd` it answers as a Linux guest (workloads/linux/init.sh): `LINUX-MAKE-RESULT`
+//!   with `workload=` `units=` `size=` from `FAKE_EMU_LINUX` (`workload/units/size`, default
+//!   `linux-make/2/2`), or `LINUX-MAKE-ERROR` for the `error` kind.
 //! - `FAKE_EMU_LOG`: file to which every run appends `variant N`.
 //! - `FAKE_EMU_PIDS`: file to which every run appends its process id.
 //!
@@ -152,6 +156,38 @@ fn serial_for(v: &str) -> Option<f64> {
     default
 }
 
+/// The Linux guest's console: its result line, or its error line for the `error` kind.
+fn linux_result(smp: u32, jobs: u64, elapsed: f64, fail: Option<&str>) {
+    let spec = std::env::var("FAKE_EMU_LINUX").unwrap_or_else(|_| "linux-make/2/2".into());
+    let mut it = spec.split('/');
+    let (workload, units, size) = (
+        it.next().unwrap_or("linux-make"),
+        it.next().unwrap_or("2"),
+        it.next().unwrap_or("2"),
+    );
+    match fail {
+        Some("noresult") => return,
+        Some("error") => {
+            println!("LINUX-MAKE-ERROR make -j{jobs} failed with status 2");
+            std::process::exit(1);
+        }
+        _ => {}
+    }
+    let cpus = if fail == Some("cpus") { smp + 1 } else { smp };
+    let mut checksum = format!("{:016x}", fnv(&spec)).repeat(4);
+    if fail == Some("checksum") {
+        checksum.replace_range(0..3, "bad");
+    }
+    println!(
+        "LINUX-MAKE-RESULT cpus={cpus} jobs={jobs} workload={workload} units={units} size={size} \
+         elapsed_ns={} checksum={checksum} compiles=7",
+        (elapsed * 1e9) as u64
+    );
+    if fail == Some("exit") {
+        std::process::exit(1);
+    }
+}
+
 fn failure_for(v: &str, n: u32) -> Option<String> {
     let spec = std::env::var("FAKE_EMU_FAIL").ok()?;
     for rule in spec.split(',') {
@@ -180,6 +216,7 @@ fn main() {
     let mut report = None;
     let mut timeout = None;
     let mut kernel = None;
+    let mut initrd = None;
     let mut i = 1;
     while i < args.len() {
         let next = args.get(i + 1).cloned().unwrap_or_default();
@@ -189,6 +226,7 @@ fn main() {
             "--report" => report = Some(next),
             "--timeout" => timeout = next.parse::<f64>().ok(),
             "-kernel" => kernel = Some(next),
+            "-initrd" => initrd = Some(next),
             "-M" | "-cpu" | "-accel" | "-m" | "-bios" | "--pin" => {}
             _ => {
                 i += 1;
@@ -350,6 +388,10 @@ fn main() {
         }
     }
 
+    if initrd.is_some() {
+        linux_result(smp, jobs, elapsed, fail.as_deref());
+        return;
+    }
     match fail.as_deref() {
         Some("noresult") => {
             println!("mkbench: powering off");
