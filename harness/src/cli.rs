@@ -58,7 +58,7 @@ and the sweep goes on.\n\nWith no options: builds the three variants, runs N = 1
 2-core machine), then writes plots/<name>.png and .svg and prints the ASCII chart.\n\nPeers: \
 --peer NAME=CMD adds an external emulator as one more variant. CMD is an executable name or \
 path; it is given the qemu-style command line `CMD -M pseries -cpu power8 -accel \
-tcg,thread=multi -smp N -m 1G -nographic -no-reboot -bios <boot-rom> -kernel <guest> -append \
+tcg,thread=multi -smp N -m 1G -nographic -no-reboot -vga none -bios <boot-rom> -kernel <guest> -append \
 \"…\"` (qemu-system-ppc64 accepts it as is) and timed by the guest's result line like ours. \
 Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nSeveral hosts: --plan prints the \
 points as a job list; --only I/K runs share I of K (e.g. as a Slurm array task); `lockscale \

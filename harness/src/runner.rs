@@ -157,11 +157,15 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
                 "-smp",
                 &smp,
             ];
-            args.extend(["-m", &guest.memory, "-nographic", "-no-reboot"]);
-            if initrd.is_some() {
-                // Without it QEMU's built-in firmware wants a VGA ROM that a minimal install lacks.
-                args.extend(["-vga", "none"]);
-            }
+            // Without `-vga none` QEMU looks for a VGA ROM that a minimal install lacks.
+            args.extend([
+                "-m",
+                &guest.memory,
+                "-nographic",
+                "-no-reboot",
+                "-vga",
+                "none",
+            ]);
             if let Some(b) = &bios {
                 args.extend(["-bios", b]);
             }
@@ -612,7 +616,7 @@ mod tests {
         assert_eq!(
             shell_words(&v),
             "qemu-system-ppc64 -M pseries -cpu power8 -accel tcg,thread=multi -smp 4 -m 1G -nographic \
-             -no-reboot -bios rom.bin -kernel k.elf -append 'jobs=4 units=8 size=10 seed=3'"
+             -no-reboot -vga none -bios rom.bin -kernel k.elf -append 'jobs=4 units=8 size=10 seed=3'"
         );
     }
 

@@ -258,7 +258,10 @@ fn peers_get_the_qemu_command_line_and_no_report() {
         first_log.contains("-M pseries -cpu power8 -accel tcg,thread=multi"),
         "{first_log}"
     );
-    assert!(first_log.contains("-no-reboot -bios"), "{first_log}");
+    assert!(
+        first_log.contains("-no-reboot -vga none -bios"),
+        "{first_log}"
+    );
     assert!(
         !first_log.contains("--report") && !first_log.contains("--sync-profile"),
         "{first_log}"
