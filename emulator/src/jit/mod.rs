@@ -450,6 +450,15 @@ pub struct JcEntry {
 /// 4096 entries, `make` of a C project found the next block in the shared map more often than
 /// here (conflict misses), each a run-loop round trip.
 pub(crate) const JC_SIZE: usize = 1 << 16;
+
+/// Where `Cpu` keeps the pointer to its TLB entries (`Tlb::table`, fixed for its life), and
+/// the bytes of one MMU index's entries: how translated code of either tier finds an entry.
+pub(crate) const TLB_TABLE_PTR: i32 = (core::mem::offset_of!(Cpu, mmu)
+    + core::mem::offset_of!(crate::softmmu::SoftMmu, tlb)
+    + core::mem::offset_of!(crate::softmmu::Tlb, table))
+    as i32;
+pub(crate) const TLB_IDX_BYTES: i32 =
+    (crate::softmmu::TLB_ENTRIES * size_of::<crate::softmmu::TlbEntry>()) as i32;
 const JC_EMPTY: JcEntry = JcEntry {
     pc: 1,
     flags: 0,

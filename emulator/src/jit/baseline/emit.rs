@@ -16,12 +16,12 @@
 //! out of line after the body: translations of a real guest take hundreds of MiB, and the
 //! instruction cache holds only the hot paths it fetches.
 
-use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, helpers};
+use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers};
 use super::{BASELINE_JC_TAG, PROMOTE};
 use crate::cpu::{CpuState, msr};
 use crate::engine::Cpu;
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
-use crate::softmmu::{Access, PAGE_MASK, PAGE_SIZE, SoftMmu, TLB_ENTRIES, Tlb, TlbEntry, mmu_idx};
+use crate::softmmu::{Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, mmu_idx};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -46,10 +46,6 @@ const fn vsr(r: u32) -> i32 {
 }
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
 const EVENTS: i32 = offset_of!(Cpu, events) as i32;
-/// Where `Cpu` keeps the pointer to its TLB entries (pinned in `r14`; fixed for its life).
-const TLB_TABLE_PTR: i32 =
-    (offset_of!(Cpu, mmu) + offset_of!(SoftMmu, tlb) + offset_of!(Tlb, table)) as i32;
-const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
 const BUDGET: i32 = offset_of!(JitCtx, budget) as i32;
 const KICK: i32 = offset_of!(JitCtx, kick) as i32;
 const JC: i32 = offset_of!(JitCtx, jc) as i32;

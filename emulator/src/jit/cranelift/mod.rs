@@ -27,7 +27,7 @@ use super::{Backend, BlockKey, Compiled, JitCtx, helpers};
 use crate::cpu::{CpuState, Exception, msr};
 use crate::engine::{Cpu, DecodedBlock};
 use crate::isa::{Insn, InsnFlags, Op, decode};
-use crate::softmmu::{Access, TLB_ENTRIES, Tlb, TlbEntry, mmu_idx};
+use crate::softmmu::{Access, mmu_idx};
 use core::mem::offset_of;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
 use cranelift_codegen::ir::{
@@ -40,11 +40,7 @@ use cranelift_module::Module;
 
 const ST: i32 = offset_of!(Cpu, st) as i32;
 const GPR: i32 = ST + offset_of!(CpuState, gpr) as i32;
-/// Where `Cpu` keeps the pointer to its TLB entries (`Tlb::table`, fixed for its life).
-const TLB_TABLE_PTR: i32 = (offset_of!(Cpu, mmu)
-    + offset_of!(crate::softmmu::SoftMmu, tlb)
-    + offset_of!(Tlb, table)) as i32;
-const TLB_IDX_BYTES: i32 = (TLB_ENTRIES * size_of::<TlbEntry>()) as i32;
+use super::{TLB_IDX_BYTES, TLB_TABLE_PTR};
 const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
 
