@@ -843,4 +843,24 @@ mod baseline {
         );
         assert!(jit.counters.blocks_translated >= 1);
     }
+
+    /// The promotion counter counts every entry across its low byte's wraps: a block
+    /// entered about 100 times per pass of the counted loop is promoted in the fifth pass
+    /// with a threshold of 450, not before.
+    #[test]
+    fn promotion_counts_entries_past_the_counters_low_byte() {
+        let mut c = counted_loop_cpu(true);
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BOTH, Some(0));
+        jit.promote_threshold = 450;
+        for pass in 1..=5 {
+            c.st.pc = CODE;
+            counted_loop_data(&mut c);
+            let e = jit.run(&mut c, 1_000_000, &|_| false);
+            assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+            assert_eq!(c.st.gpr[3], 5050, "pass {pass}");
+            let promoted = jit.counters.baseline.promotions;
+            assert_eq!(promoted, u64::from(pass == 5), "pass {pass}");
+        }
+    }
 }

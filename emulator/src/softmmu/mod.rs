@@ -13,7 +13,8 @@ mod tlb;
 pub use flat::FlatRam;
 pub use ram::{GuestRam, RamError};
 pub use tlb::{
-    MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, TlbTable, mmu_idx,
+    MMU_IDX_COUNT, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, Tlb, TlbCounters, TlbEntry, TlbTable,
+    fast_path_mask, mmu_idx,
 };
 
 use crate::cpu::{CpuState, Exception};

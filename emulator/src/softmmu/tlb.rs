@@ -24,8 +24,16 @@ pub const VICTIM_ENTRIES: usize = 8;
 /// pseries guests but harmless), 2 = supervisor translated, 3 = problem translated.
 pub const MMU_IDX_COUNT: usize = 4;
 
-/// A tag that matches no address.
-const INVALID: u64 = 1;
+/// A tag that matches no address: not page-aligned, and above the alignment bits that
+/// translated code keeps in the address it compares ([`fast_path_mask`]).
+const INVALID: u64 = 1 << 11;
+
+/// What translated code compares with a tag for an access of `size` bytes (up to 8): the
+/// page and the alignment bits, so that one compare finds a hit that is also aligned (a
+/// misaligned access misses a valid entry, and no address hits [`INVALID`]).
+pub const fn fast_path_mask(size: u32) -> u64 {
+    PAGE_MASK | (size as u64 - 1)
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -215,6 +223,24 @@ impl Default for Tlb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one compare of translated code: an aligned address of a cached page hits; a
+    /// misaligned one, another page, or any address against an invalid tag misses.
+    #[test]
+    fn fast_path_compare_needs_the_page_and_alignment_and_never_hits_invalid() {
+        let page = 0x7fff_1234_5000u64;
+        for size in [1u32, 2, 4, 8] {
+            let m = fast_path_mask(size);
+            for off in 0..PAGE_SIZE {
+                let ea = page + off;
+                let aligned = off % size as u64 == 0;
+                assert_eq!(ea & m == page, aligned, "size {size} off {off:#x}");
+                assert_ne!(ea & m, INVALID, "size {size} off {off:#x}");
+                assert_ne!(off & m, INVALID, "page 0, size {size} off {off:#x}");
+            }
+            assert_ne!((page + PAGE_SIZE) & m, page, "the next page, size {size}");
+        }
+    }
 
     fn mapping(host: *mut u8, read: bool, write: bool, exec: bool) -> PageMapping {
         PageMapping {

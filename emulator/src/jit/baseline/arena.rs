@@ -41,6 +41,36 @@ impl Region {
         })
     }
 
+    /// A data region of `data` bytes followed by an executable one of `code` bytes, in one
+    /// reservation, so that code reaches the data with 32-bit displacements (both below
+    /// 2 GiB together). Each region unmaps its own part.
+    pub fn pair(data: usize, code: usize) -> std::io::Result<(Self, Self)> {
+        assert!(data.is_multiple_of(4096) && data + code <= i32::MAX as usize);
+        let whole = Self::new(data + code, true)?;
+        let base = whole.base;
+        std::mem::forget(whole);
+        // SAFETY: the first `data` bytes of the mapping just made: no longer executable.
+        unsafe {
+            libc::mprotect(
+                base as *mut libc::c_void,
+                data,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
+        };
+        let part = |base: *mut u8, size| Self {
+            base,
+            size,
+            next: AtomicUsize::new(0),
+        };
+        // SAFETY: `data` is inside the mapping.
+        Ok((part(base, data), part(unsafe { base.add(data) }, code)))
+    }
+
+    /// The address of the region's first byte.
+    pub fn base(&self) -> usize {
+        self.base as usize
+    }
+
     /// `len` bytes aligned to `align` (a power of two), or `None` when the region is full.
     pub fn alloc(&self, len: usize, align: usize) -> Option<*mut u8> {
         let mut cur = self.next.load(Ordering::Relaxed);

@@ -1,7 +1,7 @@
 //! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers stay at their
 //! homes in `CpuState` (each instruction loads what it reads and stores what it writes), so
 //! that an interpreter call, a fault or an exit needs no write-back and a block can be left
-//! anywhere. Pinned host registers: `rbx` = `*mut Cpu`, `r12` = `*mut JitCtx`, `r13` = the
+//! anywhere. Pinned host registers: `rbx` = the `Cpu` plus `RBX_BIAS`, `r12` = `*mut JitCtx`, `r13` = the
 //! effective address of the current load/store (callee-saved: it survives slow-path calls),
 //! `r14` = the vCPU's TLB entries.
 //!
@@ -21,7 +21,9 @@ use super::{BASELINE_JC_TAG, PROMOTE};
 use crate::cpu::{CpuState, msr};
 use crate::engine::Cpu;
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
-use crate::softmmu::{Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, mmu_idx};
+use crate::softmmu::{
+    Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
+};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -32,7 +34,11 @@ macro_rules! asm {
     };
 }
 
-const ST: i32 = offset_of!(Cpu, st) as i32;
+/// `rbx` points this far into `Cpu`: at GPR 16, so that all 32 GPRs are within a signed
+/// 8-bit displacement ([`Em::gpr_rm`]), three bytes shorter per access than a 32-bit one.
+/// Fields after the GPRs take 32-bit displacements as before.
+const RBX_BIAS: i32 = (offset_of!(Cpu, st) + offset_of!(CpuState, gpr)) as i32 + 8 * 16;
+const ST: i32 = offset_of!(Cpu, st) as i32 - RBX_BIAS;
 const fn gpr(r: u32) -> i32 {
     ST + offset_of!(CpuState, gpr) as i32 + 8 * r as i32
 }
@@ -45,7 +51,7 @@ const fn vsr(r: u32) -> i32 {
     ST + offset_of!(CpuState, vsr) as i32 + 16 * r as i32
 }
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
-const EVENTS: i32 = offset_of!(Cpu, events) as i32;
+const EVENTS: i32 = offset_of!(Cpu, events) as i32 - RBX_BIAS;
 const BUDGET: i32 = offset_of!(JitCtx, budget) as i32;
 const KICK: i32 = offset_of!(JitCtx, kick) as i32;
 const JC: i32 = offset_of!(JitCtx, jc) as i32;
@@ -60,14 +66,204 @@ pub struct Emitted {
     /// Instructions translated natively / left to the interpreter.
     pub native: u32,
     pub fallbacks: u32,
+    /// Offsets where the body, the exits and the out-of-line code start (the entry checks
+    /// come first): sections of `PPC64EMU_LOG=perfmap`.
+    pub sections: [u32; 3],
+    /// `rel32` fields of jumps, calls and RIP-relative operands whose target is outside the
+    /// block (shared stubs, the block's counter), resolved where the code is placed
+    /// ([`Emitted::place`]).
+    pub fixups: Vec<Fixup>,
+}
+
+/// A `rel32` field at `off` in a block's code that must reach `target`; `tail`: bytes of
+/// the instruction after the field (an immediate), which the displacement is relative to.
+#[derive(Clone, Copy, Debug)]
+pub struct Fixup {
+    off: u32,
+    tail: u8,
+    target: usize,
+}
+
+impl Emitted {
+    /// Resolves the jumps to shared stubs for the code copied to `at`.
+    ///
+    /// # Safety
+    /// `at` holds a copy of `code`, writable, not yet run.
+    pub unsafe fn place(&self, at: *mut u8) {
+        for &Fixup { off, tail, target } in &self.fixups {
+            let next = at as i64 + off as i64 + 4 + tail as i64;
+            let disp = i32::try_from(target as i64 - next).expect("target out of rel32 reach");
+            // SAFETY: `off + 4 <= code.len()` (an emitted rel32 field) inside the copy.
+            unsafe { (at.add(off as usize) as *mut [u8; 4]).write_unaligned(disp.to_le_bytes()) };
+        }
+    }
+}
+
+/// Code every block of the machine shares, placed once in the code region next to the
+/// entry trampoline (blocks reach it with `rel32` jumps and calls): the return to the run
+/// loop and one thunk per helper. Keeping it out of the blocks makes each translation a few
+/// hundred bytes smaller, and the instruction cache holds the hot paths of more blocks.
+#[derive(Clone, Copy, Debug)]
+pub struct Stubs {
+    /// Pops the trampoline's frame and returns to the run loop.
+    pub exit: usize,
+    /// `helper(cpu, ctx, rdx, rcx, r8)`: sets the first two arguments and jumps to the
+    /// helper, in the order of [`HELPERS`].
+    pub thunks: [usize; HELPERS.len()],
+}
+
+/// A block's execution counter, in two parts so that the part every entry touches is one
+/// byte: the entries counted by the translated code dominate a cold block's cost, and 388 k
+/// blocks of a Linux build keep 1.5 MB of 4-byte counters, which miss in the cache.
+#[derive(Clone, Copy, Debug)]
+pub struct Counter {
+    /// The low byte, decremented on every entry (within `rel32` reach of the code).
+    pub low: usize,
+    /// The high part (`u32`), decremented each time the low byte wraps; the block asks to be
+    /// promoted when it goes negative.
+    pub high: usize,
+}
+
+/// The helpers blocks call, each through its thunk.
+pub const HELPERS: [Helper; 4] = [
+    Helper::Interp,
+    Helper::Load,
+    Helper::Store,
+    Helper::RunOptimized,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helper {
+    Interp,
+    Load,
+    Store,
+    RunOptimized,
+}
+
+impl Helper {
+    fn address(self) -> usize {
+        match self {
+            Helper::Interp => helpers::interp as *const () as usize,
+            Helper::Load => helpers::load as *const () as usize,
+            Helper::Store => helpers::store as *const () as usize,
+            Helper::RunOptimized => helpers::run_optimized as *const () as usize,
+        }
+    }
+}
+
+/// The shared return to the run loop (after the trampoline's frame).
+pub fn exit_stub() -> Vec<u8> {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    asm!(ops ; add rsp, 8 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
+    ops.finalize().expect("exit stub")
+}
+
+/// The thunk of `h`: `cpu` and `ctx` into the first two argument registers, then the helper
+/// (a tail jump: the block's `call` return address is the helper's).
+pub fn thunk(h: Helper) -> Vec<u8> {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    asm!(ops ; lea rdi, [rbx - RBX_BIAS] ; mov rsi, r12 ; mov rax, QWORD h.address() as i64 ; jmp rax);
+    ops.finalize().expect("helper thunk")
+}
+
+/// The probe exit of blocks of MSR state `flags` (`rax` = next PC, budget charged): a
+/// baseline block for it in the jump cache is jumped to (its own entry checks the budget);
+/// an optimized block of the same MSR state is run through `helpers::run_optimized`, after
+/// which the probe goes on from the PC it left; anything else returns to the run loop.
+pub fn probe_stub(flags: u64, stubs: &Stubs) -> Emitted {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let probe = ops.new_dynamic_label();
+    let mut e = Em {
+        ops,
+        key: BlockKey {
+            pc: 0,
+            host: 0,
+            flags,
+        },
+        le: flags & msr::LE != 0,
+        idx_read: 0,
+        idx_write: 0,
+        k: 0,
+        pc: 0,
+        cold: Vec::new(),
+        probe: Exit::Local(probe),
+        stubs: *stubs,
+        fixups: Vec::new(),
+    };
+    e.emit_probe(probe);
+    Emitted {
+        code: e.ops.finalize().expect("probe stub"),
+        native: 0,
+        fallbacks: 0,
+        sections: [0; 3],
+        fixups: e.fixups,
+    }
+}
+
+/// Host registers by encoding number, for [`Em::gpr_rm`].
+const RAX: u8 = 0;
+const RCX: u8 = 1;
+const RDX: u8 = 2;
+const R13: u8 = 13;
+
+/// The instructions [`Em::gpr_rm`] encodes: `op reg, [gpr]` (`Store64`: `mov [gpr], reg`).
+#[derive(Clone, Copy)]
+enum GprOp {
+    Load64,
+    Store64,
+    Load32,
+    Load32Signed,
+    Add64,
+    Sub64,
+    And64,
+    Cmp64,
+    Cmp32,
+    Imul64,
+}
+
+impl GprOp {
+    /// REX.W and the opcode bytes.
+    fn encoding(self) -> (bool, &'static [u8]) {
+        match self {
+            GprOp::Load64 => (true, &[0x8b]),
+            GprOp::Store64 => (true, &[0x89]),
+            GprOp::Load32 => (false, &[0x8b]),
+            GprOp::Load32Signed => (true, &[0x63]),
+            GprOp::Add64 => (true, &[0x03]),
+            GprOp::Sub64 => (true, &[0x2b]),
+            GprOp::And64 => (true, &[0x23]),
+            GprOp::Cmp64 => (true, &[0x3b]),
+            GprOp::Cmp32 => (false, &[0x3b]),
+            GprOp::Imul64 => (true, &[0x0f, 0xaf]),
+        }
+    }
+}
+
+/// Where a block's probe exits go: its own copy (when the machine has no room for another
+/// shared one) or the shared stub of its MSR state.
+#[derive(Clone, Copy)]
+enum Exit {
+    Local(DynamicLabel),
+    Shared(usize),
 }
 
 /// Out-of-line code, emitted after the block body so that the hot path stays dense.
 enum Cold {
     /// Leave before the first instruction (budget spent, kick or events): the block's PC.
     Stop { at: DynamicLabel },
-    /// The block's execution counter ran out: ask the run loop to promote it.
-    Promote { at: DynamicLabel },
+    /// The low byte of the block's execution counter wrapped: a tick off the high word at
+    /// `high`; when that runs out, ask the run loop to promote the block.
+    Tick {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        high: usize,
+    },
+    /// A direct exit not linked yet: returns with `JitCtx::link` naming the jump at `site`.
+    Unlinked {
+        at: DynamicLabel,
+        site: DynamicLabel,
+        target: u64,
+    },
     /// A load's TLB miss (or unaligned, device, watched access): `helpers::load`, then
     /// back to `back` with the value in `rax`, or to the fault exit.
     LoadMiss {
@@ -118,8 +314,10 @@ struct Em {
     k: u32,
     pc: u64,
     cold: Vec<Cold>,
-    /// Shared exit: `rax` = next PC, budget already charged.
-    probe: DynamicLabel,
+    /// The probe exit: `rax` = next PC, budget already charged.
+    probe: Exit,
+    stubs: Stubs,
+    fixups: Vec<Fixup>,
 }
 
 /// The entry trampoline, `extern "C" fn(cpu, ctx, code)`: saves the callee-saved registers
@@ -134,18 +332,28 @@ pub fn trampoline() -> Vec<u8> {
         ; push r14
         ; sub rsp, 8
         ; mov r14, QWORD [rdi + TLB_TABLE_PTR]
-        ; mov rbx, rdi
+        ; lea rbx, [rdi + RBX_BIAS]
         ; mov r12, rsi
         ; jmp rdx
     );
     ops.finalize().expect("trampoline")
 }
 
-/// Translates `words` (the block at `key.pc`). `counter`: address of the block's execution
-/// counter (the block asks for promotion when it goes negative), if it has one.
-pub fn emit(key: BlockKey, words: &[u32], counter: Option<usize>) -> Emitted {
+/// Translates `words` (the block at `key.pc`). `counter`: the block's execution counter,
+/// if it has one (the block asks for promotion when it runs out). `probe`:
+/// the shared probe exit of the block's MSR state, if the machine has one.
+pub fn emit(
+    key: BlockKey,
+    words: &[u32],
+    counter: Option<Counter>,
+    stubs: &Stubs,
+    probe: Option<usize>,
+) -> Emitted {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
-    let probe = ops.new_dynamic_label();
+    let probe = match probe {
+        Some(p) => Exit::Shared(p),
+        None => Exit::Local(ops.new_dynamic_label()),
+    };
     let mut e = Em {
         ops,
         key,
@@ -156,8 +364,11 @@ pub fn emit(key: BlockKey, words: &[u32], counter: Option<usize>) -> Emitted {
         pc: key.pc,
         cold: Vec::new(),
         probe,
+        stubs: *stubs,
+        fixups: Vec::new(),
     };
     e.entry(counter);
+    let body = e.ops.offset().0 as u32;
     // 32-bit mode (rare: early boot) runs everything through the interpreter.
     let native_ok = key.flags & msr::SF != 0;
     let (mut native, mut fallbacks) = (0, 0);
@@ -180,16 +391,20 @@ pub fn emit(key: BlockKey, words: &[u32], counter: Option<usize>) -> Emitted {
         let n = words.len() as u32;
         if last_fallback {
             // The interpreter left the next PC in `CpuState`.
-            asm!(e.ops ; sub QWORD [r12 + BUDGET], n as i32 ; mov rax, QWORD [rbx + PC] ; jmp =>e.probe);
+            asm!(e.ops ; sub QWORD [r12 + BUDGET], n as i32 ; mov rax, QWORD [rbx + PC]);
+            e.jmp_probe();
         } else {
             e.exit_direct(n, key.pc.wrapping_add(4 * n as u64));
         }
     }
-    e.emit_cold();
+    let probe = e.ops.offset().0 as u32;
+    let cold = e.emit_cold();
     Emitted {
         code: e.ops.finalize().expect("block code"),
         native,
         fallbacks,
+        sections: [body, probe, cold],
+        fixups: e.fixups,
     }
 }
 
@@ -198,8 +413,50 @@ impl Em {
         self.ops.new_dynamic_label()
     }
 
+    /// `op reg, [rbx + gpr(r)]`, encoded here because `dynasm` gives every runtime
+    /// displacement 32 bits: with `RBX_BIAS` each GPR takes an 8-bit one.
+    fn gpr_rm(&mut self, op: GprOp, reg: u8, r: u32) {
+        let (wide, opcode) = op.encoding();
+        let rex = 0x40 | (wide as u8) << 3 | (reg >> 3) << 2;
+        if rex != 0x40 {
+            self.ops.push(rex);
+        }
+        self.ops.extend(opcode.iter().copied());
+        let disp = gpr(r);
+        // ModRM: rm = rbx (011), mod 01 = disp8, 10 = disp32.
+        match i8::try_from(disp) {
+            Ok(d) => self.ops.extend([0x43 | (reg & 7) << 3, d as u8]),
+            Err(_) => {
+                self.ops.push(0x83 | (reg & 7) << 3);
+                self.ops.extend(disp.to_le_bytes());
+            }
+        }
+    }
+
+    /// A `jmp` or `call` (`opcode`) to a shared stub at `target`.
+    fn branch_to_stub(&mut self, opcode: u8, target: usize) {
+        self.ops.push(opcode);
+        self.rel32(target, 0);
+    }
+
+    /// A `rel32` field reaching `target` from the end of an instruction `tail` bytes later.
+    fn rel32(&mut self, target: usize, tail: u8) {
+        let off = self.ops.offset().0 as u32;
+        self.fixups.push(Fixup { off, tail, target });
+        self.ops.extend([0u8; 4]);
+    }
+
+    /// Returns to the run loop.
     fn epilogue(&mut self) {
-        asm!(self.ops ; add rsp, 8 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
+        self.branch_to_stub(0xe9, self.stubs.exit);
+    }
+
+    /// Leaves through the probe exit (`rax` = next PC, budget charged).
+    fn jmp_probe(&mut self) {
+        match self.probe {
+            Exit::Local(l) => asm!(self.ops ; jmp =>l),
+            Exit::Shared(p) => self.branch_to_stub(0xe9, p),
+        }
     }
 
     fn store_pc(&mut self, pc: u64) {
@@ -208,12 +465,21 @@ impl Em {
 
     /// Block entry: the promotion counter, then the budget, the kick flag and pending
     /// events, so that a vCPU leaves a chain of linked blocks promptly.
-    fn entry(&mut self, counter: Option<usize>) {
+    fn entry(&mut self, counter: Option<Counter>) {
         let stop = self.label();
         if let Some(c) = counter {
-            let promote = self.label();
-            asm!(self.ops ; mov rax, QWORD c as i64 ; sub DWORD [rax], 1 ; js =>promote);
-            self.cold.push(Cold::Promote { at: promote });
+            // `sub byte [rip + low], 1`: every 256th entry (the byte wraps to 0) takes a
+            // tick off the word out of line.
+            let (tick, back) = (self.label(), self.label());
+            self.ops.extend([0x80, 0x2d]);
+            self.rel32(c.low, 1);
+            self.ops.push(1);
+            asm!(self.ops ; jz =>tick ; =>back);
+            self.cold.push(Cold::Tick {
+                at: tick,
+                back,
+                high: c.high,
+            });
         }
         asm!(self.ops
             ; cmp QWORD [r12 + BUDGET], 0
@@ -227,18 +493,31 @@ impl Em {
         self.cold.push(Cold::Stop { at: stop });
     }
 
-    fn emit_cold(&mut self) {
-        // The probe exit: `rax` = next PC. A baseline block for it in the jump cache is
-        // jumped to (its own entry checks the budget); an optimized block of the same MSR
-        // state is run through `helpers::run_optimized`, after which the probe goes on from
-        // the PC it left; anything else returns.
+    /// Emits the block's own probe exit if it has one and the out-of-line code; returns
+    /// where the latter starts.
+    fn emit_cold(&mut self) -> u32 {
+        if let Exit::Local(l) = self.probe {
+            self.emit_probe(l);
+        }
+        let cold = self.ops.offset().0 as u32;
+        // Cold code may queue more cold code (an interpreter slow path queues its exit).
+        while !self.cold.is_empty() {
+            for c in std::mem::take(&mut self.cold) {
+                self.emit_cold_item(c);
+            }
+        }
+        cold
+    }
+
+    /// The probe exit at `probe` (see [`probe_stub`]).
+    fn emit_probe(&mut self, probe: DynamicLabel) {
         let (out, optimized) = (self.label(), self.label());
         let tag = (self.key.flags | BASELINE_JC_TAG) as i64;
         let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
         let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
         let exec_addend = exec + offset_of!(TlbEntry, addend) as i32;
         asm!(self.ops
-            ; =>self.probe
+            ; =>probe
             ; mov QWORD [rbx + PC], rax
             ; mov rcx, rax
             ; shr rcx, 2
@@ -272,21 +551,15 @@ impl Em {
             ; mov rdx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
             ; mov rcx, QWORD self.key.flags as i64
         );
-        self.call(helpers::run_optimized as *const () as usize);
+        self.call(Helper::RunOptimized);
         asm!(self.ops
             ; cmp QWORD [r12 + RET], 0
             ; jne =>out
             ; mov rax, QWORD [rbx + PC]
-            ; jmp =>self.probe
+            ; jmp =>probe
             ; =>out
         );
         self.epilogue();
-        // Cold code may queue more cold code (an interpreter slow path queues its exit).
-        while !self.cold.is_empty() {
-            for c in std::mem::take(&mut self.cold) {
-                self.emit_cold_item(c);
-            }
-        }
     }
 
     fn emit_cold_item(&mut self, c: Cold) {
@@ -310,9 +583,24 @@ impl Em {
                     self.store_pc(self.key.pc);
                     self.epilogue();
                 }
-                Cold::Promote { at } => {
-                    // Retires nothing: the run loop promotes the block and runs it again.
+                Cold::Unlinked { at, site, target } => {
                     asm!(self.ops ; =>at);
+                    self.store_pc(target);
+                    asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
+                    self.epilogue();
+                }
+                Cold::Tick { at, back, high } => {
+                    // Retires nothing when it promotes: the run loop promotes the block and
+                    // runs it again.
+                    let promote = self.label();
+                    asm!(self.ops
+                        ; =>at
+                        ; mov rax, QWORD high as i64
+                        ; sub DWORD [rax], 1
+                        ; js =>promote
+                        ; jmp =>back
+                        ; =>promote
+                    );
                     self.store_pc(self.key.pc);
                     asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
                     self.epilogue();
@@ -325,7 +613,7 @@ impl Em {
                     fault,
                 } => {
                     asm!(self.ops ; =>at ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
-                    self.call(helpers::load as *const () as usize);
+                    self.call(Helper::Load);
                     asm!(self.ops
                         ; cmp DWORD [r12 + FAULT], 0
                         ; jne =>fault
@@ -345,13 +633,10 @@ impl Em {
                     next,
                 } => {
                     let wrote_code = self.label();
-                    asm!(self.ops
-                        ; =>at
-                        ; mov rdx, r13
-                        ; mov rcx, QWORD [rbx + gpr(rs)]
-                        ; mov r8d, (size | (le as u32) << 8) as i32
-                    );
-                    self.call(helpers::store as *const () as usize);
+                    asm!(self.ops ; =>at ; mov rdx, r13);
+                    self.gpr_rm(GprOp::Load64, RCX, rs);
+                    asm!(self.ops ; mov r8d, (size | (le as u32) << 8) as i32);
+                    self.call(Helper::Store);
                     asm!(self.ops
                         ; mov rax, QWORD [r12 + RET]
                         ; cmp eax, helpers::STOP_FAULT as i32
@@ -363,7 +648,7 @@ impl Em {
                     );
                     // The rest of the block may be stale: stop after this instruction.
                     if let Some(ra) = update_ra {
-                        asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
+                        self.gpr_rm(GprOp::Store64, R13, ra);
                     }
                     self.store_pc(next);
                     asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
@@ -390,37 +675,48 @@ impl Em {
     fn exit_direct(&mut self, retired: u32, target: u64) {
         asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32);
         if target & PAGE_MASK != self.key.pc & PAGE_MASK {
-            asm!(self.ops ; mov rax, QWORD target as i64 ; jmp =>self.probe);
+            asm!(self.ops ; mov rax, QWORD target as i64);
+            self.jmp_probe();
             return;
         }
         // The displacement must be 4-byte aligned so that patching it is one atomic store.
         while !(self.ops.offset().0 + 1).is_multiple_of(4) {
             asm!(self.ops ; nop);
         }
-        let site = self.label();
+        let (site, unlinked) = (self.label(), self.label());
         self.ops.push(0xe9);
         asm!(self.ops ; =>site);
         self.ops.extend([0u8; 4]);
-        self.store_pc(target);
-        asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
-        self.epilogue();
+        // Unlinked, the jump falls through to here: the way out is out of line.
+        asm!(self.ops ; jmp =>unlinked);
+        self.cold.push(Cold::Unlinked {
+            at: unlinked,
+            site,
+            target,
+        });
     }
 
     /// Leaves the block for the PC in `rax` with `retired` instructions done.
     fn exit_indirect(&mut self, retired: u32) {
-        asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32 ; jmp =>self.probe);
+        asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32);
+        self.jmp_probe();
     }
 
-    /// `helper(cpu, ctx, rdx, rcx, r8)`: the caller has set the three arguments.
-    fn call(&mut self, helper: usize) {
-        asm!(self.ops ; mov rdi, rbx ; mov rsi, r12 ; mov rax, QWORD helper as i64 ; call rax);
+    /// `helper(cpu, ctx, rdx, rcx, r8)` through its thunk: the caller has set the three
+    /// arguments.
+    fn call(&mut self, h: Helper) {
+        let i = HELPERS
+            .iter()
+            .position(|&x| x == h)
+            .expect("a helper with a thunk");
+        self.branch_to_stub(0xe8, self.stubs.thunks[i]);
     }
 
     /// Runs the instruction in the interpreter (the registers are in `CpuState` already).
     fn fallback(&mut self, op: Op, word: u32) {
         self.store_pc(self.pc);
         asm!(self.ops ; mov edx, word as i32 ; mov ecx, op as i32 ; xor r8d, r8d);
-        self.call(helpers::interp as *const () as usize);
+        self.call(Helper::Interp);
         let at = self.label();
         asm!(self.ops ; mov rax, QWORD [r12 + RET] ; test rax, rax ; jnz =>at);
         self.cold.push(Cold::Interp { at, k: self.k });
@@ -460,14 +756,14 @@ impl Em {
 
     /// `rax` → GPR `r`, recording CR0 when `rc`.
     fn set_rc(&mut self, r: u32, rc: bool) {
-        asm!(self.ops ; mov QWORD [rbx + gpr(r)], rax);
+        self.gpr_rm(GprOp::Store64, RAX, r);
         if rc {
             self.record();
         }
     }
 
     fn set_gpr(&mut self, r: u32) {
-        asm!(self.ops ; mov QWORD [rbx + gpr(r)], rax);
+        self.gpr_rm(GprOp::Store64, RAX, r);
     }
 
     /// `rax &= m`, with the shortest encoding.
@@ -484,7 +780,9 @@ impl Em {
 
     /// `rax |= GPR[ra] & !m` (the insert of `rlwimi`/`rldimi`).
     fn insert_under_mask(&mut self, ra: u32, m: u64) {
-        asm!(self.ops ; mov rdx, QWORD !m as i64 ; and rdx, QWORD [rbx + gpr(ra)] ; or rax, rdx);
+        asm!(self.ops ; mov rdx, QWORD !m as i64);
+        self.gpr_rm(GprOp::And64, RDX, ra);
+        asm!(self.ops ; or rax, rdx);
     }
 
     // --- memory ---
@@ -502,12 +800,18 @@ impl Em {
             None
         };
         match (disp, base) {
-            (Some(d), true) => asm!(self.ops ; mov r13, QWORD [rbx + gpr(ra)] ; add r13, d as i32),
+            (Some(d), true) => {
+                self.gpr_rm(GprOp::Load64, R13, ra);
+                asm!(self.ops ; add r13, d as i32);
+            }
             (Some(d), false) => asm!(self.ops ; mov r13, d as i32),
             (None, true) => {
-                asm!(self.ops ; mov r13, QWORD [rbx + gpr(i.rb())] ; add r13, QWORD [rbx + gpr(ra)])
+                self.gpr_rm(GprOp::Load64, R13, i.rb());
+                self.gpr_rm(GprOp::Add64, R13, ra);
             }
-            (None, false) => asm!(self.ops ; mov r13, QWORD [rbx + gpr(i.rb())]),
+            (None, false) => {
+                self.gpr_rm(GprOp::Load64, R13, i.rb());
+            }
         }
     }
 
@@ -520,13 +824,23 @@ impl Em {
             base + tag as i32,
             base + offset_of!(TlbEntry, addend) as i32,
         );
+        // Up to 8 bytes, the alignment bits stay in the compared address (one compare for
+        // the page and the alignment); quadwords only need to stay inside the page.
+        let (entry_bits, page_bits) = (
+            size_of::<TlbEntry>().trailing_zeros(),
+            PAGE_MASK.trailing_zeros(),
+        );
+        let compared = if size > 8 {
+            PAGE_MASK
+        } else {
+            fast_path_mask(size)
+        };
         asm!(self.ops
-            ; mov rax, r13
-            ; shr rax, 12
-            ; and eax, (TLB_ENTRIES - 1) as i32
-            ; shl eax, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov eax, r13d
+            ; shr eax, (page_bits - entry_bits) as i8
+            ; and eax, ((TLB_ENTRIES - 1) << entry_bits) as i32
             ; mov rcx, r13
-            ; and rcx, PAGE_MASK as i32
+            ; and rcx, compared as i32
             ; cmp rcx, QWORD [r14 + rax + tag]
             ; jne =>miss
         );
@@ -538,8 +852,6 @@ impl Em {
                 ; cmp edx, (PAGE_SIZE - size as u64) as i32
                 ; ja =>miss
             );
-        } else if size > 1 {
-            asm!(self.ops ; test r13d, (size - 1) as i32 ; jnz =>miss);
         }
         asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [r14 + rax + addend]);
     }
@@ -652,7 +964,7 @@ impl Em {
     fn store(&mut self, rs: u32, size: u32, le: bool, update_ra: Option<u32>) {
         let (miss, done) = (self.label(), self.label());
         self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, miss);
-        asm!(self.ops ; mov rax, QWORD [rbx + gpr(rs)]);
+        self.gpr_rm(GprOp::Load64, RAX, rs);
         if !le {
             match size {
                 2 => asm!(self.ops ; rol ax, 8),
@@ -721,9 +1033,9 @@ impl Em {
             return;
         }
         if op == Op::Twi {
-            asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(i.ra())]);
+            self.gpr_rm(GprOp::Load32Signed, RAX, i.ra());
         } else {
-            asm!(self.ops ; mov rax, QWORD [rbx + gpr(i.ra())]);
+            self.gpr_rm(GprOp::Load64, RAX, i.ra());
         }
         // Word traps compare sign-extended words, which keeps their unsigned order too.
         let (trap, over) = (self.label(), self.label());
@@ -777,31 +1089,37 @@ impl Em {
                 if ra == 0 {
                     asm!(self.ops ; mov rax, imm);
                 } else {
-                    asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; add rax, imm);
+                    self.gpr_rm(GprOp::Load64, RAX, ra);
+                    asm!(self.ops ; add rax, imm);
                 }
                 self.set_gpr(rt);
             }
             Add => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; add rax, QWORD [rbx + gpr(rb)]);
+                self.gpr_rm(GprOp::Load64, RAX, ra);
+                self.gpr_rm(GprOp::Add64, RAX, rb);
                 self.set_rc(rt, i.rc());
             }
             Subf => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rb)] ; sub rax, QWORD [rbx + gpr(ra)]);
+                self.gpr_rm(GprOp::Load64, RAX, rb);
+                self.gpr_rm(GprOp::Sub64, RAX, ra);
                 self.set_rc(rt, i.rc());
             }
             Neg => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; neg rax);
+                self.gpr_rm(GprOp::Load64, RAX, ra);
+                asm!(self.ops ; neg rax);
                 self.set_rc(rt, i.rc());
             }
             Addic | AddicDot | Subfic | Addc | Adde | Addze | Addme | Subfc | Subfe | Subfze
             | Subfme => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)]);
+                self.gpr_rm(GprOp::Load64, RAX, ra);
                 if matches!(op, Subfic | Subfc | Subfe | Subfze | Subfme) {
                     asm!(self.ops ; not rax);
                 }
                 match op {
                     Addic | AddicDot | Subfic => asm!(self.ops ; mov rcx, i.si() as i32),
-                    Addc | Adde | Subfc | Subfe => asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)]),
+                    Addc | Adde | Subfc | Subfe => {
+                        self.gpr_rm(GprOp::Load64, RCX, rb);
+                    }
                     Addze | Subfze => asm!(self.ops ; xor ecx, ecx),
                     _ => asm!(self.ops ; mov rcx, -1),
                 }
@@ -819,15 +1137,18 @@ impl Em {
                 self.set_gpr(rt);
             }
             Mulld => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; imul rax, QWORD [rbx + gpr(rb)]);
+                self.gpr_rm(GprOp::Load64, RAX, ra);
+                self.gpr_rm(GprOp::Imul64, RAX, rb);
                 self.set_rc(rt, i.rc());
             }
             Mullw => {
-                asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(ra)] ; movsxd rcx, DWORD [rbx + gpr(rb)] ; imul rax, rcx);
+                self.gpr_rm(GprOp::Load32Signed, RAX, ra);
+                self.gpr_rm(GprOp::Load32Signed, RCX, rb);
+                asm!(self.ops ; imul rax, rcx);
                 self.set_rc(rt, i.rc());
             }
             Mulhd | Mulhdu => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)]);
+                self.gpr_rm(GprOp::Load64, RAX, ra);
                 if op == Mulhd {
                     asm!(self.ops ; imul QWORD [rbx + gpr(rb)]);
                 } else {
@@ -839,15 +1160,18 @@ impl Em {
             Mulhw | Mulhwu => {
                 // The high word of the 64-bit product, zero-extended.
                 if op == Mulhw {
-                    asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(ra)] ; movsxd rcx, DWORD [rbx + gpr(rb)]);
+                    self.gpr_rm(GprOp::Load32Signed, RAX, ra);
+                    self.gpr_rm(GprOp::Load32Signed, RCX, rb);
                 } else {
-                    asm!(self.ops ; mov eax, DWORD [rbx + gpr(ra)] ; mov ecx, DWORD [rbx + gpr(rb)]);
+                    self.gpr_rm(GprOp::Load32, RAX, ra);
+                    self.gpr_rm(GprOp::Load32, RCX, rb);
                 }
                 asm!(self.ops ; imul rax, rcx ; shr rax, 32);
                 self.set_rc(rt, i.rc());
             }
             And | Or | Xor | Nand | Nor | Andc | Orc | Eqv => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)] ; mov rcx, QWORD [rbx + gpr(rb)]);
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                self.gpr_rm(GprOp::Load64, RCX, rb);
                 if matches!(op, Andc | Orc) {
                     asm!(self.ops ; not rcx);
                 }
@@ -869,7 +1193,8 @@ impl Em {
                     ui
                 };
                 // `mov ecx, imm` zero-extends: the immediate is unsigned.
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)] ; mov ecx, imm as i32);
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                asm!(self.ops ; mov ecx, imm as i32);
                 match op {
                     Ori | Oris => asm!(self.ops ; or rax, rcx),
                     Xori | Xoris => asm!(self.ops ; xor rax, rcx),
@@ -886,13 +1211,14 @@ impl Em {
                 self.set_rc(ra, i.rc());
             }
             Extsw => {
-                asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(rt)]);
+                self.gpr_rm(GprOp::Load32Signed, RAX, rt);
                 self.set_rc(ra, i.rc());
             }
             Cntlzw | Cntlzd => {
                 // bsr leaves ZF set for a zero source: count -1 then, giving 32 / 64.
                 if op == Cntlzw {
-                    asm!(self.ops ; mov eax, DWORD [rbx + gpr(rt)] ; bsr eax, eax ; mov ecx, -1 ; cmovz eax, ecx ; neg eax ; add eax, 31);
+                    self.gpr_rm(GprOp::Load32, RAX, rt);
+                    asm!(self.ops ; bsr eax, eax ; mov ecx, -1 ; cmovz eax, ecx ; neg eax ; add eax, 31);
                 } else {
                     asm!(self.ops ; bsr rax, QWORD [rbx + gpr(rt)] ; mov rcx, -1 ; cmovz rax, rcx ; neg rax ; add rax, 63);
                 }
@@ -900,7 +1226,8 @@ impl Em {
             }
             Sld | Srd => {
                 // x86 masks the count to 6 bits; bit 0x40 of RB makes the result 0.
-                asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; mov rax, QWORD [rbx + gpr(rt)]);
+                self.gpr_rm(GprOp::Load64, RCX, rb);
+                self.gpr_rm(GprOp::Load64, RAX, rt);
                 if op == Sld {
                     asm!(self.ops ; shl rax, cl);
                 } else {
@@ -910,7 +1237,8 @@ impl Em {
                 self.set_rc(ra, i.rc());
             }
             Slw | Srw => {
-                asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; mov eax, DWORD [rbx + gpr(rt)]);
+                self.gpr_rm(GprOp::Load64, RCX, rb);
+                self.gpr_rm(GprOp::Load32, RAX, rt);
                 if op == Slw {
                     asm!(self.ops ; shl eax, cl);
                 } else {
@@ -923,12 +1251,19 @@ impl Em {
                 // CA: the source is negative and 1 bits were shifted out (shifting the
                 // result back does not give the source).
                 match op {
-                    Srawi | Sraw => asm!(self.ops ; movsxd rax, DWORD [rbx + gpr(rt)]),
-                    _ => asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)]),
+                    Srawi | Sraw => {
+                        self.gpr_rm(GprOp::Load32Signed, RAX, rt);
+                    }
+                    _ => {
+                        self.gpr_rm(GprOp::Load64, RAX, rt);
+                    }
                 }
                 asm!(self.ops ; mov rdx, rax);
                 match op {
-                    Sraw => asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; and ecx, 0x3f),
+                    Sraw => {
+                        self.gpr_rm(GprOp::Load64, RCX, rb);
+                        asm!(self.ops ; and ecx, 0x3f);
+                    }
                     Srawi => asm!(self.ops ; mov ecx, i.sh() as i32),
                     _ => asm!(self.ops ; mov ecx, i.sh6() as i32),
                 }
@@ -947,9 +1282,9 @@ impl Em {
             }
             Rlwinm | Rlwnm | Rlwimi => {
                 let m = crate::interp::mask64(i.mb() + 32, i.me() + 32);
-                asm!(self.ops ; mov eax, DWORD [rbx + gpr(rt)]);
+                self.gpr_rm(GprOp::Load32, RAX, rt);
                 if op == Rlwnm {
-                    asm!(self.ops ; mov ecx, DWORD [rbx + gpr(rb)]);
+                    self.gpr_rm(GprOp::Load32, RCX, rb);
                 }
                 if m >> 32 == 0 {
                     // The mask keeps only the low word: a 32-bit rotate is enough.
@@ -974,9 +1309,10 @@ impl Em {
                 self.set_rc(ra, i.rc());
             }
             Rldicl | Rldicr | Rldic | Rldimi | Rldcl | Rldcr => {
-                asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)]);
+                self.gpr_rm(GprOp::Load64, RAX, rt);
                 if matches!(op, Rldcl | Rldcr) {
-                    asm!(self.ops ; mov rcx, QWORD [rbx + gpr(rb)] ; rol rax, cl);
+                    self.gpr_rm(GprOp::Load64, RCX, rb);
+                    asm!(self.ops ; rol rax, cl);
                 } else if i.sh6() != 0 {
                     asm!(self.ops ; rol rax, i.sh6() as i8);
                 }
@@ -993,9 +1329,11 @@ impl Em {
             }
             Cmp | Cmpl => {
                 if i.l10() != 0 {
-                    asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; cmp rax, QWORD [rbx + gpr(rb)]);
+                    self.gpr_rm(GprOp::Load64, RAX, ra);
+                    self.gpr_rm(GprOp::Cmp64, RAX, rb);
                 } else {
-                    asm!(self.ops ; mov eax, DWORD [rbx + gpr(ra)] ; cmp eax, DWORD [rbx + gpr(rb)]);
+                    self.gpr_rm(GprOp::Load32, RAX, ra);
+                    self.gpr_rm(GprOp::Cmp32, RAX, rb);
                 }
                 self.cmp_field(op == Cmp);
                 self.set_crf_with_so(i.bf());
@@ -1018,13 +1356,10 @@ impl Em {
                 if ra == 0 {
                     asm!(self.ops ; xor ecx, ecx);
                 } else {
-                    asm!(self.ops ; mov rcx, QWORD [rbx + gpr(ra)]);
+                    self.gpr_rm(GprOp::Load64, RCX, ra);
                 }
-                asm!(self.ops
-                    ; mov rax, QWORD [rbx + gpr(rb)]
-                    ; bt DWORD [rbx + CR], (31 - i.frc()) as i8
-                    ; cmovc rax, rcx
-                );
+                self.gpr_rm(GprOp::Load64, RAX, rb);
+                asm!(self.ops ; bt DWORD [rbx + CR], (31 - i.frc()) as i8 ; cmovc rax, rcx);
                 self.set_gpr(rt);
             }
             Crand | Cror | Crxor | Crnand | Crnor | Creqv | Crandc | Crorc => {
@@ -1075,14 +1410,8 @@ impl Em {
                     asm!(self.ops ; mov eax, DWORD [rbx + CR] ; and eax, m as i32);
                     self.set_gpr(rt);
                 } else {
-                    asm!(self.ops
-                        ; mov eax, DWORD [rbx + gpr(rt)]
-                        ; and eax, m as i32
-                        ; mov ecx, DWORD [rbx + CR]
-                        ; and ecx, !m as i32
-                        ; or ecx, eax
-                        ; mov DWORD [rbx + CR], ecx
-                    );
+                    self.gpr_rm(GprOp::Load32, RAX, rt);
+                    asm!(self.ops ; and eax, m as i32 ; mov ecx, DWORD [rbx + CR] ; and ecx, !m as i32 ; or ecx, eax ; mov DWORD [rbx + CR], ecx);
                 }
             }
             Mfspr | Mtspr if matches!(i.spr(), 8 | 9) => {
@@ -1091,7 +1420,8 @@ impl Em {
                     asm!(self.ops ; mov rax, QWORD [rbx + home]);
                     self.set_gpr(rt);
                 } else {
-                    asm!(self.ops ; mov rax, QWORD [rbx + gpr(rt)] ; mov QWORD [rbx + home], rax);
+                    self.gpr_rm(GprOp::Load64, RAX, rt);
+                    asm!(self.ops ; mov QWORD [rbx + home], rax);
                 }
             }
             B => {
@@ -1142,7 +1472,7 @@ impl Em {
                 }
                 self.set_gpr(rt);
                 if update {
-                    asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
+                    self.gpr_rm(GprOp::Store64, R13, ra);
                 }
             }
             Stb | Stbu | Stbx | Stbux | Sth | Sthu | Sthx | Sthux | Stw | Stwu | Stwx | Stwux
@@ -1156,7 +1486,7 @@ impl Em {
                 let update_ra = update.then_some(ra);
                 self.store(rt, info.size as u32, self.le != reversed, update_ra);
                 if update {
-                    asm!(self.ops ; mov QWORD [rbx + gpr(ra)], r13);
+                    self.gpr_rm(GprOp::Store64, R13, ra);
                 }
             }
             Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
@@ -1168,10 +1498,12 @@ impl Em {
                     Mfvsrd => asm!(self.ops ; mov rax, QWORD [rbx + dw0]),
                     Mfvsrwz => asm!(self.ops ; mov eax, DWORD [rbx + dw0]),
                     Mtvsrd => {
-                        asm!(self.ops ; mov rax, QWORD [rbx + gpr(ra)] ; mov QWORD [rbx + dw0], rax)
+                        self.gpr_rm(GprOp::Load64, RAX, ra);
+                        asm!(self.ops ; mov QWORD [rbx + dw0], rax);
                     }
                     _ => {
-                        asm!(self.ops ; mov eax, DWORD [rbx + gpr(ra)] ; mov QWORD [rbx + dw0], rax)
+                        self.gpr_rm(GprOp::Load32, RAX, ra);
+                        asm!(self.ops ; mov QWORD [rbx + dw0], rax);
                     }
                 }
                 if matches!(op, Mfvsrd | Mfvsrwz) {

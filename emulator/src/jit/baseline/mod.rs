@@ -18,6 +18,7 @@
 
 mod arena;
 mod emit;
+mod perf_map;
 
 use super::{BlockKey, JitCtx};
 use crate::engine::Cpu;
@@ -34,9 +35,14 @@ pub const BASELINE_JC_TAG: u64 = 1 << 62;
 
 /// Virtual reservation of the code region (committed as used; the code cache limit flushes
 /// well before it by default).
-const CODE_RESERVE: usize = 2 << 30;
-/// One 4-byte promotion counter per block.
-const COUNTER_RESERVE: usize = 64 << 20;
+const CODE_RESERVE: usize = (2 << 30) - 2 * COUNTER_BLOCKS;
+/// Blocks with a promotion counter between flushes: one byte each next to the code, and a
+/// 4-byte high part in a region of their own (see [`emit::Counter`]).
+const COUNTER_BLOCKS: usize = 16 << 20;
+/// Room for the shared probe exits, one per MSR state that has baseline code (a few
+/// hundred bytes each; a guest uses some tens of states). Blocks of a state that finds it
+/// full carry their own probe.
+const PROBE_STUBS_BYTES: usize = 64 << 10;
 
 type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
 
@@ -59,35 +65,67 @@ pub struct Translated {
 /// The machine's baseline code: region, trampoline, and the blocks' link bookkeeping.
 pub struct Shared {
     code: Region,
-    counters: Region,
+    /// The counters' low bytes, within `rel32` reach of the code.
+    counter_low: Region,
+    /// The counters' high parts, at 4 × a low byte's index.
+    counter_high: Region,
     trampoline: Trampoline,
     trampoline_len: usize,
     blocks: Mutex<HashMap<usize, BlockMeta>>,
     pub links: AtomicU64,
     /// Flushes so far: addresses of code placed before one are stale after it.
     flushes: AtomicU64,
+    perf_map: Option<perf_map::PerfMap>,
+    /// The code all blocks share, kept by flushes.
+    stubs: emit::Stubs,
+    probes: Mutex<ProbeStubs>,
+}
+
+/// The shared probe exits (see [`emit::probe_stub`]), in their room after the other stubs.
+struct ProbeStubs {
+    by_flags: HashMap<u64, usize>,
+    next: usize,
+    end: usize,
 }
 
 impl Shared {
     /// `None` when the host refuses the mappings (the machine goes on without this tier).
     pub fn new() -> Option<Self> {
-        let code = Region::new(CODE_RESERVE, true).ok()?;
-        let counters = Region::new(COUNTER_RESERVE, false).ok()?;
-        let t = emit::trampoline();
-        let p = code.alloc(t.len(), 16)?;
-        // SAFETY: `p` has room for `t`, freshly allocated.
-        unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), p, t.len()) };
+        let (counter_low, code) = Region::pair(COUNTER_BLOCKS, CODE_RESERVE).ok()?;
+        let counter_high = Region::new(4 * COUNTER_BLOCKS, false).ok()?;
+        let place = |bytes: &[u8]| {
+            let p = code.alloc(bytes.len(), 16)?;
+            // SAFETY: `p` has room for `bytes`, freshly allocated.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+            Some(p)
+        };
+        let p = place(&emit::trampoline())?;
         // SAFETY: the bytes just placed are a function of this signature (`emit::trampoline`).
         let trampoline = unsafe { std::mem::transmute::<*mut u8, Trampoline>(p) };
+        let exit = place(&emit::exit_stub())? as usize;
+        let mut thunks = [0; emit::HELPERS.len()];
+        for (t, h) in thunks.iter_mut().zip(emit::HELPERS) {
+            *t = place(&emit::thunk(h))? as usize;
+        }
+        let room = code.alloc(PROBE_STUBS_BYTES, 16)? as usize;
+        // Flushes keep everything placed so far.
         let trampoline_len = code.used();
         Some(Self {
             code,
-            counters,
+            counter_low,
+            counter_high,
             trampoline,
             trampoline_len,
             blocks: Mutex::new(HashMap::new()),
             links: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
+            perf_map: perf_map::PerfMap::from_env(),
+            stubs: emit::Stubs { exit, thunks },
+            probes: Mutex::new(ProbeStubs {
+                by_flags: HashMap::new(),
+                next: room,
+                end: room + PROBE_STUBS_BYTES,
+            }),
         })
     }
 
@@ -102,21 +140,35 @@ impl Shared {
     ) -> Option<Translated> {
         let counter = match promote_after {
             Some(n) => {
-                let c = self.counters.alloc(4, 4)?;
-                // SAFETY: 4 fresh, aligned bytes of the counter region.
+                let low = self.counter_low.alloc(1, 1)?;
+                let i = low as usize - self.counter_low.base();
+                let high = self.counter_high.base() + 4 * i;
+                // SAFETY: byte `i` of the low region, freshly allocated, and word `i` of the
+                // high region (4 × the low region's size), used by this block only.
                 unsafe {
-                    (*(c as *const AtomicU32)).store(n.min(i32::MAX as u32), Ordering::Relaxed)
+                    *low = n as u8;
+                    (*(high as *const AtomicU32))
+                        .store((n >> 8).min(i32::MAX as u32), Ordering::Relaxed)
                 };
-                Some(c as usize)
+                Some(emit::Counter {
+                    low: low as usize,
+                    high,
+                })
             }
             None => None,
         };
-        let e = emit::emit(key, words, counter);
+        let e = emit::emit(key, words, counter, &self.stubs, self.probe(key.flags));
         let p = self.code.alloc(e.code.len(), 16)?;
         // SAFETY: `p` has room for the code; nothing runs it before it is published (the
         // caller inserts it into the block map after this returns).
-        unsafe { std::ptr::copy_nonoverlapping(e.code.as_ptr(), p, e.code.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(e.code.as_ptr(), p, e.code.len());
+            e.place(p);
+        }
         let entry = p as usize;
+        if let Some(m) = &self.perf_map {
+            m.block(entry, key.pc, &e);
+        }
         self.blocks.lock().insert(
             entry,
             BlockMeta {
@@ -131,6 +183,29 @@ impl Shared {
             native: e.native,
             fallbacks: e.fallbacks,
         })
+    }
+
+    /// The shared probe exit of MSR state `flags`, placed on first use; `None` when there
+    /// is no room for another.
+    fn probe(&self, flags: u64) -> Option<usize> {
+        let mut probes = self.probes.lock();
+        if let Some(&p) = probes.by_flags.get(&flags) {
+            return Some(p);
+        }
+        let e = emit::probe_stub(flags, &self.stubs);
+        let at = probes.next.next_multiple_of(16);
+        if at + e.code.len() > probes.end {
+            return None;
+        }
+        // SAFETY: `[at, at + len)` is unused room of the kept prefix of the code region,
+        // reserved for probe stubs and handed out only here, under the lock.
+        unsafe {
+            std::ptr::copy_nonoverlapping(e.code.as_ptr(), at as *mut u8, e.code.len());
+            e.place(at as *mut u8);
+        }
+        probes.next = at + e.code.len();
+        probes.by_flags.insert(flags, at);
+        Some(at)
     }
 
     /// Runs baseline code from `entry` until a block returns.
@@ -190,7 +265,8 @@ impl Shared {
         let mut blocks = self.blocks.lock();
         blocks.clear();
         self.code.reset(self.trampoline_len);
-        self.counters.reset(0);
+        self.counter_low.reset(0);
+        self.counter_high.reset(0);
         self.flushes.fetch_add(1, Ordering::AcqRel);
     }
 

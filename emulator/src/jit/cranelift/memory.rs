@@ -3,7 +3,7 @@
 
 use super::{FAULT, TLB_IDX_BYTES, TLB_TABLE_PTR, Tx, flags, helpers, int_ty};
 use crate::isa::{Insn, Op, Operand};
-use crate::softmmu::{PAGE_MASK, TLB_ENTRIES, TlbEntry};
+use crate::softmmu::{TLB_ENTRIES, TlbEntry, fast_path_mask};
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
@@ -72,13 +72,8 @@ impl Tx<'_> {
     /// Page tag equal and the access aligned (an invalid tag has bit 0 set, so it never
     /// equals a page address; the alignment bits are tested apart so they cannot fake it).
     pub(super) fn tag_hit(&mut self, ea: Value, tag: Value, size: u32) -> Value {
-        let page = self.b.ins().band_imm_s(ea, PAGE_MASK as i64);
-        let mut d = self.b.ins().bxor(page, tag);
-        if size > 1 {
-            let low = self.b.ins().band_imm_s(ea, size as i64 - 1);
-            d = self.b.ins().bor(d, low);
-        }
-        self.b.ins().icmp_imm_s(IntCC::Equal, d, 0)
+        let compared = self.b.ins().band_imm_s(ea, fast_path_mask(size) as i64);
+        self.b.ins().icmp(IntCC::Equal, compared, tag)
     }
 
     /// Branches to the fault exit (the current instruction did not retire) when `fault` is

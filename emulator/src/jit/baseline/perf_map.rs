@@ -1,0 +1,54 @@
+//! `PPC64EMU_LOG=perfmap`: names every baseline block's code for `perf` in the host's JIT
+//! symbol file (`/tmp/perf-<pid>.map`), one symbol per section — `bl.entry.<pc>` (the
+//! promotion counter and stop checks), `bl.body.<pc>`, `bl.exit.<pc>` (the shared probe
+//! exit) and `bl.cold.<pc>` (slow paths) — so that a profile says which part of translated
+//! code the time goes to, not only that it is there.
+
+use super::emit::Emitted;
+use parking_lot::Mutex;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+
+/// The open symbol file (appended to: Cranelift's JIT module writes its own lines there).
+pub struct PerfMap(Mutex<File>);
+
+impl PerfMap {
+    /// The writer when `PPC64EMU_LOG` names `perfmap` and the file opens.
+    pub fn from_env() -> Option<Self> {
+        let on = std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "perfmap"));
+        if !on {
+            return None;
+        }
+        let path = format!("/tmp/perf-{}.map", std::process::id());
+        match OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(f) => Some(PerfMap(Mutex::new(f))),
+            Err(e) => {
+                eprintln!("ppc64emu: PPC64EMU_LOG=perfmap: cannot open {path}: {e}");
+                None
+            }
+        }
+    }
+
+    /// The symbols of the block at `entry`, translated from guest `pc`.
+    pub fn block(&self, entry: usize, pc: u64, e: &Emitted) {
+        let [body, probe, cold] = e.sections.map(|o| o as usize);
+        let end = e.code.len();
+        let mut s = String::with_capacity(160);
+        for (name, from, to) in [
+            ("entry", 0, body),
+            ("body", body, probe),
+            ("exit", probe, cold),
+            ("cold", cold, end),
+        ] {
+            if to > from {
+                s.push_str(&format!(
+                    "{:x} {:x} bl.{name}.{pc:x}\n",
+                    entry + from,
+                    to - from
+                ));
+            }
+        }
+        // One write per block: lines stay whole beside the other writer's.
+        let _ = self.0.lock().write_all(s.as_bytes());
+    }
+}
