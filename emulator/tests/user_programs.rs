@@ -280,6 +280,24 @@ fn self_tests_match_qemu_interpreted() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The self-test cases on each translating tier alone, every block translated at once (the
+/// default runs both tiers, baseline first).
+#[test]
+fn self_tests_match_qemu_on_each_tier() {
+    for tier in ["baseline", "cranelift"] {
+        let failures: Vec<String> = cases()
+            .iter()
+            .filter(|c| c.binary == "sys" && !PENDING.contains(&c.name.as_str()))
+            .filter_map(|c| {
+                check_with(&["--jit-tiers", tier, "--jit-threshold", "0"], c)
+                    .map_err(|e| format!("{tier}: {e}"))
+                    .err()
+            })
+            .collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
+
 #[test]
 fn busybox_applets_match_qemu() {
     if !busybox().exists() {
@@ -395,6 +413,19 @@ fn usage_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    for (opt, bad) in [
+        ("--jit-tiers", "fast"),
+        ("--jit-tiers", ""),
+        ("--jit-promote", "-1"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
+            .args(["user", opt, bad, "x"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{opt} {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(opt), "{err}");
+    }
     for bad in ["0", "lots", "-1", "2T"] {
         let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
             .args(["user", "--jit-cache-limit", bad, "x"])

@@ -34,6 +34,10 @@ pub struct Options {
     pub jit_threshold: Option<u32>,
     /// `--jit-cache-limit`; `None` keeps the JIT's default.
     pub jit_cache_limit: Option<u64>,
+    /// `--jit-tiers`; `None`: both tiers where the host has them, as on the machine.
+    pub jit_tiers: Option<crate::jit::Tiers>,
+    /// `--jit-promote`; `None` keeps the JIT's default.
+    pub jit_promote: Option<u32>,
 }
 
 /// How a guest run ended.
@@ -206,17 +210,22 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         })
         .collect();
     let defaults = EngineConfig::default();
+    let tiers = opts
+        .jit_tiers
+        .unwrap_or(crate::jit::Tiers::BOTH)
+        .available();
     let config = EngineConfig {
         tier: if opts.interp {
             TierKind::Interp
         } else {
             TierKind::Jit
         },
-        jit_threshold: opts.jit_threshold.unwrap_or(defaults.jit_threshold),
+        jit_tiers: tiers,
+        jit_threshold: opts.jit_threshold.unwrap_or(tiers.default_threshold()),
+        jit_promote: opts.jit_promote.unwrap_or(defaults.jit_promote),
         jit_cache_limit: opts.jit_cache_limit.unwrap_or(defaults.jit_cache_limit),
         trace: opts.trace,
         sole_vcpu: true,
-        ..defaults
     };
     let mut runner = Runner::new(&image, exe, &argv, &envp, &config).map_err(|e| (126, e))?;
     runner.process.strace = opts.strace;
@@ -232,6 +241,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             runner.process.mem.lock().resident_pages() * 4,
         );
         if let Some(r) = runner.engine.jit_report() {
+            // The first figures are Cranelift's (scripts/bench-speed reads them).
             eprintln!(
                 "ppc64emu: jit: {} blocks translated ({} KiB, {:.1} ms), {} code cache flushes, {} slow memory accesses, fallbacks: {:?}",
                 r.blocks_translated,
@@ -241,14 +251,29 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
                 r.slow_memory_accesses,
                 &r.fallbacks[..r.fallbacks.len().min(12)]
             );
+            if let Some(b) = &r.baseline {
+                eprintln!(
+                    "ppc64emu: jit: baseline tier: {} blocks translated ({} KiB, {:.1} ms, {:.1} µs mean), {} promoted, {} instructions",
+                    b.blocks_translated,
+                    b.code_bytes / 1024,
+                    b.translate_ms,
+                    b.translate_us_mean,
+                    b.promotions,
+                    b.instructions
+                );
+            }
         }
     }
     Ok(out)
 }
 
-const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-threshold N] [--jit-cache-limit BYTES] [--trace] ELF [ARGS...]
+const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-tiers T] [--jit-threshold N] [--jit-promote N] [--jit-cache-limit BYTES] [--trace] ELF [ARGS...]
+  --jit-tiers T       baseline, cranelift or both, comma-separated (default both where the
+                      host has the baseline tier, x86-64; else cranelift)
   --jit-threshold N   run a block N times in the interpreter before translating it
-                      (default 500; 0 translates every block on first execution)
+                      (default 2 with the baseline tier, else 500; 0 translates at once)
+  --jit-promote N     move a block from the baseline tier to Cranelift after N runs
+                      (default 100000)
   --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
                       (suffixes K, M, G: KiB, MiB, GiB; default 1G)";
 
@@ -277,6 +302,31 @@ pub fn main(args: &[String]) -> i32 {
                         eprintln!(
                             "ppc64emu user: --jit-threshold takes a count (0 = translate at once)\n{USAGE}"
                         );
+                        return 2;
+                    }
+                }
+            }
+            Some("--jit-promote") => {
+                k += 1;
+                match raw
+                    .get(k)
+                    .and_then(|a| a.to_str())
+                    .and_then(|a| a.parse().ok())
+                {
+                    Some(n) => opts.jit_promote = Some(n),
+                    None => {
+                        eprintln!("ppc64emu user: --jit-promote takes a count\n{USAGE}");
+                        return 2;
+                    }
+                }
+            }
+            Some("--jit-tiers") => {
+                k += 1;
+                let v = raw.get(k).and_then(|a| a.to_str()).unwrap_or("");
+                match crate::jit::Tiers::parse(v) {
+                    Ok(t) => opts.jit_tiers = Some(t),
+                    Err(e) => {
+                        eprintln!("ppc64emu user: --jit-tiers {v}: {e}\n{USAGE}");
                         return 2;
                     }
                 }

@@ -799,6 +799,7 @@ mod tests {
             run("--jit-tiers baseline,cranelift").jit_tiers,
             crate::jit::Tiers::BOTH
         );
+        assert_eq!(run("--jit-tiers both").jit_tiers, crate::jit::Tiers::BOTH);
         assert_eq!(run("").jit_tiers, crate::jit::Tiers::BOTH);
         assert_eq!(run("--jit-promote 9").jit_promote, 9);
         assert_eq!(run("").jit_cache_limit, crate::jit::CODE_CACHE_LIMIT);
