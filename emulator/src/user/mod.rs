@@ -34,7 +34,7 @@ pub struct Options {
     pub jit_threshold: Option<u32>,
     /// `--jit-cache-limit`; `None` keeps the JIT's default.
     pub jit_cache_limit: Option<u64>,
-    /// `--jit-tiers`; `None`: both tiers where the host has them, as on the machine.
+    /// `--jit-tiers`; `None`: the machine's default (`jit::DEFAULT_TIERS`).
     pub jit_tiers: Option<crate::jit::Tiers>,
     /// `--jit-promote`; `None` keeps the JIT's default.
     pub jit_promote: Option<u32>,
@@ -212,7 +212,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     let defaults = EngineConfig::default();
     let tiers = opts
         .jit_tiers
-        .unwrap_or(crate::jit::Tiers::BOTH)
+        .unwrap_or(crate::jit::DEFAULT_TIERS)
         .available();
     let config = EngineConfig {
         tier: if opts.interp {
@@ -268,8 +268,8 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
 }
 
 const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-tiers T] [--jit-threshold N] [--jit-promote N] [--jit-cache-limit BYTES] [--trace] ELF [ARGS...]
-  --jit-tiers T       baseline, cranelift or both, comma-separated (default both where the
-                      host has the baseline tier, x86-64; else cranelift)
+  --jit-tiers T       baseline, cranelift or both, comma-separated (default baseline
+                      where the host has it, x86-64; else cranelift)
   --jit-threshold N   run a block N times in the interpreter before translating it
                       (default 2 with the baseline tier, else 500; 0 translates at once)
   --jit-promote N     move a block from the baseline tier to Cranelift after N runs

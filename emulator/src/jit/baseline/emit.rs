@@ -170,7 +170,14 @@ pub fn thunk(h: Helper) -> Vec<u8> {
 /// baseline block for it in the jump cache is jumped to (its own entry checks the budget);
 /// an optimized block of the same MSR state is run through `helpers::run_optimized`, after
 /// which the probe goes on from the PC it left; anything else returns to the run loop.
-pub fn probe_stub(flags: u64, stubs: &Stubs) -> Emitted {
+///
+/// With `unlinked_of` (the address of that stub), the variant for direct exits whose jump is
+/// not linked (`r13` = the jump's displacement): a baseline target, or none in the jump
+/// cache, returns with `JitCtx::link` naming the jump so that the run loop links it; an
+/// optimized target is run at once and the plain probe goes on. Without it, a block whose
+/// same-page successor was promoted would return to the run loop on every pass (baseline
+/// jumps link only to baseline blocks).
+pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emitted {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
     let probe = ops.new_dynamic_label();
     let mut e = Em {
@@ -190,7 +197,7 @@ pub fn probe_stub(flags: u64, stubs: &Stubs) -> Emitted {
         stubs: *stubs,
         fixups: Vec::new(),
     };
-    e.emit_probe(probe);
+    e.emit_probe(probe, unlinked_of);
     Emitted {
         code: e.ops.finalize().expect("probe stub"),
         native: 0,
@@ -240,11 +247,18 @@ impl GprOp {
 }
 
 /// Where a block's probe exits go: its own copy (when the machine has no room for another
-/// shared one) or the shared stub of its MSR state.
+/// shared one) or the shared stubs of its MSR state (see [`probe_stub`]).
 #[derive(Clone, Copy)]
 enum Exit {
     Local(DynamicLabel),
-    Shared(usize),
+    Shared { probe: usize, unlinked: usize },
+}
+
+/// The shared probe stubs of one MSR state: the plain one and the unlinked-exit variant.
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeStubs {
+    pub probe: usize,
+    pub unlinked: usize,
 }
 
 /// Out-of-line code, emitted after the block body so that the hot path stays dense.
@@ -258,7 +272,8 @@ enum Cold {
         back: DynamicLabel,
         high: usize,
     },
-    /// A direct exit not linked yet: returns with `JitCtx::link` naming the jump at `site`.
+    /// A direct exit not linked yet: returns with `JitCtx::link` naming the jump at `site`
+    /// (through the unlinked-exit probe, which runs an optimized target at once).
     Unlinked {
         at: DynamicLabel,
         site: DynamicLabel,
@@ -341,17 +356,20 @@ pub fn trampoline() -> Vec<u8> {
 
 /// Translates `words` (the block at `key.pc`). `counter`: the block's execution counter,
 /// if it has one (the block asks for promotion when it runs out). `probe`:
-/// the shared probe exit of the block's MSR state, if the machine has one.
+/// the shared probe exits of the block's MSR state, if the machine has them.
 pub fn emit(
     key: BlockKey,
     words: &[u32],
     counter: Option<Counter>,
     stubs: &Stubs,
-    probe: Option<usize>,
+    probe: Option<ProbeStubs>,
 ) -> Emitted {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
     let probe = match probe {
-        Some(p) => Exit::Shared(p),
+        Some(p) => Exit::Shared {
+            probe: p.probe,
+            unlinked: p.unlinked,
+        },
         None => Exit::Local(ops.new_dynamic_label()),
     };
     let mut e = Em {
@@ -455,7 +473,7 @@ impl Em {
     fn jmp_probe(&mut self) {
         match self.probe {
             Exit::Local(l) => asm!(self.ops ; jmp =>l),
-            Exit::Shared(p) => self.branch_to_stub(0xe9, p),
+            Exit::Shared { probe, .. } => self.branch_to_stub(0xe9, probe),
         }
     }
 
@@ -497,7 +515,7 @@ impl Em {
     /// where the latter starts.
     fn emit_cold(&mut self) -> u32 {
         if let Exit::Local(l) = self.probe {
-            self.emit_probe(l);
+            self.emit_probe(l, None);
         }
         let cold = self.ops.offset().0 as u32;
         // Cold code may queue more cold code (an interpreter slow path queues its exit).
@@ -509,9 +527,16 @@ impl Em {
         cold
     }
 
-    /// The probe exit at `probe` (see [`probe_stub`]).
-    fn emit_probe(&mut self, probe: DynamicLabel) {
+    /// The probe exit at `probe`; with `unlinked_of`, its unlinked-exit variant, which goes
+    /// on at that plain probe after running an optimized block (see [`probe_stub`]).
+    fn emit_probe(&mut self, probe: DynamicLabel, unlinked_of: Option<usize>) {
         let (out, optimized) = (self.label(), self.label());
+        // Where the run loop is asked to link the jump in `r13` to the block at the PC.
+        let out_link = if unlinked_of.is_some() {
+            self.label()
+        } else {
+            out
+        };
         let tag = (self.key.flags | BASELINE_JC_TAG) as i64;
         let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
         let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
@@ -525,7 +550,7 @@ impl Em {
             ; imul ecx, ecx, size_of::<JcEntry>() as i32
             ; add rcx, QWORD [r12 + JC]
             ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
-            ; jne =>out
+            ; jne =>out_link
             // The entry holds while the PC's exec TLB entry maps the page it was made for.
             ; mov rdx, rax
             ; shr rdx, 12
@@ -534,20 +559,27 @@ impl Em {
             ; mov rsi, rax
             ; and rsi, PAGE_MASK as i32
             ; cmp rsi, QWORD [r14 + rdx + exec_tag]
-            ; jne =>out
+            ; jne =>out_link
             ; mov rsi, QWORD [r14 + rdx + exec_addend]
             ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
-            ; jne =>out
+            ; jne =>out_link
             ; mov rdx, QWORD tag
             ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
             ; jne =>optimized
-            ; jmp QWORD [rcx + offset_of!(JcEntry, f) as i32]
+        );
+        if unlinked_of.is_some() {
+            // A baseline target: the run loop links the jump to it.
+            asm!(self.ops ; jmp =>out_link);
+        } else {
+            asm!(self.ops ; jmp QWORD [rcx + offset_of!(JcEntry, f) as i32]);
+        }
+        asm!(self.ops
             ; =>optimized
             ; mov rdx, QWORD self.key.flags as i64
             ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
-            ; jne =>out
+            ; jne =>out_link
             ; cmp QWORD [r12 + OPTIMIZED], 0
-            ; je =>out
+            ; je =>out_link
             ; mov rdx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
             ; mov rcx, QWORD self.key.flags as i64
         );
@@ -556,9 +588,15 @@ impl Em {
             ; cmp QWORD [r12 + RET], 0
             ; jne =>out
             ; mov rax, QWORD [rbx + PC]
-            ; jmp =>probe
-            ; =>out
         );
+        match unlinked_of {
+            Some(plain) => self.branch_to_stub(0xe9, plain),
+            None => asm!(self.ops ; jmp =>probe),
+        }
+        if unlinked_of.is_some() {
+            asm!(self.ops ; =>out_link ; mov QWORD [r12 + LINK], r13);
+        }
+        asm!(self.ops ; =>out);
         self.epilogue();
     }
 
@@ -585,9 +623,14 @@ impl Em {
                 }
                 Cold::Unlinked { at, site, target } => {
                     asm!(self.ops ; =>at);
-                    self.store_pc(target);
-                    asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
-                    self.epilogue();
+                    if let Exit::Shared { unlinked, .. } = self.probe {
+                        asm!(self.ops ; lea r13, [=>site] ; mov rax, QWORD target as i64);
+                        self.branch_to_stub(0xe9, unlinked);
+                    } else {
+                        self.store_pc(target);
+                        asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
+                        self.epilogue();
+                    }
                 }
                 Cold::Tick { at, back, high } => {
                     // Retires nothing when it promotes: the run loop promotes the block and

@@ -83,9 +83,27 @@ pub struct Shared {
 
 /// The shared probe exits (see [`emit::probe_stub`]), in their room after the other stubs.
 struct ProbeStubs {
-    by_flags: HashMap<u64, usize>,
+    by_flags: HashMap<u64, emit::ProbeStubs>,
     next: usize,
     end: usize,
+}
+
+impl ProbeStubs {
+    /// Places `e` in the room; `None` when it is full.
+    fn place(&mut self, e: &emit::Emitted) -> Option<usize> {
+        let at = self.next.next_multiple_of(16);
+        if at + e.code.len() > self.end {
+            return None;
+        }
+        // SAFETY: `[at, at + len)` is unused room of the kept prefix of the code region,
+        // reserved for probe stubs and handed out only here, under the caller's lock.
+        unsafe {
+            std::ptr::copy_nonoverlapping(e.code.as_ptr(), at as *mut u8, e.code.len());
+            e.place(at as *mut u8);
+        }
+        self.next = at + e.code.len();
+        Some(at)
+    }
 }
 
 impl Shared {
@@ -185,27 +203,18 @@ impl Shared {
         })
     }
 
-    /// The shared probe exit of MSR state `flags`, placed on first use; `None` when there
-    /// is no room for another.
-    fn probe(&self, flags: u64) -> Option<usize> {
+    /// The shared probe exits of MSR state `flags`, placed on first use; `None` when there
+    /// is no room for them.
+    fn probe(&self, flags: u64) -> Option<emit::ProbeStubs> {
         let mut probes = self.probes.lock();
         if let Some(&p) = probes.by_flags.get(&flags) {
             return Some(p);
         }
-        let e = emit::probe_stub(flags, &self.stubs);
-        let at = probes.next.next_multiple_of(16);
-        if at + e.code.len() > probes.end {
-            return None;
-        }
-        // SAFETY: `[at, at + len)` is unused room of the kept prefix of the code region,
-        // reserved for probe stubs and handed out only here, under the lock.
-        unsafe {
-            std::ptr::copy_nonoverlapping(e.code.as_ptr(), at as *mut u8, e.code.len());
-            e.place(at as *mut u8);
-        }
-        probes.next = at + e.code.len();
-        probes.by_flags.insert(flags, at);
-        Some(at)
+        let probe = probes.place(&emit::probe_stub(flags, &self.stubs, None))?;
+        let unlinked = probes.place(&emit::probe_stub(flags, &self.stubs, Some(probe)))?;
+        let p = emit::ProbeStubs { probe, unlinked };
+        probes.by_flags.insert(flags, p);
+        Some(p)
     }
 
     /// Runs baseline code from `entry` until a block returns.

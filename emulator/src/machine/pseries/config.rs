@@ -164,7 +164,7 @@ impl Default for MachineConfig {
             tlb_flush_coalesce: false,
             accel: AccelMode::Jit,
             jit_threshold: None,
-            jit_tiers: crate::jit::Tiers::BOTH,
+            jit_tiers: crate::jit::DEFAULT_TIERS,
             jit_promote: crate::jit::DEFAULT_PROMOTE_THRESHOLD,
             jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
             sync_profile: false,
@@ -683,7 +683,8 @@ Ours:
   --tlb-flush-coalesce  do not queue a flush on a vCPU that already has one pending
   --accel jit|interp    execution engine (default jit)
   --jit-tiers baseline,cranelift   the JIT's translating tiers, one or both (default
-                        both; the baseline tier exists on x86-64 hosts only)
+                        baseline: promotion to Cranelift costs more than it saves for now;
+                        the baseline tier exists on x86-64 hosts only, else cranelift)
   --jit-threshold N     run a block N times in the interpreter before translating it
                         (default 2 with the baseline tier, else 500; 0 translates every
                         block on first execution)
@@ -800,7 +801,7 @@ mod tests {
             crate::jit::Tiers::BOTH
         );
         assert_eq!(run("--jit-tiers both").jit_tiers, crate::jit::Tiers::BOTH);
-        assert_eq!(run("").jit_tiers, crate::jit::Tiers::BOTH);
+        assert_eq!(run("").jit_tiers, crate::jit::DEFAULT_TIERS);
         assert_eq!(run("--jit-promote 9").jit_promote, 9);
         assert_eq!(run("").jit_cache_limit, crate::jit::CODE_CACHE_LIMIT);
         assert_eq!(run("--jit-cache-limit 4096").jit_cache_limit, 4096);
