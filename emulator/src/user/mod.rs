@@ -277,6 +277,11 @@ const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|inte
   --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
                       (suffixes K, M, G: KiB, MiB, GiB; default 1G)";
 
+/// The count at `raw[k]`, if there is one.
+fn count_arg(raw: &[OsString], k: usize) -> Option<u32> {
+    raw.get(k)?.to_str()?.parse().ok()
+}
+
 /// Entry of `ppc64emu user ELF [ARGS…]`; returns the process exit status.
 pub fn main(args: &[String]) -> i32 {
     // Guest arguments are taken verbatim from the OS (they need not be UTF-8).
@@ -292,11 +297,7 @@ pub fn main(args: &[String]) -> i32 {
             Some("--trace") => opts.trace = true,
             Some("--jit-threshold") => {
                 k += 1;
-                match raw
-                    .get(k)
-                    .and_then(|a| a.to_str())
-                    .and_then(|a| a.parse().ok())
-                {
+                match count_arg(&raw, k) {
                     Some(n) => opts.jit_threshold = Some(n),
                     None => {
                         eprintln!(
@@ -308,11 +309,7 @@ pub fn main(args: &[String]) -> i32 {
             }
             Some("--jit-promote") => {
                 k += 1;
-                match raw
-                    .get(k)
-                    .and_then(|a| a.to_str())
-                    .and_then(|a| a.parse().ok())
-                {
+                match count_arg(&raw, k) {
                     Some(n) => opts.jit_promote = Some(n),
                     None => {
                         eprintln!("ppc64emu user: --jit-promote takes a count\n{USAGE}");
