@@ -274,8 +274,8 @@ impl Shared {
         let mut blocks = self.blocks.lock();
         blocks.clear();
         self.code.reset(self.trampoline_len);
+        // High words are written when their low byte is handed out again.
         self.counter_low.reset(0);
-        self.counter_high.reset(0);
         self.flushes.fetch_add(1, Ordering::AcqRel);
     }
 
