@@ -215,6 +215,18 @@ impl JitShared {
         })
     }
 
+    /// Every TLB entry of the machine maps guest address `ea` to host `base + ea` (user
+    /// mode's reserved range): the baseline tier adds the constant instead of loading each
+    /// entry's addend. Call before any block is translated.
+    pub fn set_flat_memory(&self, base: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(b) = &self.baseline {
+            b.set_flat_base(base);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = base;
+    }
+
     fn filter_bit(pa: u64) -> (usize, u64) {
         let page = pa >> 12;
         let h = page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44;

@@ -8,8 +8,9 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 use std::collections::BTreeMap;
 
-/// Top of the initial stack (just under the 47-bit user address limit, as on Linux).
-pub const STACK_TOP: u64 = 0x7fff_ffff_0000;
+/// Top of the initial stack, just under the user address limit (40 bits here, where Linux
+/// has 47: see `mem::USER_SPAN`).
+pub const STACK_TOP: u64 = super::mem::USER_SPAN - 0x1_0000;
 /// The stack mapping (Linux's default `RLIMIT_STACK`).
 pub const STACK_SIZE: u64 = 8 << 20;
 /// `mmap` without an address searches downward from here.

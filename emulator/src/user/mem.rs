@@ -1,6 +1,12 @@
 //! The guest process's address space: mappings (VMAs) with per-page protections, backed by
 //! host pages allocated on first touch (so large reservations cost nothing until used).
 //!
+//! Where the host allows it, guest page `n` lives at `base + n × 4096` of one reserved host
+//! range covering every user address ([`USER_SPAN`]): then every TLB entry has the same
+//! addend, and translated code adds the constant instead of loading the entry's addend
+//! (which put a TLB load on the path of every guest load; see [`ProcessMemory::flat_base`]).
+//! Otherwise each page is a separate host allocation.
+//!
 //! The vCPU reaches guest pages through its TLB (raw host pointers); the syscall layer copies
 //! through [`ProcessMemory::read`] / [`ProcessMemory::write`] with the same protection checks the
 //! kernel's user-copy would make. Any change that removes or downgrades a mapping must be
@@ -17,6 +23,11 @@ pub const PROT_EXEC: u32 = 4;
 
 /// Lowest address `mmap` hands out without `MAP_FIXED` (as Linux's `mmap_min_addr`).
 pub const MMAP_MIN: u64 = 0x1_0000;
+
+/// The user address space: every mapping lies below (the loader's stack top and `mmap`'s
+/// limits are under it). 40 bits, where Linux gives 47, so that the host can reserve the
+/// whole range as one mapping.
+pub const USER_SPAN: u64 = 1 << 40;
 
 /// One host page of guest memory, aligned so that any naturally aligned guest access
 /// (up to a 128-byte `dcbz` block) is aligned on the host too.
@@ -46,6 +57,9 @@ pub struct ProcessMemory {
     pages: HashMap<u64, *mut Page>,
     /// Lets a JIT drop translations of code that changed (guest stores it sees itself).
     pub code_hook: Option<CodeHook>,
+    /// The reserved host range behind every page, if the host gave one (`USER_SPAN` bytes,
+    /// read-write, `MAP_NORESERVE`: host pages are taken on first touch).
+    span: Option<*mut u8>,
 }
 
 // Pages are only touched by the one vCPU thread that owns the process and its syscalls.
@@ -68,7 +82,14 @@ impl ProcessMemory {
             vmas: BTreeMap::new(),
             pages: HashMap::new(),
             code_hook: None,
+            span: reserve_span(),
         }
+    }
+
+    /// Host address of guest address 0 when every page is at a constant offset from its
+    /// guest address (the reserved range); `None` with separately allocated pages.
+    pub fn flat_base(&self) -> Option<u64> {
+        self.span.map(|b| b as u64)
     }
 
     /// The mapping containing `addr`: its start, end and protection.
@@ -131,12 +152,12 @@ impl ProcessMemory {
 
     fn free_pages(&mut self, start: u64, end: u64) {
         let (first, last) = (start >> 12, end >> 12);
-        let hook = &self.code_hook;
+        let (hook, span) = (&self.code_hook, self.span);
         let free = |n: u64, p: *mut Page| {
             if let Some(h) = hook {
                 h(n << 12, PAGE_SIZE as usize);
             }
-            drop(unsafe { Box::from_raw(p) })
+            release_page(span, p);
         };
         if last - first > self.pages.len() as u64 {
             self.pages.retain(|&n, &mut p| {
@@ -202,7 +223,20 @@ impl ProcessMemory {
         let mut moved = Vec::new();
         for n in 0..len >> 12 {
             if let Some(p) = self.pages.remove(&((old >> 12) + n)) {
-                moved.push(((new >> 12) + n, p));
+                let to = (new >> 12) + n;
+                let p = match self.span {
+                    // Pages of the reserved range stay where their address says: copy.
+                    Some(base) => {
+                        let q = page_in(base, to);
+                        // SAFETY: two distinct pages of the range (the destination is
+                        // unmapped, so untouched).
+                        unsafe { std::ptr::copy_nonoverlapping(p, q, 1) };
+                        release_page(self.span, p);
+                        q
+                    }
+                    None => p,
+                };
+                moved.push((to, p));
                 if let Some(h) = &self.code_hook {
                     h(old + (n << 12), PAGE_SIZE as usize);
                 }
@@ -246,7 +280,11 @@ impl ProcessMemory {
 
     /// Host address of guest page `n`, allocating a zero page on first touch.
     fn page(&mut self, n: u64) -> *mut u8 {
-        let p = *self.pages.entry(n).or_insert_with(zeroed_page);
+        let span = self.span;
+        let p = *self.pages.entry(n).or_insert_with(|| match span {
+            Some(base) => page_in(base, n),
+            None => zeroed_page(),
+        });
         p.cast()
     }
 
@@ -411,8 +449,16 @@ impl ProcessMemory {
 
 impl Drop for ProcessMemory {
     fn drop(&mut self) {
-        for (_, p) in self.pages.drain() {
-            drop(unsafe { Box::from_raw(p) });
+        match self.span {
+            Some(base) => {
+                // SAFETY: the range `reserve_span` mapped; no page pointer outlives `self`.
+                unsafe { libc::munmap(base.cast(), USER_SPAN as usize) };
+            }
+            None => {
+                for (_, p) in self.pages.drain() {
+                    drop(unsafe { Box::from_raw(p) });
+                }
+            }
         }
     }
 }
@@ -420,6 +466,47 @@ impl Drop for ProcessMemory {
 fn zeroed_page() -> *mut Page {
     // SAFETY: all-zero bytes are a valid `Page`.
     Box::into_raw(unsafe { Box::<Page>::new_zeroed().assume_init() })
+}
+
+/// Reserves `USER_SPAN` bytes of host address space for the guest's pages; `None` when the
+/// host refuses (an address-space limit, or strict overcommit accounting).
+fn reserve_span() -> Option<*mut u8> {
+    // SAFETY: a fresh anonymous mapping, owned by the `ProcessMemory`.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            USER_SPAN as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p.cast())
+}
+
+/// Guest page `n` in the reserved range at `base`. Every mapping lies below `USER_SPAN`
+/// (the syscall layer and the loader keep them there).
+fn page_in(base: *mut u8, n: u64) -> *mut Page {
+    assert!(
+        n < USER_SPAN >> 12,
+        "guest page {n:#x} beyond the user span"
+    );
+    // SAFETY: inside the reserved range.
+    unsafe { base.add((n << 12) as usize) }.cast()
+}
+
+/// Gives a page's host memory back: zero-filled again on its next touch.
+fn release_page(span: Option<*mut u8>, p: *mut Page) {
+    match span {
+        // SAFETY: a page of the reserved range; `MADV_DONTNEED` on a private anonymous
+        // mapping drops its contents.
+        Some(_) => unsafe {
+            libc::madvise(p.cast(), PAGE_SIZE as usize, libc::MADV_DONTNEED);
+        },
+        // SAFETY: pages of the map are owned `Box`es (`zeroed_page`), freed once.
+        None => drop(unsafe { Box::from_raw(p) }),
+    }
 }
 
 /// The vCPU's fill path: the process's memory, shared with the syscall layer.

@@ -1,9 +1,14 @@
-//! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers stay at their
-//! homes in `CpuState` (each instruction loads what it reads and stores what it writes), so
-//! that an interpreter call, a fault or an exit needs no write-back and a block can be left
-//! anywhere. Pinned host registers: `rbx` = the `Cpu` plus `RBX_BIAS`, `r12` = `*mut JitCtx`, `r13` = the
-//! effective address of the current load/store (callee-saved: it survives slow-path calls),
-//! `r14` = the vCPU's TLB entries.
+//! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers stay current
+//! at their homes in `CpuState` (every instruction stores what it writes; copies of GPRs the
+//! block uses again are kept in host registers, write-through: `regcache`), so that an
+//! interpreter call, a fault or an exit needs no write-back and a block can be left anywhere.
+//!
+//! Pinned host registers: `rbx` = the `Cpu` plus `RBX_BIAS`, `r12` = `*mut JitCtx`, `r13` =
+//! the effective address of the current load/store (callee-saved: it survives slow-path
+//! calls), `r14` = the vCPU's TLB entries, `rbp` = the instruction budget. `JitCtx::budget` is
+//! loaded into `rbp` by the trampoline and stored back by the exit stub and around
+//! `helpers::run_optimized`: a memory counter charged by every block was a chain of
+//! read-modify-writes through store forwarding, several cycles per block.
 //!
 //! The code is position independent (helpers are called through absolute addresses, only
 //! jumps inside the block are relative), so it is emitted into a buffer and then copied to
@@ -17,6 +22,7 @@
 //! instruction cache holds only the hot paths it fetches.
 
 use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers};
+use super::regcache::{RegCache, later_gprs};
 use super::{BASELINE_JC_TAG, PROMOTE};
 use crate::cpu::{CpuState, msr};
 use crate::engine::Cpu;
@@ -154,7 +160,7 @@ impl Helper {
 /// The shared return to the run loop (after the trampoline's frame).
 pub fn exit_stub() -> Vec<u8> {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
-    asm!(ops ; add rsp, 8 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
+    asm!(ops ; mov QWORD [r12 + BUDGET], rbp ; add rsp, 8 ; pop rbp ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
     ops.finalize().expect("exit stub")
 }
 
@@ -196,6 +202,12 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         probe: Exit::Local(probe),
         stubs: *stubs,
         fixups: Vec::new(),
+        cache: RegCache::default(),
+        caching: false,
+        later: Vec::new(),
+        flat: None,
+        crf_r8: None,
+        prev_crf: None,
     };
     e.emit_probe(probe, unlinked_of);
     Emitted {
@@ -214,7 +226,7 @@ const RDX: u8 = 2;
 const R13: u8 = 13;
 
 /// The instructions [`Em::gpr_rm`] encodes: `op reg, [gpr]` (`Store64`: `mov [gpr], reg`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum GprOp {
     Load64,
     Store64,
@@ -284,6 +296,7 @@ enum Cold {
     LoadMiss {
         at: DynamicLabel,
         back: DynamicLabel,
+        held: RegCache,
         size: u32,
         le: bool,
         fault: DynamicLabel,
@@ -294,6 +307,7 @@ enum Cold {
     StoreMiss {
         at: DynamicLabel,
         back: DynamicLabel,
+        held: RegCache,
         rs: u32,
         size: u32,
         le: bool,
@@ -312,6 +326,7 @@ enum Cold {
     InterpSlow {
         at: DynamicLabel,
         back: DynamicLabel,
+        held: RegCache,
         op: Op,
         word: u32,
         k: u32,
@@ -333,22 +348,41 @@ struct Em {
     probe: Exit,
     stubs: Stubs,
     fixups: Vec<Fixup>,
+    /// GPR copies in host registers (`regcache`); used only while `caching` (the body: out
+    /// of line code reads the homes).
+    cache: RegCache,
+    caching: bool,
+    /// Per instruction, the GPRs the rest of the block names (`regcache::later_gprs`).
+    later: Vec<u32>,
+    /// Host address of guest address 0 when all TLB entries share it (see [`emit`]).
+    flat: Option<u64>,
+    /// The CR field whose LT/GT/EQ bits the instruction just translated left in `r8d`
+    /// (8/4/2, as `cmp_field` makes them), and the same for the one before it (`prev_crf`):
+    /// a conditional branch right after a compare tests the register, not the CR home it
+    /// was just stored to, so that a mispredicted branch resolves without a store-to-load
+    /// round trip.
+    crf_r8: Option<u32>,
+    prev_crf: Option<u32>,
 }
 
 /// The entry trampoline, `extern "C" fn(cpu, ctx, code)`: saves the callee-saved registers
 /// blocks use, pins the two pointers and jumps to the block; every exit pops and returns.
 pub fn trampoline() -> Vec<u8> {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
-    // Four pushes and eight bytes keep rsp 16-byte aligned for helper calls.
+    // Six pushes and eight bytes keep rsp 16-byte aligned for helper calls. `rbp` holds the
+    // budget while blocks run, `r15` a copy of a guest GPR (`regcache`).
     asm!(ops
         ; push rbx
         ; push r12
         ; push r13
         ; push r14
+        ; push r15
+        ; push rbp
         ; sub rsp, 8
         ; mov r14, QWORD [rdi + TLB_TABLE_PTR]
         ; lea rbx, [rdi + RBX_BIAS]
         ; mov r12, rsi
+        ; mov rbp, QWORD [r12 + BUDGET]
         ; jmp rdx
     );
     ops.finalize().expect("trampoline")
@@ -356,13 +390,16 @@ pub fn trampoline() -> Vec<u8> {
 
 /// Translates `words` (the block at `key.pc`). `counter`: the block's execution counter,
 /// if it has one (the block asks for promotion when it runs out). `probe`:
-/// the shared probe exits of the block's MSR state, if the machine has them.
+/// the shared probe exits of the block's MSR state, if the machine has them. `flat`: the
+/// host address of guest address 0 when every TLB entry has that addend (user mode's
+/// reserved range).
 pub fn emit(
     key: BlockKey,
     words: &[u32],
     counter: Option<Counter>,
     stubs: &Stubs,
     probe: Option<ProbeStubs>,
+    flat: Option<u64>,
 ) -> Emitted {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
     let probe = match probe {
@@ -384,6 +421,12 @@ pub fn emit(
         probe,
         stubs: *stubs,
         fixups: Vec::new(),
+        cache: RegCache::default(),
+        caching: true,
+        later: later_gprs(words),
+        flat,
+        crf_r8: None,
+        prev_crf: None,
     };
     e.entry(counter);
     let body = e.ops.offset().0 as u32;
@@ -395,6 +438,7 @@ pub fn emit(
     for (k, &w) in words.iter().enumerate() {
         e.k = k as u32;
         e.pc = key.pc.wrapping_add(4 * k as u64);
+        e.prev_crf = e.crf_r8.take();
         let op = decode(w);
         let done = native_ok && e.native(op, Insn(w), &mut ended);
         if done {
@@ -409,7 +453,7 @@ pub fn emit(
         let n = words.len() as u32;
         if last_fallback {
             // The interpreter left the next PC in `CpuState`.
-            asm!(e.ops ; sub QWORD [r12 + BUDGET], n as i32 ; mov rax, QWORD [rbx + PC]);
+            asm!(e.ops ; sub rbp, n as i32 ; mov rax, QWORD [rbx + PC]);
             e.jmp_probe();
         } else {
             e.exit_direct(n, key.pc.wrapping_add(4 * n as u64));
@@ -431,9 +475,66 @@ impl Em {
         self.ops.new_dynamic_label()
     }
 
+    /// `op reg, GPR r`: on the host register holding a copy of `r` when there is one
+    /// (`regcache`); a store also writes the copy, and a GPR the rest of the block names
+    /// gets one.
+    fn gpr_rm(&mut self, op: GprOp, reg: u8, r: u32) {
+        if !self.caching {
+            return self.gpr_home(op, reg, r);
+        }
+        let wanted = self.later[self.k as usize] & 1 << r != 0;
+        if op == GprOp::Store64 {
+            self.gpr_home(op, reg, r);
+            let copy = match self.cache.find(r) {
+                Some(h) => Some(h),
+                None => wanted.then(|| self.cache.take(r)),
+            };
+            if let Some(h) = copy {
+                self.reg_reg(GprOp::Store64, reg, h);
+            }
+            return;
+        }
+        match self.cache.find(r) {
+            Some(h) => self.reg_reg(op, reg, h),
+            None if wanted => {
+                let h = self.cache.take(r);
+                self.gpr_home(GprOp::Load64, h, r);
+                self.reg_reg(op, reg, h);
+            }
+            None => self.gpr_home(op, reg, r),
+        }
+    }
+
+    /// The host register holding a copy of GPR `r`, if any (body code only).
+    fn copy_of(&mut self, r: u32) -> Option<u8> {
+        if self.caching {
+            self.cache.find(r)
+        } else {
+            None
+        }
+    }
+
+    /// `op reg, h` (`Store64`: `mov h, reg`).
+    fn reg_reg(&mut self, op: GprOp, reg: u8, h: u8) {
+        let (wide, opcode) = op.encoding();
+        let rex = 0x40 | (wide as u8) << 3 | (reg >> 3) << 2 | h >> 3;
+        if rex != 0x40 {
+            self.ops.push(rex);
+        }
+        self.ops.extend(opcode.iter().copied());
+        self.ops.push(0xc0 | (reg & 7) << 3 | (h & 7));
+    }
+
+    /// Refills the copies `held` names from their homes (out-of-line code going back).
+    fn reload(&mut self, held: &RegCache) {
+        for (h, r) in held.held() {
+            self.gpr_home(GprOp::Load64, h, r);
+        }
+    }
+
     /// `op reg, [rbx + gpr(r)]`, encoded here because `dynasm` gives every runtime
     /// displacement 32 bits: with `RBX_BIAS` each GPR takes an 8-bit one.
-    fn gpr_rm(&mut self, op: GprOp, reg: u8, r: u32) {
+    fn gpr_home(&mut self, op: GprOp, reg: u8, r: u32) {
         let (wide, opcode) = op.encoding();
         let rex = 0x40 | (wide as u8) << 3 | (reg >> 3) << 2;
         if rex != 0x40 {
@@ -500,7 +601,7 @@ impl Em {
             });
         }
         asm!(self.ops
-            ; cmp QWORD [r12 + BUDGET], 0
+            ; test rbp, rbp
             ; jle =>stop
             ; mov rax, QWORD [r12 + KICK]
             ; cmp BYTE [rax], 0
@@ -518,6 +619,8 @@ impl Em {
             self.emit_probe(l, None);
         }
         let cold = self.ops.offset().0 as u32;
+        // Out-of-line code reads the homes and reloads the copies it returns to.
+        (self.caching, self.cache) = (false, RegCache::default());
         // Cold code may queue more cold code (an interpreter slow path queues its exit).
         while !self.cold.is_empty() {
             for c in std::mem::take(&mut self.cold) {
@@ -582,9 +685,11 @@ impl Em {
             ; je =>out_link
             ; mov rdx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
             ; mov rcx, QWORD self.key.flags as i64
+            ; mov QWORD [r12 + BUDGET], rbp
         );
         self.call(Helper::RunOptimized);
         asm!(self.ops
+            ; mov rbp, QWORD [r12 + BUDGET]
             ; cmp QWORD [r12 + RET], 0
             ; jne =>out
             ; mov rax, QWORD [rbx + PC]
@@ -606,6 +711,7 @@ impl Em {
                 Cold::InterpSlow {
                     at,
                     back,
+                    held,
                     op,
                     word,
                     k,
@@ -614,6 +720,7 @@ impl Em {
                     asm!(self.ops ; =>at);
                     (self.k, self.pc) = (k, pc);
                     self.fallback(op, word);
+                    self.reload(&held);
                     asm!(self.ops ; jmp =>back);
                 }
                 Cold::Stop { at } => {
@@ -651,6 +758,7 @@ impl Em {
                 Cold::LoadMiss {
                     at,
                     back,
+                    held,
                     size,
                     le,
                     fault,
@@ -660,6 +768,9 @@ impl Em {
                     asm!(self.ops
                         ; cmp DWORD [r12 + FAULT], 0
                         ; jne =>fault
+                    );
+                    self.reload(&held);
+                    asm!(self.ops
                         ; mov rax, QWORD [r12 + RET]
                         ; jmp =>back
                     );
@@ -667,6 +778,7 @@ impl Em {
                 Cold::StoreMiss {
                     at,
                     back,
+                    held,
                     rs,
                     size,
                     le,
@@ -686,6 +798,9 @@ impl Em {
                         ; je =>fault
                         ; test eax, eax
                         ; jnz =>wrote_code
+                    );
+                    self.reload(&held);
+                    asm!(self.ops
                         ; jmp =>back
                         ; =>wrote_code
                     );
@@ -694,18 +809,18 @@ impl Em {
                         self.gpr_rm(GprOp::Store64, R13, ra);
                     }
                     self.store_pc(next);
-                    asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
+                    asm!(self.ops ; sub rbp, k as i32);
                     self.epilogue();
                 }
                 Cold::Interp { at, k } => {
                     // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
-                    asm!(self.ops ; =>at ; lea rax, [rax + k as i32 - 1] ; sub QWORD [r12 + BUDGET], rax);
+                    asm!(self.ops ; =>at ; lea rax, [rax + k as i32 - 1] ; sub rbp, rax);
                     self.epilogue();
                 }
                 Cold::Fault { at, k, pc } => {
                     asm!(self.ops ; =>at);
                     self.store_pc(pc);
-                    asm!(self.ops ; sub QWORD [r12 + BUDGET], k as i32);
+                    asm!(self.ops ; sub rbp, k as i32);
                     self.epilogue();
                 }
             }
@@ -716,7 +831,7 @@ impl Em {
     /// block's own page gets a patchable jump (initially to the next instruction, which
     /// returns with `JitCtx::link` naming the jump); others go through the probe.
     fn exit_direct(&mut self, retired: u32, target: u64) {
-        asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32);
+        asm!(self.ops ; sub rbp, retired as i32);
         if target & PAGE_MASK != self.key.pc & PAGE_MASK {
             asm!(self.ops ; mov rax, QWORD target as i64);
             self.jmp_probe();
@@ -741,7 +856,7 @@ impl Em {
 
     /// Leaves the block for the PC in `rax` with `retired` instructions done.
     fn exit_indirect(&mut self, retired: u32) {
-        asm!(self.ops ; sub QWORD [r12 + BUDGET], retired as i32);
+        asm!(self.ops ; sub rbp, retired as i32);
         self.jmp_probe();
     }
 
@@ -760,6 +875,9 @@ impl Em {
         self.store_pc(self.pc);
         asm!(self.ops ; mov edx, word as i32 ; mov ecx, op as i32 ; xor r8d, r8d);
         self.call(Helper::Interp);
+        // The interpreter may have written any GPR (and the call clobbered the caller-saved
+        // registers).
+        self.cache.clear();
         let at = self.label();
         asm!(self.ops ; mov rax, QWORD [r12 + RET] ; test rax, rax ; jnz =>at);
         self.cold.push(Cold::Interp { at, k: self.k });
@@ -777,9 +895,10 @@ impl Em {
         }
     }
 
-    /// CR field `bf` = `ecx` | XER[SO].
+    /// CR field `bf` = `ecx` | XER[SO] (LT/GT/EQ kept in `r8d` for a branch that follows).
     fn set_crf_with_so(&mut self, bf: u32) {
-        asm!(self.ops ; movzx edx, BYTE [rbx + SO] ; or ecx, edx);
+        asm!(self.ops ; mov r8d, ecx ; movzx edx, BYTE [rbx + SO] ; or ecx, edx);
+        self.crf_r8 = Some(bf);
         self.insert_crf(bf);
     }
 
@@ -860,7 +979,8 @@ impl Em {
 
     /// TLB hit test for `size` bytes at `r13` in MMU index `idx` (`tag`: offset of the tag
     /// in `TlbEntry`): jumps to `miss` unless the page is cached and the access aligned;
-    /// on a hit `rcx` = host address.
+    /// on a hit `rcx` = host address. With a flat address space the host address does not
+    /// wait for the entry's addend: the access's latency is the guest address's plus one add.
     fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
         let base = idx * TLB_IDX_BYTES;
         let (tag, addend) = (
@@ -896,7 +1016,10 @@ impl Em {
                 ; ja =>miss
             );
         }
-        asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [r14 + rax + addend]);
+        match self.flat {
+            Some(base) => asm!(self.ops ; mov rcx, QWORD base as i64 ; add rcx, r13),
+            None => asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [r14 + rax + addend]),
+        }
     }
 
     /// `dcbz`: the aligned 128-byte block around the EA zeroed through a fast write entry
@@ -915,6 +1038,7 @@ impl Em {
         self.cold.push(Cold::InterpSlow {
             at: slow,
             back,
+            held: self.cache,
             op,
             word: i.0,
             k: self.k,
@@ -960,6 +1084,7 @@ impl Em {
         self.cold.push(Cold::InterpSlow {
             at: slow,
             back,
+            held: self.cache,
             op,
             word: i.0,
             k: self.k,
@@ -990,6 +1115,7 @@ impl Em {
         self.cold.push(Cold::LoadMiss {
             at: miss,
             back: done,
+            held: self.cache,
             size,
             le,
             fault,
@@ -1029,6 +1155,7 @@ impl Em {
         self.cold.push(Cold::StoreMiss {
             at: miss,
             back: done,
+            held: self.cache,
             rs,
             size,
             le,
@@ -1059,11 +1186,22 @@ impl Em {
             }
         }
         if bo & 0x10 == 0 {
-            asm!(self.ops ; bt DWORD [rbx + CR], (31 - i.ra()) as i8);
-            if bo & 8 != 0 {
-                asm!(self.ops ; jnc =>not_taken);
+            let bi = i.ra();
+            if self.prev_crf == Some(bi / 4) && bi % 4 != 3 {
+                // The compare right before left the field's LT/GT/EQ in `r8d`.
+                asm!(self.ops ; test r8d, 8 >> (bi % 4));
+                if bo & 8 != 0 {
+                    asm!(self.ops ; jz =>not_taken);
+                } else {
+                    asm!(self.ops ; jnz =>not_taken);
+                }
             } else {
-                asm!(self.ops ; jc =>not_taken);
+                asm!(self.ops ; bt DWORD [rbx + CR], (31 - bi) as i8);
+                if bo & 8 != 0 {
+                    asm!(self.ops ; jnc =>not_taken);
+                } else {
+                    asm!(self.ops ; jc =>not_taken);
+                }
             }
         }
     }
@@ -1101,6 +1239,78 @@ impl Em {
         asm!(self.ops ; jmp =>over ; =>trap);
         self.fallback(op, i.0);
         asm!(self.ops ; =>over);
+    }
+
+    /// The vector ops glibc's and gcc's vectorised loops run most, on SSE2. A register's
+    /// home is a `u128` whose element 0 is the most significant, so host lanes hold the
+    /// elements from the last one up: element-wise ops need no reordering, and the packs
+    /// take VRB's elements into the low host lanes.
+    fn vector(&mut self, op: Op, i: Insn) {
+        use Op::*;
+        let (t, a, b) = match op {
+            Xxlor | Xxpermdi => (vsr(i.xt()), vsr(i.xa()), vsr(i.xb())),
+            _ => (vsr(32 + i.rt()), vsr(32 + i.ra()), vsr(32 + i.rb())),
+        };
+        if op == Vspltisw {
+            asm!(self.ops ; mov eax, i.simm() as i32 ; movd xmm0, eax ; pshufd xmm0, xmm0, 0);
+        } else {
+            asm!(self.ops ; movups xmm0, [rbx + a] ; movups xmm1, [rbx + b]);
+        }
+        match op {
+            Vaddubm => asm!(self.ops ; paddb xmm0, xmm1),
+            Vaddudm => asm!(self.ops ; paddq xmm0, xmm1),
+            Xxlor => asm!(self.ops ; por xmm0, xmm1),
+            Vcmpequb => asm!(self.ops ; pcmpeqb xmm0, xmm1),
+            Vslb => {
+                // SSE has no per-byte variable shift: shift by 1, 2 and 4 where the count's
+                // bit says so (bytes selected with a compare mask).
+                for sh in [1u8, 2, 4] {
+                    let splat = |b: u8| (b as u32 * 0x0101_0101) as i32;
+                    asm!(self.ops
+                        ; mov eax, splat(sh) ; movd xmm2, eax ; pshufd xmm2, xmm2, 0
+                        ; movdqa xmm3, xmm1 ; pand xmm3, xmm2 ; pcmpeqb xmm3, xmm2
+                        ; mov eax, splat(0xff << sh) ; movd xmm5, eax ; pshufd xmm5, xmm5, 0
+                        ; movdqa xmm4, xmm0 ; psllw xmm4, sh as i8 ; pand xmm4, xmm5
+                        ; pand xmm4, xmm3 ; pandn xmm3, xmm0 ; por xmm3, xmm4 ; movdqa xmm0, xmm3
+                    );
+                }
+            }
+            // Modulo packs: the low half of each element, sign-extended in place so that the
+            // saturating pack keeps it exactly.
+            Vpkuwum => asm!(self.ops
+                ; pslld xmm0, 16 ; psrad xmm0, 16 ; pslld xmm1, 16 ; psrad xmm1, 16
+                ; packssdw xmm1, xmm0 ; movaps xmm0, xmm1
+            ),
+            Vpkuhum => asm!(self.ops
+                ; psllw xmm0, 8 ; psraw xmm0, 8 ; psllw xmm1, 8 ; psraw xmm1, 8
+                ; packsswb xmm1, xmm0 ; movaps xmm0, xmm1
+            ),
+            // The low words of VRB's doublewords, then VRA's.
+            Vpkudum => asm!(self.ops ; shufps xmm1, xmm0, 0x88u8 as i8 ; movaps xmm0, xmm1),
+            Xxpermdi => {
+                // XT's doubleword 0 (host lane 1) from XA, doubleword 1 (lane 0) from XB:
+                // DM's high bit picks XA's doubleword 1 (lane 0), its low bit XB's.
+                let dm = i.dm();
+                let imm = (dm & 1 == 0) as i8 | ((dm & 2 == 0) as i8) << 1;
+                asm!(self.ops ; shufpd xmm1, xmm0, imm ; movaps xmm0, xmm1);
+            }
+            _ => {}
+        }
+        asm!(self.ops ; movups [rbx + t], xmm0);
+        if op == Vcmpequb && i.bit21() != 0 {
+            // CR6: 8 when every byte was equal, 2 when none was.
+            asm!(self.ops
+                ; pmovmskb eax, xmm0
+                ; xor ecx, ecx
+                ; mov edx, 8
+                ; cmp eax, 0xffff
+                ; cmove ecx, edx
+                ; mov edx, 2
+                ; test eax, eax
+                ; cmovz ecx, edx
+            );
+            self.insert_crf(6);
+        }
     }
 
     /// The facility a VSR half move needs is on in this block's MSR state: FP for VSRs
@@ -1246,11 +1456,18 @@ impl Em {
                 self.set_rc(ra, matches!(op, AndiDot | AndisDot));
             }
             Extsb => {
-                asm!(self.ops ; movsx rax, BYTE [rbx + gpr(rt)]);
+                match self.copy_of(rt) {
+                    // (`mov` first: a dynamic byte register 4-7 would need a REX prefix.)
+                    Some(h) => asm!(self.ops ; mov eax, Rd(h) ; movsx rax, al),
+                    None => asm!(self.ops ; movsx rax, BYTE [rbx + gpr(rt)]),
+                }
                 self.set_rc(ra, i.rc());
             }
             Extsh => {
-                asm!(self.ops ; movsx rax, WORD [rbx + gpr(rt)]);
+                match self.copy_of(rt) {
+                    Some(h) => asm!(self.ops ; movsx rax, Rw(h)),
+                    None => asm!(self.ops ; movsx rax, WORD [rbx + gpr(rt)]),
+                }
                 self.set_rc(ra, i.rc());
             }
             Extsw => {
@@ -1387,10 +1604,11 @@ impl Em {
                 } else {
                     i.ui() as i32
                 };
-                if i.l10() != 0 {
-                    asm!(self.ops ; cmp QWORD [rbx + gpr(ra)], imm);
-                } else {
-                    asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm);
+                match (self.copy_of(ra), i.l10() != 0) {
+                    (Some(h), true) => asm!(self.ops ; cmp Rq(h), imm),
+                    (Some(h), false) => asm!(self.ops ; cmp Rd(h), imm),
+                    (None, true) => asm!(self.ops ; cmp QWORD [rbx + gpr(ra)], imm),
+                    (None, false) => asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm),
                 }
                 self.cmp_field(op == Cmpi);
                 self.set_crf_with_so(i.bf());
@@ -1533,6 +1751,12 @@ impl Em {
                 }
             }
             Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
+            Vaddubm | Vaddudm | Vcmpequb | Vpkuhum | Vpkuwum | Vpkudum | Vslb | Vspltisw
+                if self.key.flags & msr::VEC != 0 =>
+            {
+                self.vector(op, i)
+            }
+            Xxlor | Xxpermdi if self.key.flags & msr::VSX != 0 => self.vector(op, i),
             Lxvd2x | Stxvd2x if self.le && self.key.flags & msr::VSX != 0 => self.quadword(op, i),
             // Doubleword 0 of a VSR (the high half of its home); doubleword 1 keeps its value.
             Mfvsrd | Mtvsrd | Mfvsrwz | Mtvsrwz if self.vsr_half_on(i.xt()) => {

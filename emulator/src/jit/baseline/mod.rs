@@ -19,6 +19,7 @@
 mod arena;
 mod emit;
 mod perf_map;
+mod regcache;
 
 use super::{BlockKey, JitCtx};
 use crate::engine::Cpu;
@@ -79,6 +80,9 @@ pub struct Shared {
     /// The code all blocks share, kept by flushes.
     stubs: emit::Stubs,
     probes: Mutex<ProbeStubs>,
+    /// Host address of guest address 0 when every TLB entry of the machine has that addend
+    /// (user mode's reserved range); 0: none. Set before the first block is translated.
+    flat_base: AtomicU64,
 }
 
 /// The shared probe exits (see [`emit::probe_stub`]), in their room after the other stubs.
@@ -144,7 +148,14 @@ impl Shared {
                 next: room,
                 end: room + PROBE_STUBS_BYTES,
             }),
+            flat_base: AtomicU64::new(0),
         })
+    }
+
+    /// Tells the translator that every TLB entry's addend is `base` (a flat guest address
+    /// space), before any block is translated: loads and stores then add the constant.
+    pub fn set_flat_base(&self, base: u64) {
+        self.flat_base.store(base, Ordering::Relaxed);
     }
 
     /// Translates the block `words` at `key`; `promote_after`: executions after which the
@@ -175,7 +186,18 @@ impl Shared {
             }
             None => None,
         };
-        let e = emit::emit(key, words, counter, &self.stubs, self.probe(key.flags));
+        let flat = match self.flat_base.load(Ordering::Relaxed) {
+            0 => None,
+            base => Some(base),
+        };
+        let e = emit::emit(
+            key,
+            words,
+            counter,
+            &self.stubs,
+            self.probe(key.flags),
+            flat,
+        );
         let p = self.code.alloc(e.code.len(), 16)?;
         // SAFETY: `p` has room for the code; nothing runs it before it is published (the
         // caller inserts it into the block map after this returns).

@@ -1,0 +1,125 @@
+//! Guest GPRs kept in host registers within one baseline block.
+//!
+//! Each guest instruction used to load its sources from their homes in `CpuState` and store
+//! its result there, so a value passed from one instruction to the next went through a
+//! store and a load (store-to-load forwarding, about five cycles, on the critical path of
+//! every loop). The cache keeps copies in host registers instead, **write-through**: every
+//! write still goes to the home as well. So
+//!
+//! - a copy can be dropped at any time (eviction needs no write-back);
+//! - exits, faults and helpers see current homes, and nothing is written back on the way out;
+//! - out-of-line code, which calls helpers (clobbering the caller-saved registers) or the
+//!   interpreter (which may write any GPR), reloads the copies of the point it returns to
+//!   from the homes ([`RegCache::held`]).
+//!
+//! Only registers the rest of the block names again are cached ([`later_gprs`]): a value
+//! read once is cheaper read from its home.
+
+use crate::isa::{Operand, decode};
+
+/// Host registers that hold copies, by encoding number: `r15` (callee-saved, saved by the
+/// trampoline), then `rsi`, `rdi`, `r9`–`r11` (caller-saved; the emitter's scratch
+/// registers are `rax`, `rcx`, `rdx`, `r8` and `r13`, and `rbp` holds the budget).
+pub const HOST_REGS: [u8; 6] = [15, 6, 7, 9, 10, 11];
+
+/// Which guest GPR each host register of [`HOST_REGS`] holds, and when it was last used.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RegCache {
+    gpr: [Option<u8>; HOST_REGS.len()],
+    used: [u32; HOST_REGS.len()],
+    clock: u32,
+}
+
+impl RegCache {
+    /// The host register holding GPR `r`, if one does (counts as a use).
+    pub fn find(&mut self, r: u32) -> Option<u8> {
+        let slot = self.gpr.iter().position(|&g| g == Some(r as u8))?;
+        self.touch(slot);
+        Some(HOST_REGS[slot])
+    }
+
+    /// A host register for GPR `r` (which the caller fills): a free one, else the least
+    /// recently used.
+    pub fn take(&mut self, r: u32) -> u8 {
+        debug_assert!(self.gpr.iter().all(|&g| g != Some(r as u8)));
+        let slot = match self.gpr.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => (0..HOST_REGS.len())
+                .min_by_key(|&s| self.used[s])
+                .expect("host registers"),
+        };
+        self.gpr[slot] = Some(r as u8);
+        self.touch(slot);
+        HOST_REGS[slot]
+    }
+
+    /// Forgets every copy (after the interpreter ran, which may have written any GPR).
+    pub fn clear(&mut self) {
+        self.gpr = [None; HOST_REGS.len()];
+    }
+
+    /// `(host register, GPR)` of every copy: what out-of-line code returning here reloads.
+    pub fn held(&self) -> impl Iterator<Item = (u8, u32)> + '_ {
+        self.gpr
+            .iter()
+            .zip(HOST_REGS)
+            .filter_map(|(g, h)| g.map(|g| (h, g as u32)))
+    }
+
+    fn touch(&mut self, slot: usize) {
+        self.clock += 1;
+        self.used[slot] = self.clock;
+    }
+}
+
+/// Per instruction of a block: the GPRs (bit `r`) named by the instructions after it, as
+/// register operands of the ISA table. A GPR outside the mask is not worth a copy.
+pub fn later_gprs(words: &[u32]) -> Vec<u32> {
+    let mut later = vec![0u32; words.len()];
+    let mut acc = 0u32;
+    for (k, &w) in words.iter().enumerate().rev() {
+        later[k] = acc;
+        let i = crate::isa::Insn(w);
+        for op in decode(w).info().operands {
+            acc |= match op {
+                Operand::Rt | Operand::Rs => 1 << i.rt(),
+                Operand::Ra | Operand::Ra0 | Operand::DRa | Operand::DsRa | Operand::DqRa => {
+                    1 << i.ra()
+                }
+                Operand::Rb => 1 << i.rb(),
+                _ => 0,
+            };
+        }
+    }
+    later
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_the_least_recently_used_copy() {
+        let mut c = RegCache::default();
+        let hosts: Vec<u8> = (0..HOST_REGS.len() as u32).map(|r| c.take(r)).collect();
+        assert_eq!(hosts, HOST_REGS);
+        // GPR 0 used again: GPR 1 is now the oldest.
+        assert_eq!(c.find(0), Some(HOST_REGS[0]));
+        assert_eq!(c.take(20), HOST_REGS[1]);
+        assert_eq!(c.find(1), None);
+        assert_eq!(c.find(20), Some(HOST_REGS[1]));
+        assert_eq!(c.held().count(), HOST_REGS.len());
+        c.clear();
+        assert_eq!((c.held().count(), c.find(0)), (0, None));
+    }
+
+    #[test]
+    fn later_names_the_registers_of_the_following_instructions() {
+        // addi r3,r4,1; lwz r5,8(r6); add r7,r3,r5
+        let words = [0x3864_0001, 0x80a6_0008, 0x7ce3_2a14];
+        let later = later_gprs(&words);
+        assert_eq!(later[2], 0);
+        assert_eq!(later[1], 1 << 7 | 1 << 3 | 1 << 5);
+        assert_eq!(later[0], later[1] | 1 << 5 | 1 << 6);
+    }
+}
