@@ -172,8 +172,9 @@ pub fn thunk(h: Helper) -> Vec<u8> {
     ops.finalize().expect("helper thunk")
 }
 
-/// The probe exit of blocks of MSR state `flags` (`rax` = next PC, budget charged): a
-/// baseline block for it in the jump cache is jumped to (its own entry checks the budget);
+/// The probe exit of blocks of MSR state `flags` (`rax` = next PC, budget charged), called by
+/// the block: a baseline block for it in the jump cache is returned in `rcx` for the block's
+/// own indirect jump (the target's entry checks the budget);
 /// an optimized block of the same MSR state is run through `helpers::run_optimized`, after
 /// which the probe goes on from the PC it left; anything else returns to the run loop.
 ///
@@ -571,11 +572,16 @@ impl Em {
     }
 
     /// Leaves through the probe exit (`rax` = next PC, budget charged).
+    ///
+    /// The probe is called and returns the target block in `rcx` when the jump cache has
+    /// one, so that the indirect jump is the block's own: one shared jump for every indirect
+    /// exit of the machine left the host's branch predictor a single site for all targets.
     fn jmp_probe(&mut self) {
         match self.probe {
-            Exit::Local(l) => asm!(self.ops ; jmp =>l),
-            Exit::Shared { probe, .. } => self.branch_to_stub(0xe9, probe),
+            Exit::Local(l) => asm!(self.ops ; call =>l),
+            Exit::Shared { probe, .. } => self.branch_to_stub(0xe8, probe),
         }
+        asm!(self.ops ; jmp rcx);
     }
 
     fn store_pc(&mut self, pc: u64) {
@@ -632,13 +638,24 @@ impl Em {
 
     /// The probe exit at `probe`; with `unlinked_of`, its unlinked-exit variant, which goes
     /// on at that plain probe after running an optimized block (see [`probe_stub`]).
+    ///
+    /// The plain probe is called (`Em::jmp_probe`): a baseline target in the jump cache is
+    /// returned in `rcx`; every other way drops the return address and does not come back.
+    /// The unlinked variant is jumped to.
     fn emit_probe(&mut self, probe: DynamicLabel, unlinked_of: Option<usize>) {
+        let called = unlinked_of.is_none();
         let (out, optimized) = (self.label(), self.label());
         // Where the run loop is asked to link the jump in `r13` to the block at the PC.
         let out_link = if unlinked_of.is_some() {
             self.label()
         } else {
             out
+        };
+        // Ways out of the lookup: the called probe first drops its return address.
+        let (miss, other) = if called {
+            (self.label(), self.label())
+        } else {
+            (out_link, optimized)
         };
         let tag = (self.key.flags | BASELINE_JC_TAG) as i64;
         let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
@@ -653,7 +670,7 @@ impl Em {
             ; imul ecx, ecx, size_of::<JcEntry>() as i32
             ; add rcx, QWORD [r12 + JC]
             ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
-            ; jne =>out_link
+            ; jne =>miss
             // The entry holds while the PC's exec TLB entry maps the page it was made for.
             ; mov rdx, rax
             ; shr rdx, 12
@@ -662,19 +679,27 @@ impl Em {
             ; mov rsi, rax
             ; and rsi, PAGE_MASK as i32
             ; cmp rsi, QWORD [r14 + rdx + exec_tag]
-            ; jne =>out_link
+            ; jne =>miss
             ; mov rsi, QWORD [r14 + rdx + exec_addend]
             ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
-            ; jne =>out_link
+            ; jne =>miss
             ; mov rdx, QWORD tag
             ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
-            ; jne =>optimized
+            ; jne =>other
         );
-        if unlinked_of.is_some() {
+        if called {
+            asm!(self.ops
+                ; mov rcx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
+                ; ret
+                ; =>miss
+                ; add rsp, 8
+                ; jmp =>out_link
+                ; =>other
+                ; add rsp, 8
+            );
+        } else {
             // A baseline target: the run loop links the jump to it.
             asm!(self.ops ; jmp =>out_link);
-        } else {
-            asm!(self.ops ; jmp QWORD [rcx + offset_of!(JcEntry, f) as i32]);
         }
         asm!(self.ops
             ; =>optimized
@@ -694,10 +719,12 @@ impl Em {
             ; jne =>out
             ; mov rax, QWORD [rbx + PC]
         );
+        // Probe again from the PC the optimized code left.
         match unlinked_of {
-            Some(plain) => self.branch_to_stub(0xe9, plain),
-            None => asm!(self.ops ; jmp =>probe),
+            Some(plain) => self.branch_to_stub(0xe8, plain),
+            None => asm!(self.ops ; call =>probe),
         }
+        asm!(self.ops ; jmp rcx);
         if unlinked_of.is_some() {
             asm!(self.ops ; =>out_link ; mov QWORD [r12 + LINK], r13);
         }

@@ -132,6 +132,10 @@ impl Shared {
         let room = code.alloc(PROBE_STUBS_BYTES, 16)? as usize;
         // Flushes keep everything placed so far.
         let trampoline_len = code.used();
+        let perf_map = perf_map::PerfMap::from_env();
+        if let Some(m) = &perf_map {
+            m.named(p as usize, room - p as usize, "bl.stubs");
+        }
         Some(Self {
             code,
             counter_low,
@@ -141,7 +145,7 @@ impl Shared {
             blocks: Mutex::new(HashMap::new()),
             links: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
-            perf_map: perf_map::PerfMap::from_env(),
+            perf_map,
             stubs: emit::Stubs { exit, thunks },
             probes: Mutex::new(ProbeStubs {
                 by_flags: HashMap::new(),
@@ -232,8 +236,18 @@ impl Shared {
         if let Some(&p) = probes.by_flags.get(&flags) {
             return Some(p);
         }
-        let probe = probes.place(&emit::probe_stub(flags, &self.stubs, None))?;
-        let unlinked = probes.place(&emit::probe_stub(flags, &self.stubs, Some(probe)))?;
+        let plain = emit::probe_stub(flags, &self.stubs, None);
+        let probe = probes.place(&plain)?;
+        let variant = emit::probe_stub(flags, &self.stubs, Some(probe));
+        let unlinked = probes.place(&variant)?;
+        if let Some(m) = &self.perf_map {
+            m.named(probe, plain.code.len(), &format!("bl.probe.{flags:x}"));
+            m.named(
+                unlinked,
+                variant.code.len(),
+                &format!("bl.unlinked.{flags:x}"),
+            );
+        }
         let p = emit::ProbeStubs { probe, unlinked };
         probes.by_flags.insert(flags, p);
         Some(p)

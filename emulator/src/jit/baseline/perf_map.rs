@@ -1,8 +1,9 @@
 //! `PPC64EMU_LOG=perfmap`: names every baseline block's code for `perf` in the host's JIT
 //! symbol file (`/tmp/perf-<pid>.map`), one symbol per section — `bl.entry.<pc>` (the
 //! promotion counter and stop checks), `bl.body.<pc>`, `bl.exit.<pc>` (the shared probe
-//! exit) and `bl.cold.<pc>` (slow paths) — so that a profile says which part of translated
-//! code the time goes to, not only that it is there.
+//! exit) and `bl.cold.<pc>` (slow paths), and the shared code (`bl.stubs`, the probe exits
+//! `bl.probe.<msr>` and `bl.unlinked.<msr>`) — so that a profile says which part of
+//! translated code the time goes to, not only that it is there.
 
 use super::emit::Emitted;
 use parking_lot::Mutex;
@@ -27,6 +28,11 @@ impl PerfMap {
                 None
             }
         }
+    }
+
+    /// One symbol: shared code (`bl.stubs`, `bl.probe.<msr>`, `bl.unlinked.<msr>`).
+    pub fn named(&self, at: usize, len: usize, name: &str) {
+        let _ = writeln!(self.0.lock(), "{at:x} {len:x} {name}");
     }
 
     /// The symbols of the block at `entry`, translated from guest `pc`.
