@@ -751,12 +751,15 @@ fn load_checked(repo: &Path, dir: &Path) -> Result<Option<GuestImage>> {
 }
 
 /// What the image's own files are made from: /init and the project's generated files (for
-/// kernel-make its build settings and configuration fragment; the tree follows from the
-/// packages).
+/// kernel-make its build settings, configuration fragment and the rule that picks its
+/// outputs; the tree follows from the packages).
 pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
     let init = repo.join(INIT_SCRIPT);
     let mut all = fs::read(&init)
         .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
+    if workload == Workload::KernelMake {
+        all.extend(kernel_tree::OUTPUT_RULE.as_bytes());
+    }
     for (path, text) in project(repo, workload, units, size, None)?.texts {
         all.extend(path.into_bytes());
         all.extend(text.into_bytes());

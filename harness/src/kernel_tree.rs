@@ -63,8 +63,18 @@ pub struct KernelTree {
     pub src: PathBuf,
 }
 
+/// Objects the vmlinux link builds itself (scripts/link-vmlinux.sh compiles the version
+/// stamp with the final UTS_VERSION), which a `make init/` never makes.
+const LINK_STEP_OBJECTS: &[&str] = &["init/version-timestamp.o"];
+
+/// The rule [`KernelTree::objects_under`] picks outputs by, in words: part of an image's
+/// inputs (`guest::inputs_sha256`), so that changing it rebuilds cached images.
+pub const OUTPUT_RULE: &str =
+    "objects under the directories, not scripts/, not init/version-timestamp.o";
+
 impl KernelTree {
-    /// Target objects under the given directories (host tools excluded), sorted.
+    /// Target objects under the given directories (host tools excluded), sorted: what
+    /// `make <dir>/ …` builds, so not the objects only the vmlinux link makes.
     pub fn objects_under(&self, dirs: &[&str]) -> Vec<String> {
         self.objects
             .iter()
@@ -72,7 +82,7 @@ impl KernelTree {
                 dirs.iter()
                     .any(|d| o.starts_with(&format!("{}/", d.trim_end_matches('/'))))
             })
-            .filter(|o| !o.starts_with("scripts/"))
+            .filter(|o| !o.starts_with("scripts/") && !LINK_STEP_OBJECTS.contains(&o.as_str()))
             .cloned()
             .collect()
     }
@@ -455,6 +465,33 @@ pub fn ensure_tree(repo: &Path, rootfs: &Path) -> Result<KernelTree> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quick_outputs_are_what_a_directory_make_builds() {
+        let tree = KernelTree {
+            name: "linux-source-6.1".into(),
+            tarball_sha256: String::new(),
+            fragment_sha256: String::new(),
+            files: vec![],
+            files_bytes: 0,
+            objects: [
+                "init/main.o",
+                "init/version-timestamp.o",
+                "initramfs/x.o",
+                "mm/slab.o",
+                "kernel/fork.o",
+                "scripts/mod/empty.o",
+            ]
+            .map(String::from)
+            .to_vec(),
+            compiles: 6,
+            src: PathBuf::new(),
+        };
+        assert_eq!(
+            tree.objects_under(&["init", "mm/"]),
+            ["init/main.o", "mm/slab.o"]
+        );
+    }
 
     #[test]
     fn cmd_records_name_sources_and_headers_not_config_symbols() {

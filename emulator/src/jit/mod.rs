@@ -215,16 +215,21 @@ impl JitShared {
         })
     }
 
-    /// Every TLB entry of the machine maps guest address `ea` to host `base + ea` (user
-    /// mode's reserved range): the baseline tier adds the constant instead of loading each
-    /// entry's addend. Call before any block is translated.
-    pub fn set_flat_memory(&self, base: u64) {
+    /// The machine is one user-mode process on one vCPU (nothing from elsewhere stops
+    /// it), and, with `flat_base`, every TLB entry maps guest address `ea` to host
+    /// `flat_base + ea` (user mode's reserved range): the baseline tier then tests only the
+    /// budget at block entries and adds the constant instead of loading each entry's addend.
+    /// Call before any block is translated.
+    pub fn set_user_process(&self, flat_base: Option<u64>) {
         #[cfg(target_arch = "x86_64")]
         if let Some(b) = &self.baseline {
-            b.set_flat_base(base);
+            b.set_space(baseline::Space {
+                flat_base,
+                user: true,
+            });
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = base;
+        let _ = flat_base;
     }
 
     fn filter_bit(pa: u64) -> (usize, u64) {

@@ -94,9 +94,7 @@ impl Runner {
         let engine = Engine::new(cpu, config, None);
         if let Some(cache) = engine.code_cache() {
             // Code changed by system calls or unmapping bypasses the JIT's store watch.
-            if let Some(base) = process.mem.lock().flat_base() {
-                cache.set_flat_memory(base);
-            }
+            cache.set_user_process(process.mem.lock().flat_base());
             let cache = cache.clone();
             process.mem.lock().code_hook =
                 Some(Box::new(move |addr, len| cache.code_written(addr, len)));

@@ -207,6 +207,7 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         caching: false,
         later: Vec::new(),
         flat: None,
+        user: false,
         crf_r8: None,
         prev_crf: None,
     };
@@ -218,6 +219,18 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         sections: [0; 3],
         fixups: e.fixups,
     }
+}
+
+/// What the machine's address space and vCPUs promise the translator (user mode's process;
+/// the default is a full system's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Space {
+    /// Host address of guest address 0 when every TLB entry has that addend (user mode's
+    /// reserved range): loads and stores add the constant instead of loading the addend.
+    pub flat_base: Option<u64>,
+    /// One process on one vCPU: no kick and no events from elsewhere, so block entries
+    /// test only the budget.
+    pub user: bool,
 }
 
 /// Host registers by encoding number, for [`Em::gpr_rm`].
@@ -355,8 +368,10 @@ struct Em {
     caching: bool,
     /// Per instruction, the GPRs the rest of the block names (`regcache::later_gprs`).
     later: Vec<u32>,
-    /// Host address of guest address 0 when all TLB entries share it (see [`emit`]).
+    /// Host address of guest address 0 when all TLB entries share it (see [`Space`]).
     flat: Option<u64>,
+    /// User mode: nothing outside the vCPU's own instructions stops it (see [`Space`]).
+    user: bool,
     /// The CR field whose LT/GT/EQ bits the instruction just translated left in `r8d`
     /// (8/4/2, as `cmp_field` makes them), and the same for the one before it (`prev_crf`):
     /// a conditional branch right after a compare tests the register, not the CR home it
@@ -391,16 +406,15 @@ pub fn trampoline() -> Vec<u8> {
 
 /// Translates `words` (the block at `key.pc`). `counter`: the block's execution counter,
 /// if it has one (the block asks for promotion when it runs out). `probe`:
-/// the shared probe exits of the block's MSR state, if the machine has them. `flat`: the
-/// host address of guest address 0 when every TLB entry has that addend (user mode's
-/// reserved range).
+/// the shared probe exits of the block's MSR state, if the machine has them. `space`: what
+/// the address space promises (user mode's).
 pub fn emit(
     key: BlockKey,
     words: &[u32],
     counter: Option<Counter>,
     stubs: &Stubs,
     probe: Option<ProbeStubs>,
-    flat: Option<u64>,
+    space: Space,
 ) -> Emitted {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
     let probe = match probe {
@@ -425,7 +439,8 @@ pub fn emit(
         cache: RegCache::default(),
         caching: true,
         later: later_gprs(words),
-        flat,
+        flat: space.flat_base,
+        user: space.user,
         crf_r8: None,
         prev_crf: None,
     };
@@ -589,7 +604,9 @@ impl Em {
     }
 
     /// Block entry: the promotion counter, then the budget, the kick flag and pending
-    /// events, so that a vCPU leaves a chain of linked blocks promptly.
+    /// events, so that a vCPU leaves a chain of linked blocks promptly. In user mode only
+    /// the budget: nothing but the vCPU's own instructions stops it there, and the
+    /// interpreter's helper already stops the block when one of them leaves events.
     fn entry(&mut self, counter: Option<Counter>) {
         let stop = self.label();
         if let Some(c) = counter {
@@ -606,15 +623,16 @@ impl Em {
                 high: c.high,
             });
         }
-        asm!(self.ops
-            ; test rbp, rbp
-            ; jle =>stop
-            ; mov rax, QWORD [r12 + KICK]
-            ; cmp BYTE [rax], 0
-            ; jne =>stop
-            ; cmp DWORD [rbx + EVENTS], 0
-            ; jne =>stop
-        );
+        asm!(self.ops ; test rbp, rbp ; jle =>stop);
+        if !self.user {
+            asm!(self.ops
+                ; mov rax, QWORD [r12 + KICK]
+                ; cmp BYTE [rax], 0
+                ; jne =>stop
+                ; cmp DWORD [rbx + EVENTS], 0
+                ; jne =>stop
+            );
+        }
         self.cold.push(Cold::Stop { at: stop });
     }
 

@@ -21,6 +21,8 @@ mod emit;
 mod perf_map;
 mod regcache;
 
+pub use emit::Space;
+
 use super::{BlockKey, JitCtx};
 use crate::engine::Cpu;
 use arena::Region;
@@ -80,9 +82,9 @@ pub struct Shared {
     /// The code all blocks share, kept by flushes.
     stubs: emit::Stubs,
     probes: Mutex<ProbeStubs>,
-    /// Host address of guest address 0 when every TLB entry of the machine has that addend
-    /// (user mode's reserved range); 0: none. Set before the first block is translated.
-    flat_base: AtomicU64,
+    /// What user mode's address space promises (`emit::Space`); set before the first block
+    /// is translated.
+    space: Mutex<emit::Space>,
 }
 
 /// The shared probe exits (see [`emit::probe_stub`]), in their room after the other stubs.
@@ -152,14 +154,14 @@ impl Shared {
                 next: room,
                 end: room + PROBE_STUBS_BYTES,
             }),
-            flat_base: AtomicU64::new(0),
+            space: Mutex::new(emit::Space::default()),
         })
     }
 
-    /// Tells the translator that every TLB entry's addend is `base` (a flat guest address
-    /// space), before any block is translated: loads and stores then add the constant.
-    pub fn set_flat_base(&self, base: u64) {
-        self.flat_base.store(base, Ordering::Relaxed);
+    /// Tells the translator what a user-mode process promises (see `emit::Space`), before
+    /// any block is translated.
+    pub fn set_space(&self, space: emit::Space) {
+        *self.space.lock() = space;
     }
 
     /// Translates the block `words` at `key`; `promote_after`: executions after which the
@@ -190,17 +192,14 @@ impl Shared {
             }
             None => None,
         };
-        let flat = match self.flat_base.load(Ordering::Relaxed) {
-            0 => None,
-            base => Some(base),
-        };
+        let space = *self.space.lock();
         let e = emit::emit(
             key,
             words,
             counter,
             &self.stubs,
             self.probe(key.flags),
-            flat,
+            space,
         );
         let p = self.code.alloc(e.code.len(), 16)?;
         // SAFETY: `p` has room for the code; nothing runs it before it is published (the
