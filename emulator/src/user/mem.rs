@@ -78,11 +78,16 @@ impl Default for ProcessMemory {
 
 impl ProcessMemory {
     pub fn new() -> Self {
+        Self::with_span(reserve_span())
+    }
+
+    /// Pages in the reserved range `span` when there is one, else separate allocations.
+    fn with_span(span: Option<*mut u8>) -> Self {
         Self {
             vmas: BTreeMap::new(),
             pages: HashMap::new(),
             code_hook: None,
-            span: reserve_span(),
+            span,
         }
     }
 
@@ -526,6 +531,40 @@ impl AddressSpace for UserSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both page stores: the reserved range (when the host gives it) and separate pages.
+    fn stores() -> Vec<ProcessMemory> {
+        let mut v = vec![ProcessMemory::with_span(None)];
+        if let Some(span) = reserve_span() {
+            v.push(ProcessMemory::with_span(Some(span)));
+        }
+        v
+    }
+
+    #[test]
+    fn pages_move_discard_and_translate_alike_in_both_stores() {
+        for mut m in stores() {
+            let flat = m.flat_base();
+            m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
+            m.write(0x10ffc, &[7; 8]).unwrap();
+            m.write(0x13000, &[9; 4]).unwrap();
+            // mremap: contents follow the pages; the old range is gone.
+            m.relocate(0x10000, 0x4000, 0x40000);
+            assert_eq!(m.read_vec(0x40ffc, 8).unwrap(), vec![7; 8]);
+            assert_eq!(m.read_vec(0x43000, 4).unwrap(), vec![9; 4]);
+            assert!(m.read_vec(0x10ffc, 1).is_err());
+            // MADV_DONTNEED: zero again.
+            m.discard(0x43000, 0x44000);
+            assert_eq!(m.read_vec(0x43000, 4).unwrap(), vec![0; 4]);
+            // The TLB's host page: at the constant offset when the range is flat.
+            let host = m.translate(0x41000, Access::Read).unwrap().host as u64;
+            if let Some(base) = flat {
+                assert_eq!(host, base + 0x41000);
+            }
+            // SAFETY: the first byte of a mapped, readable page of the process.
+            assert_eq!(unsafe { *(host as *const u8) }, 7);
+        }
+    }
 
     #[test]
     fn map_split_protect_unmap() {
