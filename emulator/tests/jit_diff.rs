@@ -787,6 +787,7 @@ mod baseline {
         self_modifying_code: Tiers::BASELINE, 0, self_modifying_code_across_blocks;
         self_modifying_code_promoted: Tiers::BOTH, 1, self_modifying_code_across_blocks;
         divides_cr_fields_sprs_dcbz_byte_lanes: Tiers::BASELINE, 0, divides_cr_fields_sprs_dcbz_and_byte_lanes_match_the_interpreter;
+        barriers_traps_reservations_sprs: Tiers::BASELINE, 0, barriers_traps_reservations_and_sprs_match_the_interpreter;
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
     }

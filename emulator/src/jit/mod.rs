@@ -32,6 +32,7 @@ pub mod baseline;
 mod cranelift;
 mod helpers;
 mod space;
+pub mod spr;
 
 pub use cranelift::native_ops;
 pub use space::JitSpace;

@@ -24,7 +24,7 @@
 use super::super::{BlockKey, JC_SIZE, JcEntry, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers};
 use super::regcache::{RegCache, later_gprs};
 use super::{BASELINE_JC_TAG, PROMOTE};
-use crate::cpu::{CpuState, msr};
+use crate::cpu::{CpuState, NO_RESERVATION, msr};
 use crate::engine::Cpu;
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::softmmu::{
@@ -57,6 +57,10 @@ const fn vsr(r: u32) -> i32 {
     ST + offset_of!(CpuState, vsr) as i32 + 16 * r as i32
 }
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
+const RESERVE_ADDR: i32 = ST + offset_of!(CpuState, reserve_addr) as i32;
+const RESERVE_SIZE: i32 = ST + offset_of!(CpuState, reserve_size) as i32;
+const RESERVE_VAL: i32 = ST + offset_of!(CpuState, reserve_val) as i32;
+const TLB_FLUSH_PENDING: i32 = offset_of!(Cpu, tlb_flush_pending) as i32 - RBX_BIAS;
 const EVENTS: i32 = offset_of!(Cpu, events) as i32 - RBX_BIAS;
 const BUDGET: i32 = offset_of!(JitCtx, budget) as i32;
 const KICK: i32 = offset_of!(JitCtx, kick) as i32;
@@ -1080,6 +1084,96 @@ impl Em {
             asm!(self.ops ; movups [rcx + 16 * k], xmm0);
         }
         asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// `isync`: nothing to do unless a local TLB flush is pending (the interpreter does it).
+    fn isync(&mut self, i: Insn) {
+        let (slow, back) = (self.label(), self.label());
+        asm!(self.ops ; cmp BYTE [rbx + TLB_FLUSH_PENDING], 0 ; jne =>slow ; =>back);
+        self.interp_slow(slow, back, Op::Isync, i);
+    }
+
+    /// `l[bhwd]arx` through a fast read entry: the load, and the reservation the interpreter
+    /// records (address, size, the value in memory byte order). Misses, unaligned addresses
+    /// (the alignment interrupt) and devices run the interpreter.
+    fn load_reserve(&mut self, op: Op, i: Insn) {
+        let size = op.info().size as u32;
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, slow);
+        match size {
+            1 => asm!(self.ops ; movzx eax, BYTE [rcx]),
+            2 => asm!(self.ops ; movzx eax, WORD [rcx]),
+            4 => asm!(self.ops ; mov eax, DWORD [rcx]),
+            _ => asm!(self.ops ; mov rax, QWORD [rcx]),
+        }
+        asm!(self.ops
+            ; mov QWORD [rbx + RESERVE_VAL], rax
+            ; mov QWORD [rbx + RESERVE_VAL + 8], 0
+            ; mov QWORD [rbx + RESERVE_ADDR], r13
+            ; mov QWORD [rbx + RESERVE_SIZE], size as i32
+        );
+        self.swap_if_big_endian(size, self.le);
+        self.set_gpr(i.rt());
+        asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// `st[bhwd]cx.` as the interpreter does it: without a reservation of exactly this
+    /// address and size nothing is accessed and CR0 = 0b00 || SO; with one, a compare-and-swap
+    /// against the reserved value through a fast write entry (anything else, e.g. a page
+    /// holding translated code, runs the interpreter). The reservation is gone either way.
+    fn store_conditional(&mut self, op: Op, i: Insn) {
+        let size = op.info().size as u32;
+        let (slow, back, unreserved, done) =
+            (self.label(), self.label(), self.label(), self.label());
+        self.ea(op, i, false);
+        asm!(self.ops
+            ; cmp QWORD [rbx + RESERVE_ADDR], r13
+            ; jne =>unreserved
+            ; cmp QWORD [rbx + RESERVE_SIZE], size as i32
+            ; jne =>unreserved
+        );
+        self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, slow);
+        // From the home: a copy taken on this path alone would be missing on the others.
+        self.gpr_home(GprOp::Load64, RDX, i.rs());
+        if !self.le {
+            match size {
+                2 => asm!(self.ops ; rol dx, 8),
+                4 => asm!(self.ops ; bswap edx),
+                8 => asm!(self.ops ; bswap rdx),
+                _ => {}
+            }
+        }
+        asm!(self.ops ; mov rax, QWORD [rbx + RESERVE_VAL]);
+        match size {
+            1 => asm!(self.ops ; lock cmpxchg BYTE [rcx], dl),
+            2 => asm!(self.ops ; lock cmpxchg WORD [rcx], dx),
+            4 => asm!(self.ops ; lock cmpxchg DWORD [rcx], edx),
+            _ => asm!(self.ops ; lock cmpxchg QWORD [rcx], rdx),
+        }
+        // EQ (2) when the swap happened.
+        asm!(self.ops
+            ; setz cl
+            ; movzx ecx, cl
+            ; add ecx, ecx
+            ; jmp =>done
+            ; =>unreserved
+            ; xor ecx, ecx
+            ; =>done
+            ; mov QWORD [rbx + RESERVE_ADDR], NO_RESERVATION as i32
+            ; movzx edx, BYTE [rbx + SO]
+            ; or ecx, edx
+        );
+        self.insert_crf(0);
+        asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// Queues the interpreter as the slow path at `slow` of the instruction being translated,
+    /// which goes on at `back` (the register cache as it is there).
+    fn interp_slow(&mut self, slow: DynamicLabel, back: DynamicLabel, op: Op, i: Insn) {
         self.cold.push(Cold::InterpSlow {
             at: slow,
             back,
@@ -1089,6 +1183,18 @@ impl Em {
             k: self.k,
             pc: self.pc,
         });
+    }
+
+    /// `rax`'s low `size` bytes from memory byte order to the guest's, when it is big-endian.
+    fn swap_if_big_endian(&mut self, size: u32, le: bool) {
+        if !le {
+            match size {
+                2 => asm!(self.ops ; rol ax, 8),
+                4 => asm!(self.ops ; bswap eax),
+                8 => asm!(self.ops ; bswap rax),
+                _ => {}
+            }
+        }
     }
 
     /// `lvx`/`stvx`/`lxvd2x`/`stxvd2x` in little-endian mode: 16 bytes between memory and
@@ -1126,15 +1232,7 @@ impl Em {
             asm!(self.ops ; movups [rbx + home], xmm0);
         }
         asm!(self.ops ; =>back);
-        self.cold.push(Cold::InterpSlow {
-            at: slow,
-            back,
-            held: self.cache,
-            op,
-            word: i.0,
-            k: self.k,
-            pc: self.pc,
-        });
+        self.interp_slow(slow, back, op, i);
     }
 
     /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
@@ -1147,14 +1245,7 @@ impl Em {
             4 => asm!(self.ops ; mov eax, DWORD [rcx]),
             _ => asm!(self.ops ; mov rax, QWORD [rcx]),
         }
-        if !le {
-            match size {
-                2 => asm!(self.ops ; rol ax, 8),
-                4 => asm!(self.ops ; bswap eax),
-                8 => asm!(self.ops ; bswap rax),
-                _ => {}
-            }
-        }
+        self.swap_if_big_endian(size, le);
         asm!(self.ops ; =>done);
         let fault = self.label();
         self.cold.push(Cold::LoadMiss {
@@ -1293,18 +1384,33 @@ impl Em {
     fn vector(&mut self, op: Op, i: Insn) {
         use Op::*;
         let (t, a, b) = match op {
-            Xxlor | Xxpermdi => (vsr(i.xt()), vsr(i.xa()), vsr(i.xb())),
+            Xxland | Xxlandc | Xxlor | Xxlorc | Xxlxor | Xxlnor | Xxpermdi => {
+                (vsr(i.xt()), vsr(i.xa()), vsr(i.xb()))
+            }
             _ => (vsr(32 + i.rt()), vsr(32 + i.ra()), vsr(32 + i.rb())),
         };
-        if op == Vspltisw {
-            asm!(self.ops ; mov eax, i.simm() as i32 ; movd xmm0, eax ; pshufd xmm0, xmm0, 0);
+        if matches!(op, Vspltisb | Vspltish | Vspltisw) {
+            // The immediate in every element: the 32-bit pattern of that element size.
+            let imm = i.simm() as i32;
+            let word = match op {
+                Vspltisb => (imm as u8 as u32).wrapping_mul(0x0101_0101),
+                Vspltish => (imm as u16 as u32).wrapping_mul(0x0001_0001),
+                _ => imm as u32,
+            };
+            asm!(self.ops ; mov eax, word as i32 ; movd xmm0, eax ; pshufd xmm0, xmm0, 0);
         } else {
             asm!(self.ops ; movups xmm0, [rbx + a] ; movups xmm1, [rbx + b]);
         }
         match op {
             Vaddubm => asm!(self.ops ; paddb xmm0, xmm1),
             Vaddudm => asm!(self.ops ; paddq xmm0, xmm1),
-            Xxlor => asm!(self.ops ; por xmm0, xmm1),
+            Vor | Xxlor => asm!(self.ops ; por xmm0, xmm1),
+            Vand | Xxland => asm!(self.ops ; pand xmm0, xmm1),
+            Vxor | Xxlxor => asm!(self.ops ; pxor xmm0, xmm1),
+            // `pandn` complements its destination: ~b & a.
+            Vandc | Xxlandc => asm!(self.ops ; pandn xmm1, xmm0 ; movaps xmm0, xmm1),
+            Vnor | Xxlnor => asm!(self.ops ; por xmm0, xmm1 ; pcmpeqd xmm2, xmm2 ; pxor xmm0, xmm2),
+            Xxlorc => asm!(self.ops ; pcmpeqd xmm2, xmm2 ; pxor xmm1, xmm2 ; por xmm0, xmm1),
             Vcmpequb => asm!(self.ops ; pcmpeqb xmm0, xmm1),
             Vslb => {
                 // SSE has no per-byte variable shift: shift by 1, 2 and 4 where the count's
@@ -1722,14 +1828,25 @@ impl Em {
                     asm!(self.ops ; and eax, m as i32 ; mov ecx, DWORD [rbx + CR] ; and ecx, !m as i32 ; or ecx, eax ; mov DWORD [rbx + CR], ecx);
                 }
             }
-            Mfspr | Mtspr if matches!(i.spr(), 8 | 9) => {
-                let home = if i.spr() == 8 { LR } else { CTR };
+            Mfspr | Mtspr => {
+                let pr = self.key.flags & msr::PR != 0;
+                let Some(p) = crate::jit::spr::plain_spr(i.spr(), op == Mtspr, pr) else {
+                    return false;
+                };
+                let home = ST + p.offset as i32;
                 if op == Mfspr {
-                    asm!(self.ops ; mov rax, QWORD [rbx + home]);
+                    match p.bytes {
+                        8 => asm!(self.ops ; mov rax, QWORD [rbx + home]),
+                        _ => asm!(self.ops ; mov eax, DWORD [rbx + home]),
+                    }
                     self.set_gpr(rt);
                 } else {
                     self.gpr_rm(GprOp::Load64, RAX, rt);
-                    asm!(self.ops ; mov QWORD [rbx + home], rax);
+                    self.and_mask(p.write_mask);
+                    match p.bytes {
+                        8 => asm!(self.ops ; mov QWORD [rbx + home], rax),
+                        _ => asm!(self.ops ; mov DWORD [rbx + home], eax),
+                    }
                 }
             }
             B => {
@@ -1798,12 +1915,17 @@ impl Em {
                 }
             }
             Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
-            Vaddubm | Vaddudm | Vcmpequb | Vpkuhum | Vpkuwum | Vpkudum | Vslb | Vspltisw
+            Vaddubm | Vaddudm | Vcmpequb | Vpkuhum | Vpkuwum | Vpkudum | Vslb | Vspltisb
+            | Vspltish | Vspltisw | Vand | Vandc | Vor | Vxor | Vnor
                 if self.key.flags & msr::VEC != 0 =>
             {
                 self.vector(op, i)
             }
-            Xxlor | Xxpermdi if self.key.flags & msr::VSX != 0 => self.vector(op, i),
+            Xxland | Xxlandc | Xxlor | Xxlorc | Xxlxor | Xxlnor | Xxpermdi
+                if self.key.flags & msr::VSX != 0 =>
+            {
+                self.vector(op, i)
+            }
             Lxvd2x | Stxvd2x if self.le && self.key.flags & msr::VSX != 0 => self.quadword(op, i),
             // Doubleword 0 of a VSR (the high half of its home); doubleword 1 keeps its value.
             Mfvsrd | Mtvsrd | Mfvsrwz | Mtvsrwz if self.vsr_half_on(i.xt()) => {
@@ -1847,6 +1969,9 @@ impl Em {
             Sync if i.l_sync() == 1 => {}
             Sync if i.l_sync() != 2 => asm!(self.ops ; mfence),
             Eieio => {}
+            Isync => self.isync(i),
+            Lbarx | Lharx | Lwarx | Ldarx => self.load_reserve(op, i),
+            StbcxDot | SthcxDot | StwcxDot | StdcxDot => self.store_conditional(op, i),
             Tdi | Twi => self.trap_immediate(op, i),
             _ => return false,
         }

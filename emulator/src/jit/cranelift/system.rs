@@ -358,46 +358,13 @@ impl Tx<'_> {
         self.tlb_idx_read & 1 != 0
     }
 
-    /// SPRs that are one plain `CpuState` field for `mfspr` (`write` false) or `mtspr` in
-    /// this privilege state: (offset from `cpu`, memory type, mask applied on write). `None`
-    /// leaves the instruction to the interpreter (privileged in problem state, composed
-    /// registers such as XER, side effects such as DEC, and everything else).
+    /// The field of SPR `n` for `mfspr` (`write` false) or `mtspr` in this privilege state
+    /// (the table both tiers share, `jit::spr`): (offset from `cpu`, memory type, mask
+    /// applied on write).
     fn plain_spr(&self, n: u32, write: bool) -> Option<(i32, Type, u64)> {
-        use crate::cpu::spr;
-        // Book III-S: numbers with 0x10 set are privileged (interp `spr_privileged`).
-        if n & 0x10 != 0 && self.problem_state() {
-            return None;
-        }
-        let f = |o: usize| ST + o as i32;
-        let sprg = |k: u32| f(offset_of!(CpuState, sprg) + 8 * k as usize);
-        Some(match n {
-            spr::SRR0 => (f(offset_of!(CpuState, srr0)), I64, u64::MAX),
-            spr::SRR1 => (f(offset_of!(CpuState, srr1)), I64, u64::MAX),
-            spr::DAR => (f(offset_of!(CpuState, dar)), I64, u64::MAX),
-            spr::DSISR => (f(offset_of!(CpuState, dsisr)), I64, 0xffff_ffff),
-            spr::SPRG0..=spr::SPRG3 => (sprg(n - spr::SPRG0), I64, u64::MAX),
-            // The problem-state alias of SPRG3 reads only.
-            spr::SPRG3_USER if !write => (sprg(3), I64, u64::MAX),
-            spr::TAR => (f(offset_of!(CpuState, tar)), I64, u64::MAX),
-            spr::DSCR_USER | spr::DSCR => (f(offset_of!(CpuState, dscr)), I64, u64::MAX),
-            spr::PPR => (f(offset_of!(CpuState, ppr)), I64, u64::MAX),
-            spr::VRSAVE => (f(offset_of!(CpuState, vrsave)), I32, u64::MAX),
-            spr::CFAR => (f(offset_of!(CpuState, cfar)), I64, u64::MAX),
-            // SPR 13 is the problem-state name of the AMR.
-            13 | spr::AMR => (f(offset_of!(CpuState, amr)), I64, u64::MAX),
-            spr::IAMR => (f(offset_of!(CpuState, iamr)), I64, u64::MAX),
-            spr::UAMOR => (f(offset_of!(CpuState, uamor)), I64, u64::MAX),
-            spr::PIDR => (f(offset_of!(CpuState, pidr)), I64, u64::MAX),
-            spr::FSCR => (f(offset_of!(CpuState, fscr)), I64, u64::MAX),
-            spr::EBBHR => (f(offset_of!(CpuState, ebbhr)), I64, u64::MAX),
-            spr::EBBRR => (f(offset_of!(CpuState, ebbrr)), I64, u64::MAX),
-            spr::BESCR => (f(offset_of!(CpuState, bescr)), I64, u64::MAX),
-            spr::CTRL_READ if !write => (f(offset_of!(CpuState, ctrl)), I64, u64::MAX),
-            spr::CTRL_WRITE if write => (f(offset_of!(CpuState, ctrl)), I64, 1),
-            spr::PVR if !write => (f(offset_of!(CpuState, pvr)), I64, u64::MAX),
-            spr::PIR if !write => (f(offset_of!(CpuState, pir)), I64, u64::MAX),
-            _ => return None,
-        })
+        let p = crate::jit::spr::plain_spr(n, write, self.problem_state())?;
+        let ty = if p.bytes == 8 { I64 } else { I32 };
+        Some((ST + p.offset as i32, ty, p.write_mask))
     }
 
     fn move_plain_spr(&mut self, op: Op, r: u32, off: i32, mem: Type, mask: u64) {
