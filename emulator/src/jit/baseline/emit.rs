@@ -291,6 +291,13 @@ pub struct ProbeStubs {
     pub unlinked: usize,
 }
 
+/// What a store writes: a GPR, or doubleword 0 of a VSR (an FPR for VSRs 0-31).
+#[derive(Clone, Copy)]
+enum StoreSrc {
+    Gpr(u32),
+    Dw0(u32),
+}
+
 /// Out-of-line code, emitted after the block body so that the hot path stays dense.
 enum Cold {
     /// Leave before the first instruction (budget spent, kick or events): the block's PC.
@@ -326,7 +333,7 @@ enum Cold {
         at: DynamicLabel,
         back: DynamicLabel,
         held: RegCache,
-        rs: u32,
+        src: StoreSrc,
         size: u32,
         le: bool,
         update_ra: Option<u32>,
@@ -828,7 +835,7 @@ impl Em {
                     at,
                     back,
                     held,
-                    rs,
+                    src,
                     size,
                     le,
                     update_ra,
@@ -838,7 +845,7 @@ impl Em {
                 } => {
                     let wrote_code = self.label();
                     asm!(self.ops ; =>at ; mov rdx, r13);
-                    self.gpr_rm(GprOp::Load64, RCX, rs);
+                    self.store_src(RCX, src);
                     asm!(self.ops ; mov r8d, (size | (le as u32) << 8) as i32);
                     self.call(Helper::Store);
                     asm!(self.ops
@@ -1197,6 +1204,27 @@ impl Em {
         }
     }
 
+    /// Doubleword 0 of VSR `x` (FPR `x` below 32) to or from memory: `lfd`/`stfd` and
+    /// their indexed and update forms, `lxsdx`/`stxsdx`. `lfd` zeroes doubleword 1 (as the
+    /// interpreter's `set_fpr` does); `lxsdx` keeps it.
+    fn fp_doubleword(&mut self, op: Op, i: Insn, x: u32, update: bool) {
+        let ra = i.ra();
+        self.ea(op, i, update);
+        let home = vsr(x);
+        if op.info().flags.contains(InsnFlags::LOAD) {
+            self.load(8, self.le);
+            asm!(self.ops ; mov QWORD [rbx + home + 8], rax);
+            if op != Op::Lxsdx {
+                asm!(self.ops ; mov QWORD [rbx + home], 0);
+            }
+        } else {
+            self.store(StoreSrc::Dw0(x), 8, self.le, update.then_some(ra));
+        }
+        if update {
+            self.gpr_rm(GprOp::Store64, R13, ra);
+        }
+    }
+
     /// `lvx`/`stvx`/`lxvd2x`/`stxvd2x` in little-endian mode: 16 bytes between memory and
     /// the register's home, with the doublewords swapped for the VSX forms (their
     /// doubleword 0 is at the lower address, and a `u128` home keeps it in the high half).
@@ -1263,13 +1291,27 @@ impl Em {
         });
     }
 
-    /// Stores the low `size` bytes of GPR `rs` at `r13`. `update_ra`: the update form's RA
+    /// The value a store writes into `reg`.
+    fn store_src(&mut self, reg: u8, src: StoreSrc) {
+        match src {
+            StoreSrc::Gpr(r) => self.gpr_rm(GprOp::Load64, reg, r),
+            StoreSrc::Dw0(x) => {
+                let home = vsr(x) + 8;
+                match reg {
+                    RAX => asm!(self.ops ; mov rax, QWORD [rbx + home]),
+                    _ => asm!(self.ops ; mov rcx, QWORD [rbx + home]),
+                }
+            }
+        }
+    }
+
+    /// Stores the low `size` bytes of `src` at `r13`. `update_ra`: the update form's RA
     /// (set to `r13` after the store by the caller, and by the slow path when the store
     /// wrote translated code and the block stops after it).
-    fn store(&mut self, rs: u32, size: u32, le: bool, update_ra: Option<u32>) {
+    fn store(&mut self, src: StoreSrc, size: u32, le: bool, update_ra: Option<u32>) {
         let (miss, done) = (self.label(), self.label());
         self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, miss);
-        self.gpr_rm(GprOp::Load64, RAX, rs);
+        self.store_src(RAX, src);
         if !le {
             match size {
                 2 => asm!(self.ops ; rol ax, 8),
@@ -1292,7 +1334,7 @@ impl Em {
             at: miss,
             back: done,
             held: self.cache,
-            rs,
+            src,
             size,
             le,
             update_ra,
@@ -1909,10 +1951,27 @@ impl Em {
                 let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
                 self.ea(op, i, update);
                 let update_ra = update.then_some(ra);
-                self.store(rt, info.size as u32, self.le != reversed, update_ra);
+                self.store(
+                    StoreSrc::Gpr(rt),
+                    info.size as u32,
+                    self.le != reversed,
+                    update_ra,
+                );
                 if update {
                     self.gpr_rm(GprOp::Store64, R13, ra);
                 }
+            }
+            Lfd | Lfdu | Lfdx | Lfdux | Stfd | Stfdu | Stfdx | Stfdux
+                if self.key.flags & msr::FP != 0 =>
+            {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && ra == 0 {
+                    return false;
+                }
+                self.fp_doubleword(op, i, i.rt(), update);
+            }
+            Lxsdx | Stxsdx if self.key.flags & msr::VSX != 0 => {
+                self.fp_doubleword(op, i, i.xt(), false)
             }
             Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
             Vaddubm | Vaddudm | Vcmpequb | Vpkuhum | Vpkuwum | Vpkudum | Vslb | Vspltisb
