@@ -494,6 +494,33 @@ fn divide_edge_cases() {
     }
 }
 
+/// `srad` with every kind of count (0, inside, 63, 64 and beyond, bit 6 set) on edge values:
+/// the result and CA, with and without Rc.
+#[test]
+fn shift_right_algebraic_edge_cases() {
+    const V: [u64; 6] = [
+        0,
+        1,
+        u64::MAX,
+        0x8000_0000_0000_0000,
+        0x8000_0000_0000_0001,
+        0x7fff_ffff_ffff_fff0,
+    ];
+    const COUNTS: [u64; 9] = [0, 1, 4, 63, 64, 65, 127, 128 + 3, 0xffff_ff40];
+    // srad r3,r4,r5
+    for rc in [0, 1] {
+        for v in V {
+            for n in COUNTS {
+                let (_, s) = differential(&[0x7c83_2e34 | rc, 0], true, |c| {
+                    c.st.gpr[4] = v;
+                    c.st.gpr[5] = n;
+                });
+                assert!(s.starts_with("pc=0x1004 "), "{s}");
+            }
+        }
+    }
+}
+
 /// `dcbz` zeroes the aligned 128-byte block: through the fast path after a TLB fill, across
 /// pages, into translated code (the rest of the block must not run stale), and faulting.
 #[test]
@@ -788,6 +815,8 @@ mod baseline {
         self_modifying_code_promoted: Tiers::BOTH, 1, self_modifying_code_across_blocks;
         divides_cr_fields_sprs_dcbz_byte_lanes: Tiers::BASELINE, 0, divides_cr_fields_sprs_dcbz_and_byte_lanes_match_the_interpreter;
         barriers_traps_reservations_sprs: Tiers::BASELINE, 0, barriers_traps_reservations_and_sprs_match_the_interpreter;
+        divides: Tiers::BASELINE, 0, divide_edge_cases;
+        shifts_right_algebraic: Tiers::BASELINE, 0, shift_right_algebraic_edge_cases;
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
     }

@@ -237,6 +237,12 @@ pub struct Space {
     pub user: bool,
 }
 
+/// `lvsl`/`lvsr` with a zero shift, host byte order (byte j = element 15 - j).
+static LVSL_BASE: [u8; 16] = [15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0];
+static LVSR_BASE: [u8; 16] = [
+    31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16,
+];
+
 /// Host registers by encoding number, for [`Em::gpr_rm`].
 const RAX: u8 = 0;
 const RCX: u8 = 1;
@@ -1094,6 +1100,56 @@ impl Em {
         self.interp_slow(slow, back, op, i);
     }
 
+    /// `divw[u]`/`divd[u]` (without OE: those stay in the interpreter). An undefined
+    /// quotient (divide by zero, the most negative number by -1) leaves what the
+    /// interpreter leaves: the dividend (its low word, zero-extended, for the word forms).
+    /// Dividing by -1 is a negation, which gives exactly that for the most negative number.
+    fn divide(&mut self, op: Op, i: Insn) {
+        use Op::*;
+        let (undefined, done) = (self.label(), self.label());
+        let word = matches!(op, Divw | Divwu);
+        let load = if word { GprOp::Load32 } else { GprOp::Load64 };
+        self.gpr_rm(load, RAX, i.ra());
+        self.gpr_rm(load, RCX, i.rb());
+        asm!(self.ops ; test rcx, rcx ; jz =>undefined);
+        match op {
+            Divwu => asm!(self.ops ; xor edx, edx ; div ecx),
+            Divdu => asm!(self.ops ; xor edx, edx ; div rcx),
+            Divw => {
+                let ok = self.label();
+                asm!(self.ops ; cmp ecx, -1 ; jne =>ok ; neg eax ; jmp =>done ; =>ok ; cdq ; idiv ecx);
+            }
+            _ => {
+                let ok = self.label();
+                asm!(self.ops ; cmp rcx, -1 ; jne =>ok ; neg rax ; jmp =>done ; =>ok ; cqo ; idiv rcx);
+            }
+        }
+        asm!(self.ops ; =>undefined ; =>done);
+        self.set_rc(i.rt(), i.rc());
+    }
+
+    /// `lvsl`/`lvsr`: the permute control for the EA's low four bits, no memory access.
+    /// Host byte j is big-endian element 15 - j: lvsl's is sh + 15 - j, lvsr's 31 - sh - j.
+    fn shift_vector(&mut self, op: Op, i: Insn) {
+        self.ea(op, i, false);
+        let base: &'static [u8; 16] = if op == Op::Lvsl {
+            &LVSL_BASE
+        } else {
+            &LVSR_BASE
+        };
+        asm!(self.ops
+            ; mov eax, r13d ; and eax, 15 ; imul eax, eax, 0x0101_0101
+            ; movd xmm1, eax ; pshufd xmm1, xmm1, 0
+            ; mov rax, QWORD base.as_ptr() as i64 ; movups xmm0, [rax]
+        );
+        if op == Op::Lvsl {
+            asm!(self.ops ; paddb xmm0, xmm1);
+        } else {
+            asm!(self.ops ; psubb xmm0, xmm1);
+        }
+        asm!(self.ops ; movups [rbx + vsr(32 + i.rt())], xmm0);
+    }
+
     /// `isync`: nothing to do unless a local TLB flush is pending (the interpreter does it).
     fn isync(&mut self, i: Insn) {
         let (slow, back) = (self.label(), self.label());
@@ -1445,7 +1501,41 @@ impl Em {
         }
         match op {
             Vaddubm => asm!(self.ops ; paddb xmm0, xmm1),
+            Vadduhm => asm!(self.ops ; paddw xmm0, xmm1),
+            Vadduwm => asm!(self.ops ; paddd xmm0, xmm1),
             Vaddudm => asm!(self.ops ; paddq xmm0, xmm1),
+            Vsububm => asm!(self.ops ; psubb xmm0, xmm1),
+            Vsubuhm => asm!(self.ops ; psubw xmm0, xmm1),
+            Vsubuwm => asm!(self.ops ; psubd xmm0, xmm1),
+            Vsubudm => asm!(self.ops ; psubq xmm0, xmm1),
+            Vminub => asm!(self.ops ; pminub xmm0, xmm1),
+            Vmaxub => asm!(self.ops ; pmaxub xmm0, xmm1),
+            Vcmpequh => asm!(self.ops ; pcmpeqw xmm0, xmm1),
+            Vcmpequw => asm!(self.ops ; pcmpeqd xmm0, xmm1),
+            Vcmpgtsb => asm!(self.ops ; pcmpgtb xmm0, xmm1),
+            Vcmpgtsh => asm!(self.ops ; pcmpgtw xmm0, xmm1),
+            Vcmpgtsw => asm!(self.ops ; pcmpgtd xmm0, xmm1),
+            // VRA || VRB shifted left by SHB bytes: with the home's bytes in little-endian
+            // order, byte shifts of the two halves.
+            Vsldoi => {
+                let sh = i.shb() as i8;
+                asm!(self.ops ; pslldq xmm0, sh ; psrldq xmm1, 16 - sh ; por xmm0, xmm1);
+            }
+            // Byte k of VRT (big-endian numbering) is byte VRC[k] & 31 of VRA || VRB. Host
+            // byte j is element 15 - j, so each half is shuffled by (~VRC & 15), and bit 4
+            // of VRC picks the half.
+            Vperm => {
+                let c = vsr(32 + i.frc());
+                asm!(self.ops
+                    ; movups xmm2, [rbx + c]
+                    ; mov eax, 0x0f0f_0f0f ; movd xmm3, eax ; pshufd xmm3, xmm3, 0
+                    ; movdqa xmm4, xmm2 ; pandn xmm4, xmm3
+                    ; pshufb xmm0, xmm4 ; pshufb xmm1, xmm4
+                    ; mov eax, 0x1010_1010 ; movd xmm3, eax ; pshufd xmm3, xmm3, 0
+                    ; pand xmm2, xmm3 ; pcmpeqb xmm2, xmm3
+                    ; pand xmm1, xmm2 ; pandn xmm2, xmm0 ; por xmm2, xmm1 ; movdqa xmm0, xmm2
+                );
+            }
             Vor | Xxlor => asm!(self.ops ; por xmm0, xmm1),
             Vand | Xxland => asm!(self.ops ; pand xmm0, xmm1),
             Vxor | Xxlxor => asm!(self.ops ; pxor xmm0, xmm1),
@@ -1490,8 +1580,12 @@ impl Em {
             _ => {}
         }
         asm!(self.ops ; movups [rbx + t], xmm0);
-        if op == Vcmpequb && i.bit21() != 0 {
-            // CR6: 8 when every byte was equal, 2 when none was.
+        let compare = matches!(
+            op,
+            Vcmpequb | Vcmpequh | Vcmpequw | Vcmpgtsb | Vcmpgtsh | Vcmpgtsw
+        );
+        if compare && i.bit21() != 0 {
+            // CR6: 8 when every element compared true, 2 when none did.
             asm!(self.ops
                 ; pmovmskb eax, xmm0
                 ; xor ecx, ecx
@@ -1700,6 +1794,36 @@ impl Em {
                     asm!(self.ops ; shr eax, cl);
                 }
                 asm!(self.ops ; xor edx, edx ; test ecx, 0x20 ; cmovnz eax, edx);
+                self.set_rc(ra, i.rc());
+            }
+            Divw | Divwu | Divd | Divdu => self.divide(op, i),
+            Srad => {
+                // Counts of 64 and more give the sign and CA = the source is negative;
+                // below, as `sradi`.
+                let (small, done) = (self.label(), self.label());
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                self.gpr_rm(GprOp::Load64, RCX, rb);
+                asm!(self.ops
+                    ; mov rdx, rax
+                    ; and ecx, 0x7f
+                    ; cmp ecx, 63
+                    ; jbe =>small
+                    ; sar rax, 63
+                    ; mov edx, eax
+                    ; and edx, 1
+                    ; jmp =>done
+                    ; =>small
+                    ; sar rax, cl
+                    ; mov r8, rax
+                    ; shl r8, cl
+                    ; cmp r8, rdx
+                    ; setne r8b
+                    ; test rdx, rdx
+                    ; sets dl
+                    ; and dl, r8b
+                    ; =>done
+                    ; mov BYTE [rbx + CA], dl
+                );
                 self.set_rc(ra, i.rc());
             }
             Srawi | Sradi | Sraw => {
@@ -1974,12 +2098,18 @@ impl Em {
                 self.fp_doubleword(op, i, i.xt(), false)
             }
             Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
-            Vaddubm | Vaddudm | Vcmpequb | Vpkuhum | Vpkuwum | Vpkudum | Vslb | Vspltisb
-            | Vspltish | Vspltisw | Vand | Vandc | Vor | Vxor | Vnor
+            Vaddubm | Vadduhm | Vadduwm | Vaddudm | Vsububm | Vsubuhm | Vsubuwm | Vsubudm
+            | Vminub | Vmaxub | Vcmpequb | Vcmpequh | Vcmpequw | Vcmpgtsb | Vcmpgtsh | Vcmpgtsw
+            | Vpkuhum | Vpkuwum | Vpkudum | Vslb | Vspltisb | Vspltish | Vspltisw | Vand
+            | Vandc | Vor | Vxor | Vnor | Vsldoi
                 if self.key.flags & msr::VEC != 0 =>
             {
                 self.vector(op, i)
             }
+            Vperm if self.key.flags & msr::VEC != 0 && is_x86_feature_detected!("ssse3") => {
+                self.vector(op, i)
+            }
+            Lvsl | Lvsr if self.key.flags & msr::VEC != 0 => self.shift_vector(op, i),
             Xxland | Xxlandc | Xxlor | Xxlorc | Xxlxor | Xxlnor | Xxpermdi
                 if self.key.flags & msr::VSX != 0 =>
             {
