@@ -1165,12 +1165,7 @@ impl Em {
         let (slow, back) = (self.label(), self.label());
         self.ea(op, i, false);
         self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, slow);
-        match size {
-            1 => asm!(self.ops ; movzx eax, BYTE [rcx]),
-            2 => asm!(self.ops ; movzx eax, WORD [rcx]),
-            4 => asm!(self.ops ; mov eax, DWORD [rcx]),
-            _ => asm!(self.ops ; mov rax, QWORD [rcx]),
-        }
+        self.read_host(size);
         asm!(self.ops
             ; mov QWORD [rbx + RESERVE_VAL], rax
             ; mov QWORD [rbx + RESERVE_VAL + 8], 0
@@ -1248,6 +1243,16 @@ impl Em {
         });
     }
 
+    /// `rax` = the `size` bytes at host address `rcx`, zero-extended, in memory byte order.
+    fn read_host(&mut self, size: u32) {
+        match size {
+            1 => asm!(self.ops ; movzx eax, BYTE [rcx]),
+            2 => asm!(self.ops ; movzx eax, WORD [rcx]),
+            4 => asm!(self.ops ; mov eax, DWORD [rcx]),
+            _ => asm!(self.ops ; mov rax, QWORD [rcx]),
+        }
+    }
+
     /// `rax`'s low `size` bytes from memory byte order to the guest's, when it is big-endian.
     fn swap_if_big_endian(&mut self, size: u32, le: bool) {
         if !le {
@@ -1323,12 +1328,7 @@ impl Em {
     fn load(&mut self, size: u32, le: bool) {
         let (miss, done) = (self.label(), self.label());
         self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, miss);
-        match size {
-            1 => asm!(self.ops ; movzx eax, BYTE [rcx]),
-            2 => asm!(self.ops ; movzx eax, WORD [rcx]),
-            4 => asm!(self.ops ; mov eax, DWORD [rcx]),
-            _ => asm!(self.ops ; mov rax, QWORD [rcx]),
-        }
+        self.read_host(size);
         self.swap_if_big_endian(size, le);
         asm!(self.ops ; =>done);
         let fault = self.label();
@@ -1797,38 +1797,10 @@ impl Em {
                 self.set_rc(ra, i.rc());
             }
             Divw | Divwu | Divd | Divdu => self.divide(op, i),
-            Srad => {
-                // Counts of 64 and more give the sign and CA = the source is negative;
-                // below, as `sradi`.
-                let (small, done) = (self.label(), self.label());
-                self.gpr_rm(GprOp::Load64, RAX, rt);
-                self.gpr_rm(GprOp::Load64, RCX, rb);
-                asm!(self.ops
-                    ; mov rdx, rax
-                    ; and ecx, 0x7f
-                    ; cmp ecx, 63
-                    ; jbe =>small
-                    ; sar rax, 63
-                    ; mov edx, eax
-                    ; and edx, 1
-                    ; jmp =>done
-                    ; =>small
-                    ; sar rax, cl
-                    ; mov r8, rax
-                    ; shl r8, cl
-                    ; cmp r8, rdx
-                    ; setne r8b
-                    ; test rdx, rdx
-                    ; sets dl
-                    ; and dl, r8b
-                    ; =>done
-                    ; mov BYTE [rbx + CA], dl
-                );
-                self.set_rc(ra, i.rc());
-            }
-            Srawi | Sradi | Sraw => {
+            Srawi | Sradi | Sraw | Srad => {
                 // CA: the source is negative and 1 bits were shifted out (shifting the
                 // result back does not give the source).
+                let done = self.label();
                 match op {
                     Srawi | Sraw => {
                         self.gpr_rm(GprOp::Load32Signed, RAX, rt);
@@ -1843,6 +1815,22 @@ impl Em {
                         self.gpr_rm(GprOp::Load64, RCX, rb);
                         asm!(self.ops ; and ecx, 0x3f);
                     }
+                    Srad => {
+                        // Counts of 64 and more give the sign, and CA = the source is
+                        // negative; the host's shifts take counts up to 63.
+                        let small = self.label();
+                        self.gpr_rm(GprOp::Load64, RCX, rb);
+                        asm!(self.ops
+                            ; and ecx, 0x7f
+                            ; cmp ecx, 63
+                            ; jbe =>small
+                            ; sar rax, 63
+                            ; mov edx, eax
+                            ; and edx, 1
+                            ; jmp =>done
+                            ; =>small
+                        );
+                    }
                     Srawi => asm!(self.ops ; mov ecx, i.sh() as i32),
                     _ => asm!(self.ops ; mov ecx, i.sh6() as i32),
                 }
@@ -1855,6 +1843,7 @@ impl Em {
                     ; test rdx, rdx
                     ; sets dl
                     ; and dl, r8b
+                    ; =>done
                     ; mov BYTE [rbx + CA], dl
                 );
                 self.set_rc(ra, i.rc());
