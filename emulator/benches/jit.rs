@@ -15,7 +15,7 @@ fn bench(crit: &mut Criterion) {
             tier: if jit { TierKind::Jit } else { TierKind::Interp },
             ..EngineConfig::default()
         };
-        ppc64emu::user::Runner::new(&image, &exe, &argv, &[], &config).expect("load sys")
+        ppc64emu::user::Runner::new(&image, &exe, &argv, &[], &config, true).expect("load sys")
     };
     let per_run = load(false).run().instructions;
     let mut g = crit.benchmark_group("user_sys_bench");

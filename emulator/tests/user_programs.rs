@@ -281,16 +281,22 @@ fn self_tests_match_qemu_interpreted() {
 }
 
 /// The self-test cases on each translating tier alone, every block translated at once (the
-/// default runs both tiers, baseline first).
+/// default runs both tiers, baseline first), and the baseline tier with the TLB instead of
+/// host-guarded memory (faults, `munmap`, `mprotect` and self-modifying code take either).
 #[test]
 fn self_tests_match_qemu_on_each_tier() {
-    for tier in ["baseline", "cranelift"] {
+    for opts in [
+        &["--jit-tiers", "baseline"][..],
+        &["--jit-tiers", "cranelift"],
+        &["--jit-tiers", "baseline", "--jit-memory", "tlb"],
+    ] {
+        let opts = [opts, &["--jit-threshold", "0"]].concat();
         let failures: Vec<String> = cases()
             .iter()
             .filter(|c| c.binary == "sys" && !PENDING.contains(&c.name.as_str()))
             .filter_map(|c| {
-                check_with(&["--jit-tiers", tier, "--jit-threshold", "0"], c)
-                    .map_err(|e| format!("{tier}: {e}"))
+                check_with(&opts, c)
+                    .map_err(|e| format!("{}: {e}", opts.join(" ")))
                     .err()
             })
             .collect();
@@ -417,6 +423,7 @@ fn usage_errors() {
         ("--jit-tiers", "fast"),
         ("--jit-tiers", ""),
         ("--jit-promote", "-1"),
+        ("--jit-memory", "direct"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ppc64emu"))
             .args(["user", opt, bad, "x"])

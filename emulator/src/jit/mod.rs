@@ -186,7 +186,13 @@ pub struct JitShared {
     /// The machine's baseline code (map values of its blocks have `BASELINE_MAP_TAG` set).
     #[cfg(target_arch = "x86_64")]
     pub(crate) baseline: Option<baseline::Shared>,
+    /// User mode's host-guarded memory: told the page of every block placed, so that the
+    /// host stops direct stores to it (see [`JitShared::set_user_process`]).
+    code_guard: std::sync::OnceLock<CodeGuard>,
 }
+
+/// Withholds host write permission from a guest page that now holds translated code.
+pub type CodeGuard = Box<dyn Fn(u64) + Send + Sync>;
 
 /// Set in a block map value that is a baseline block (code addresses are 16-byte aligned).
 const BASELINE_MAP_TAG: usize = 1;
@@ -213,6 +219,7 @@ impl JitShared {
             stats: SharedStats::default(),
             #[cfg(target_arch = "x86_64")]
             baseline: baseline::Shared::new(),
+            code_guard: std::sync::OnceLock::new(),
         })
     }
 
@@ -220,17 +227,23 @@ impl JitShared {
     /// it), and, with `flat_base`, every TLB entry maps guest address `ea` to host
     /// `flat_base + ea` (user mode's reserved range): the baseline tier then tests only the
     /// budget at block entries and adds the constant instead of loading each entry's addend.
+    /// With `guard` as well, the host protects the range's pages as the guest does, and
+    /// `guard(page)` withholds write permission from a page that gets translated code: the
+    /// baseline tier's loads and stores then skip the TLB (`baseline::Space::guarded`).
     /// Call before any block is translated.
-    pub fn set_user_process(&self, flat_base: Option<u64>) {
+    pub fn set_user_process(&self, flat_base: Option<u64>, guard: Option<CodeGuard>) {
+        let guarded = flat_base.is_some() && guard.is_some();
+        if let Some(g) = guard.filter(|_| guarded) {
+            let _ = self.code_guard.set(g);
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(b) = &self.baseline {
             b.set_space(baseline::Space {
                 flat_base,
+                guarded,
                 user: true,
             });
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = flat_base;
     }
 
     fn filter_bit(pa: u64) -> (usize, u64) {
@@ -903,6 +916,9 @@ impl Jit {
                 self.ctx
                     .shared
                     .insert(key, pa, 4 * block.words.len() as u32, f);
+                if let Some(guard) = self.ctx.shared.code_guard.get() {
+                    guard(pa & PAGE_MASK);
+                }
             }
         }
         if self.trace {

@@ -7,6 +7,13 @@
 //! (which put a TLB load on the path of every guest load; see [`ProcessMemory::flat_base`]).
 //! Otherwise each page is a separate host allocation.
 //!
+//! In the reserved range the host protects every page as the guest does (unmapped pages
+//! not at all), and a page that holds translated code against writes ([`ProcessMemory::
+//! guard_code`]): the baseline tier's loads and stores then use the host address without
+//! a TLB lookup, and what the guest may not do faults on the host (`jit::baseline::fault`)
+//! and is redone through the TLB's slow path. A write by the guest or a system call to a
+//! guarded page first drops every translation on the page and lifts the guard.
+//!
 //! The vCPU reaches guest pages through its TLB (raw host pointers); the syscall layer copies
 //! through [`ProcessMemory::read`] / [`ProcessMemory::write`] with the same protection checks the
 //! kernel's user-copy would make. Any change that removes or downgrades a mapping must be
@@ -52,14 +59,19 @@ pub type CodeHook = Box<dyn Fn(u64, usize) + Send>;
 pub struct ProcessMemory {
     /// Mappings keyed by start address; page aligned, non-overlapping.
     vmas: BTreeMap<u64, Vma>,
-    /// Host pages of touched guest pages, keyed by guest page number. Owned (from
-    /// `Box::into_raw`), freed on unmap; never reached through Rust references.
+    /// Without the reserved range: host pages of touched guest pages, keyed by guest page
+    /// number. Owned (from `Box::into_raw`), freed on unmap; never reached through Rust
+    /// references. (In the range, translated code touches pages without telling.)
     pages: HashMap<u64, *mut Page>,
     /// Lets a JIT drop translations of code that changed (guest stores it sees itself).
     pub code_hook: Option<CodeHook>,
     /// The reserved host range behind every page, if the host gave one (`USER_SPAN` bytes,
-    /// read-write, `MAP_NORESERVE`: host pages are taken on first touch).
+    /// host protections as the guest's, `MAP_NORESERVE`: host pages are taken on first
+    /// touch).
     span: Option<*mut u8>,
+    /// Guest page numbers whose host write permission is withheld because translated code
+    /// lies there (only in the reserved range).
+    guarded: std::collections::HashSet<u64>,
 }
 
 // Pages are only touched by the one vCPU thread that owns the process and its syscalls.
@@ -88,6 +100,7 @@ impl ProcessMemory {
             pages: HashMap::new(),
             code_hook: None,
             span,
+            guarded: Default::default(),
         }
     }
 
@@ -138,6 +151,7 @@ impl ProcessMemory {
         self.unmap(start, end);
         if start < end {
             self.vmas.insert(start, Vma { end, prot });
+            self.apply_host_protection(start, end);
         }
     }
 
@@ -153,16 +167,38 @@ impl ProcessMemory {
             self.vmas.remove(&s);
         }
         self.free_pages(start, end);
+        self.apply_host_protection(start, end);
     }
 
     fn free_pages(&mut self, start: u64, end: u64) {
         let (first, last) = (start >> 12, end >> 12);
-        let (hook, span) = (&self.code_hook, self.span);
+        if let Some(base) = self.span {
+            let last = last.min(USER_SPAN >> 12);
+            if first >= last {
+                return;
+            }
+            if let Some(h) = &self.code_hook {
+                for n in first..last {
+                    h(n << 12, PAGE_SIZE as usize);
+                }
+            }
+            // SAFETY: pages of the reserved range; `MADV_DONTNEED` on a private anonymous
+            // mapping drops their contents.
+            unsafe {
+                libc::madvise(
+                    base.add((first << 12) as usize).cast(),
+                    ((last - first) << 12) as usize,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            return;
+        }
+        let hook = &self.code_hook;
         let free = |n: u64, p: *mut Page| {
             if let Some(h) = hook {
                 h(n << 12, PAGE_SIZE as usize);
             }
-            release_page(span, p);
+            release_page(p);
         };
         if last - first > self.pages.len() as u64 {
             self.pages.retain(|&n, &mut p| {
@@ -197,6 +233,7 @@ impl ProcessMemory {
             v.prot = prot;
         }
         self.merge_around(start, end);
+        self.apply_host_protection(start, end);
         true
     }
 
@@ -226,24 +263,22 @@ impl ProcessMemory {
     pub fn relocate(&mut self, old: u64, len: u64, new: u64) {
         let prot = self.vma_at(old).map_or(0, |v| v.2);
         let mut moved = Vec::new();
-        for n in 0..len >> 12 {
-            if let Some(p) = self.pages.remove(&((old >> 12) + n)) {
-                let to = (new >> 12) + n;
-                let p = match self.span {
-                    // Pages of the reserved range stay where their address says: copy.
-                    Some(base) => {
-                        let q = page_in(base, to);
-                        // SAFETY: two distinct pages of the range (the destination is
-                        // unmapped, so untouched).
-                        unsafe { std::ptr::copy_nonoverlapping(p, q, 1) };
-                        release_page(self.span, p);
-                        q
-                    }
-                    None => p,
-                };
-                moved.push((to, p));
-                if let Some(h) = &self.code_hook {
+        if let Some(base) = self.span {
+            // SAFETY: both ranges lie in the reserved range (every mapping does) and the
+            // destination is unmapped.
+            unsafe { move_in_span(base, old, len, new) };
+            if let Some(h) = &self.code_hook {
+                for n in 0..len >> 12 {
                     h(old + (n << 12), PAGE_SIZE as usize);
+                }
+            }
+        } else {
+            for n in 0..len >> 12 {
+                if let Some(p) = self.pages.remove(&((old >> 12) + n)) {
+                    moved.push(((new >> 12) + n, p));
+                    if let Some(h) = &self.code_hook {
+                        h(old + (n << 12), PAGE_SIZE as usize);
+                    }
                 }
             }
         }
@@ -256,13 +291,81 @@ impl ProcessMemory {
             },
         );
         self.pages.extend(moved);
+        self.apply_host_protection(new, new + len);
     }
 
     /// Moves the end of the mapping that starts at `vma_start` (same protection); the caller
     /// has checked that the new range is free.
     pub fn set_end(&mut self, vma_start: u64, new_end: u64) {
         if let Some(v) = self.vmas.get_mut(&vma_start) {
-            v.end = new_end;
+            let old_end = std::mem::replace(&mut v.end, new_end);
+            self.apply_host_protection(old_end.min(new_end), old_end.max(new_end));
+        }
+    }
+
+    /// Host protection of the reserved range's `[start, end)` (page aligned) from the
+    /// mappings: readable where the guest may read or execute, writable where it may write
+    /// and no translated code lies, nothing elsewhere.
+    fn apply_host_protection(&mut self, start: u64, end: u64) {
+        let Some(base) = self.span else {
+            return;
+        };
+        let end = end.min(USER_SPAN);
+        let mut a = start;
+        while a < end {
+            let (piece_end, prot) = match self.vma_at(a) {
+                Some((_, e, prot)) => (e.min(end), prot),
+                None => (self.vmas.range(a..end).next().map_or(end, |(&s, _)| s), 0),
+            };
+            // SAFETY: inside the reserved range (`end` is clamped to it).
+            let host = unsafe { base.add(a as usize) };
+            host_protect(host, piece_end - a, host_prot(prot));
+            a = piece_end;
+        }
+        let in_range: Vec<u64> = self
+            .guarded
+            .iter()
+            .copied()
+            .filter(|&n| (start >> 12..end.div_ceil(PAGE_SIZE)).contains(&n))
+            .collect();
+        for n in in_range {
+            match self.vma_at(n << 12) {
+                Some((_, _, prot)) => {
+                    // SAFETY: as above.
+                    let host = unsafe { base.add((n << 12) as usize) };
+                    host_protect(host, PAGE_SIZE, host_prot(prot) & !libc::PROT_WRITE);
+                }
+                None => {
+                    self.guarded.remove(&n);
+                }
+            }
+        }
+    }
+
+    /// Withholds host write permission from the page at `addr`, which now holds translated
+    /// code: the guest's direct stores to it fault on the host and take the slow path.
+    /// Nothing happens outside the reserved range.
+    pub fn guard_code(&mut self, addr: u64) {
+        let n = addr >> 12;
+        if let (Some(base), Some((_, _, prot))) = (self.span, self.vma_at(addr))
+            && self.guarded.insert(n)
+        {
+            // SAFETY: a mapped page, so inside the reserved range.
+            let host = unsafe { base.add((n << 12) as usize) };
+            host_protect(host, PAGE_SIZE, host_prot(prot) & !libc::PROT_WRITE);
+        }
+    }
+
+    /// The guest or a system call is about to write the page at `addr`: when it is guarded,
+    /// its translations are dropped (all of them: the host stops guarding the page) and its
+    /// host protection is the guest's again.
+    fn unguard(&mut self, addr: u64) {
+        let n = addr >> 12;
+        if self.guarded.remove(&n) {
+            if let Some(h) = &self.code_hook {
+                h(n << 12, PAGE_SIZE as usize);
+            }
+            self.apply_host_protection(n << 12, (n + 1) << 12);
         }
     }
 
@@ -285,11 +388,10 @@ impl ProcessMemory {
 
     /// Host address of guest page `n`, allocating a zero page on first touch.
     fn page(&mut self, n: u64) -> *mut u8 {
-        let span = self.span;
-        let p = *self.pages.entry(n).or_insert_with(|| match span {
-            Some(base) => page_in(base, n),
-            None => zeroed_page(),
-        });
+        if let Some(base) = self.span {
+            return page_in(base, n).cast();
+        }
+        let p = *self.pages.entry(n).or_insert_with(zeroed_page);
         p.cast()
     }
 
@@ -320,6 +422,11 @@ impl ProcessMemory {
     /// when any page lacks it).
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         self.check(addr, data.len() as u64, PROT_WRITE)?;
+        if !self.guarded.is_empty() && !data.is_empty() {
+            for n in addr >> 12..=(addr + data.len() as u64 - 1) >> 12 {
+                self.unguard(n << 12);
+            }
+        }
         self.copy(addr, data.len(), PROT_WRITE, |host, off, n| unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr().add(off), host, n)
         })?;
@@ -339,9 +446,19 @@ impl ProcessMemory {
 
     /// Writes regardless of protection (the loader filling read-only segments).
     pub fn poke(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
-        self.copy(addr, data.len(), 0, |host, off, n| unsafe {
+        let span = self.span;
+        let r = self.copy(addr, data.len(), 0, |host, off, n| unsafe {
+            if span.is_some() {
+                host_protect(host, n as u64, libc::PROT_READ | libc::PROT_WRITE);
+            }
             std::ptr::copy_nonoverlapping(data.as_ptr().add(off), host, n)
-        })
+        });
+        let (first, last) = (addr & PAGE_MASK, page_up(addr + data.len() as u64));
+        for n in first >> 12..last >> 12 {
+            self.unguard(n << 12);
+        }
+        self.apply_host_protection(first, last);
+        r
     }
 
     /// Fails unless every page of `[addr, addr+len)` allows `need`.
@@ -413,6 +530,9 @@ impl ProcessMemory {
         };
         match self.vma_at(ea) {
             Some((_, _, prot)) if prot & need != 0 => {
+                if access == Access::Write {
+                    self.unguard(ea);
+                }
                 let host = self.page(ea >> 12);
                 Ok(PageMapping {
                     host,
@@ -448,7 +568,26 @@ impl ProcessMemory {
 
     /// Number of host pages in use (for `--stats`).
     pub fn resident_pages(&self) -> usize {
-        self.pages.len()
+        let Some(base) = self.span else {
+            return self.pages.len();
+        };
+        let mut n = 0;
+        for (&start, v) in &self.vmas {
+            let pages = ((v.end.min(USER_SPAN) - start) >> 12) as usize;
+            let mut vec = vec![0u8; pages];
+            // SAFETY: a mapped range of the reserved range; `vec` has a byte per page.
+            let r = unsafe {
+                libc::mincore(
+                    base.add(start as usize).cast(),
+                    pages << 12,
+                    vec.as_mut_ptr(),
+                )
+            };
+            if r == 0 {
+                n += vec.iter().filter(|&&b| b & 1 != 0).count();
+            }
+        }
+        n
     }
 }
 
@@ -481,13 +620,35 @@ fn reserve_span() -> Option<*mut u8> {
         libc::mmap(
             std::ptr::null_mut(),
             USER_SPAN as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
+            libc::PROT_NONE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )
     };
     (p != libc::MAP_FAILED).then_some(p.cast())
+}
+
+/// The host protection of a guest page with protection `prot` (x86 cannot withhold
+/// reading from a writable page, nor the guest from an executable one: the slow path and
+/// the interpreter read code through the host page).
+fn host_prot(prot: u32) -> libc::c_int {
+    if prot & PROT_WRITE != 0 {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else if prot & (PROT_READ | PROT_EXEC) != 0 {
+        libc::PROT_READ
+    } else {
+        libc::PROT_NONE
+    }
+}
+
+/// `mprotect` of whole pages of the reserved range.
+fn host_protect(host: *mut u8, len: u64, prot: libc::c_int) {
+    let start = (host as u64) & PAGE_MASK;
+    let len = page_up(host as u64 + len) - start;
+    // SAFETY: pages of the reserved range, which only guest memory uses.
+    let r = unsafe { libc::mprotect(start as *mut libc::c_void, len as usize, prot) };
+    assert_eq!(r, 0, "mprotect of the guest's reserved range failed");
 }
 
 /// Guest page `n` in the reserved range at `base`. Every mapping lies below `USER_SPAN`
@@ -501,17 +662,44 @@ fn page_in(base: *mut u8, n: u64) -> *mut Page {
     unsafe { base.add((n << 12) as usize) }.cast()
 }
 
-/// Gives a page's host memory back: zero-filled again on its next touch.
-fn release_page(span: Option<*mut u8>, p: *mut Page) {
-    match span {
-        // SAFETY: a page of the reserved range; `MADV_DONTNEED` on a private anonymous
-        // mapping drops its contents.
-        Some(_) => unsafe {
-            libc::madvise(p.cast(), PAGE_SIZE as usize, libc::MADV_DONTNEED);
-        },
-        // SAFETY: pages of the map are owned `Box`es (`zeroed_page`), freed once.
-        None => drop(unsafe { Box::from_raw(p) }),
+/// Gives a separately allocated page's host memory back.
+fn release_page(p: *mut Page) {
+    // SAFETY: pages of the map are owned `Box`es (`zeroed_page`), freed once.
+    drop(unsafe { Box::from_raw(p) })
+}
+
+/// Moves the contents of `[old, old + len)` of the reserved range at `base` to `[new, new +
+/// len)` (`mremap`, which moves the host's page tables rather than the bytes), leaving the
+/// source reserved, inaccessible and zero. Copies where `mremap` refuses (a source split
+/// into several host mappings by protections).
+///
+/// # Safety
+/// Both ranges lie in the reserved range, page aligned, and do not overlap.
+unsafe fn move_in_span(base: *mut u8, old: u64, len: u64, new: u64) {
+    let (from, to, n) = unsafe {
+        (
+            base.add(old as usize).cast::<libc::c_void>(),
+            base.add(new as usize).cast::<libc::c_void>(),
+            len as usize,
+        )
+    };
+    // SAFETY: (all three calls) ranges of the reserved range, which only guest memory uses.
+    let moved = unsafe { libc::mremap(from, n, n, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, to) };
+    if moved == libc::MAP_FAILED {
+        host_protect(from.cast(), len, libc::PROT_READ);
+        host_protect(to.cast(), len, libc::PROT_READ | libc::PROT_WRITE);
+        unsafe {
+            std::ptr::copy_nonoverlapping(from.cast::<u8>(), to.cast::<u8>(), n);
+            libc::madvise(from, n, libc::MADV_DONTNEED);
+        }
+        return;
     }
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+    let back = unsafe { libc::mmap(from, n, libc::PROT_NONE, flags, -1, 0) };
+    assert_eq!(
+        back, from,
+        "could not reserve the guest range again after mremap"
+    );
 }
 
 /// The vCPU's fill path: the process's memory, shared with the syscall layer.
@@ -653,5 +841,87 @@ mod tests {
         m.relocate(0x10000, 0x2000, 0x40000);
         assert!(m.read_vec(0x10000, 1).is_err());
         assert_eq!(m.read_vec(0x41ff0, 5).unwrap(), b"hello");
+    }
+
+    /// What the host lets this process do with the byte at `p`: (read, write). Probed
+    /// through a pipe, where the kernel answers `EFAULT` instead of raising a signal.
+    fn host_access(p: *mut u8) -> (bool, bool) {
+        let mut fds = [0; 2];
+        // SAFETY: plain system calls on a fresh pipe; `p` is only handed to the kernel.
+        unsafe {
+            assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+            let read = libc::write(fds[1], p.cast(), 1) == 1;
+            if !read {
+                // The byte that goes back is irrelevant: a page that cannot be read cannot
+                // be written.
+                libc::write(fds[1], [0u8].as_ptr().cast(), 1);
+            }
+            let write = libc::read(fds[0], p.cast(), 1) == 1;
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+            (read, write)
+        }
+    }
+
+    #[test]
+    fn host_protection_follows_the_guest_and_guards_code() {
+        let Some(span) = reserve_span() else {
+            return;
+        };
+        let mut m = ProcessMemory::with_span(Some(span));
+        let hooked = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let h = hooked.clone();
+        m.code_hook = Some(Box::new(move |a, _| h.lock().push(a)));
+        let at = |a: u64| unsafe { span.add(a as usize) };
+        assert_eq!(host_access(at(0x10000)), (false, false), "unmapped");
+        m.map(0x10000, 0x13000, PROT_READ | PROT_WRITE);
+        assert_eq!(host_access(at(0x10000)), (true, true));
+        assert!(m.protect(0x11000, 0x12000, PROT_READ | PROT_EXEC));
+        assert_eq!(host_access(at(0x11000)), (true, false), "read-only");
+        assert_eq!(host_access(at(0x12fff)), (true, true));
+        assert!(m.protect(0x12000, 0x13000, 0));
+        assert_eq!(host_access(at(0x12000)), (false, false), "PROT_NONE");
+        // A guarded page is read-only on the host until the guest or a system call writes it;
+        // then its translations go (the hook) and the guest's protection is back.
+        m.guard_code(0x10000);
+        assert_eq!(host_access(at(0x10008)), (true, false));
+        assert!(m.protect(0x10000, 0x11000, PROT_READ | PROT_WRITE | PROT_EXEC));
+        assert_eq!(host_access(at(0x10008)), (true, false), "still guarded");
+        hooked.lock().clear();
+        m.write(0x10008, b"x").unwrap();
+        assert_eq!(host_access(at(0x10008)), (true, true));
+        assert!(hooked.lock().contains(&0x10000));
+        m.guard_code(0x10000);
+        hooked.lock().clear();
+        m.translate(0x10010, Access::Write).unwrap();
+        assert_eq!(host_access(at(0x10010)), (true, true));
+        assert_eq!(hooked.lock().as_slice(), &[0x10000]);
+        // Loader writes go through any protection and leave it as it was.
+        m.poke(0x11000, b"text").unwrap();
+        assert_eq!(host_access(at(0x11000)), (true, false));
+        assert_eq!(m.read_vec(0x11000, 4).unwrap(), b"text");
+        m.unmap(0x10000, 0x13000);
+        assert_eq!(host_access(at(0x10008)), (false, false));
+        assert_eq!(host_access(at(0x11000)), (false, false));
+    }
+
+    #[test]
+    fn relocate_moves_touched_pages_and_clears_the_source() {
+        let Some(span) = reserve_span() else {
+            return;
+        };
+        let mut m = ProcessMemory::with_span(Some(span));
+        m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
+        // Written straight through the host page, as translated code does.
+        unsafe { span.add(0x12345).write(7) };
+        m.relocate(0x10000, 0x4000, 0x80000);
+        assert_eq!(m.read_vec(0x82345, 1).unwrap(), [7]);
+        assert_eq!(host_access(unsafe { span.add(0x12345) }), (false, false));
+        m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
+        assert_eq!(
+            m.read_vec(0x12345, 1).unwrap(),
+            [0],
+            "the old range reads as zero"
+        );
     }
 }

@@ -38,6 +38,9 @@ pub struct Options {
     pub jit_tiers: Option<crate::jit::Tiers>,
     /// `--jit-promote`; `None` keeps the JIT's default.
     pub jit_promote: Option<u32>,
+    /// `--jit-memory tlb`: translated loads and stores look up the TLB even where the host
+    /// can guard the guest's pages (for comparison; see `mem`'s host protections).
+    pub tlb_memory: bool,
 }
 
 /// How a guest run ended.
@@ -57,13 +60,15 @@ pub struct Runner {
 
 impl Runner {
     /// Loads the ELF file `image` (found at `exe`) with `argv` and `envp`, to run on an
-    /// engine built with `config`.
+    /// engine built with `config`; `guarded`: let the host guard the guest's pages where it
+    /// can, so that translated loads and stores skip the TLB.
     pub fn new(
         image: &[u8],
         exe: &Path,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
         config: &EngineConfig,
+        guarded: bool,
     ) -> Result<Self, String> {
         let mem = Arc::new(Mutex::new(ProcessMemory::new()));
         let mut random = [0u8; 16];
@@ -94,7 +99,11 @@ impl Runner {
         let engine = Engine::new(cpu, config, None);
         if let Some(cache) = engine.code_cache() {
             // Code changed by system calls or unmapping bypasses the JIT's store watch.
-            cache.set_user_process(process.mem.lock().flat_base());
+            let guard = guarded.then(|| {
+                let mem = process.mem.clone();
+                Box::new(move |page| mem.lock().guard_code(page)) as crate::jit::CodeGuard
+            });
+            cache.set_user_process(process.mem.lock().flat_base(), guard);
             let cache = cache.clone();
             process.mem.lock().code_hook =
                 Some(Box::new(move |addr, len| cache.code_written(addr, len)));
@@ -228,7 +237,8 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         trace: opts.trace,
         sole_vcpu: true,
     };
-    let mut runner = Runner::new(&image, exe, &argv, &envp, &config).map_err(|e| (126, e))?;
+    let mut runner =
+        Runner::new(&image, exe, &argv, &envp, &config, !opts.tlb_memory).map_err(|e| (126, e))?;
     runner.process.strace = opts.strace;
     let out = runner.run();
     if opts.stats {
@@ -268,7 +278,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     Ok(out)
 }
 
-const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-tiers T] [--jit-threshold N] [--jit-promote N] [--jit-cache-limit BYTES] [--trace] ELF [ARGS...]
+const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-tiers T] [--jit-threshold N] [--jit-promote N] [--jit-cache-limit BYTES] [--jit-memory guarded|tlb] [--trace] ELF [ARGS...]
   --jit-tiers T       baseline, cranelift or both, comma-separated (default baseline
                       where the host has it, x86-64; else cranelift)
   --jit-threshold N   run a block N times in the interpreter before translating it
@@ -276,7 +286,10 @@ const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|inte
   --jit-promote N     move a block from the baseline tier to Cranelift after N runs
                       (default 100000)
   --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
-                      (suffixes K, M, G: KiB, MiB, GiB; default 1G)";
+                      (suffixes K, M, G: KiB, MiB, GiB; default 1G)
+  --jit-memory M      guarded (default): the host protects the guest's pages as the guest
+                      does and translated loads and stores use them directly; tlb: they
+                      look up the software TLB (as a full system does)";
 
 /// The count at `raw[k]`, if there is one.
 fn count_arg(raw: &[OsString], k: usize) -> Option<u32> {
@@ -314,6 +327,20 @@ pub fn main(args: &[String]) -> i32 {
                     Some(n) => opts.jit_promote = Some(n),
                     None => {
                         eprintln!("ppc64emu user: --jit-promote takes a count\n{USAGE}");
+                        return 2;
+                    }
+                }
+            }
+            Some("--jit-memory") => {
+                k += 1;
+                match raw.get(k).and_then(|a| a.to_str()) {
+                    Some("guarded") => opts.tlb_memory = false,
+                    Some("tlb") => opts.tlb_memory = true,
+                    v => {
+                        let v = v.unwrap_or("");
+                        eprintln!(
+                            "ppc64emu user: --jit-memory {v}: expected guarded or tlb\n{USAGE}"
+                        );
                         return 2;
                     }
                 }

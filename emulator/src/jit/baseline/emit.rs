@@ -83,6 +83,9 @@ pub struct Emitted {
     /// block (shared stubs, the block's counter), resolved where the code is placed
     /// ([`Emitted::place`]).
     pub fixups: Vec<Fixup>,
+    /// Host-guarded memory ([`Space::guarded`]): each direct access instruction's offset
+    /// and the offset of the miss path a host fault on it resumes at.
+    pub fault_sites: Vec<(u32, u32)>,
 }
 
 /// A `rel32` field at `off` in a block's code that must reach `target`; `tail`: bytes of
@@ -211,6 +214,8 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         caching: false,
         later: Vec::new(),
         flat: None,
+        guarded: false,
+        sites: Vec::new(),
         user: false,
         crf_r8: None,
         prev_crf: None,
@@ -222,6 +227,7 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         fallbacks: 0,
         sections: [0; 3],
         fixups: e.fixups,
+        fault_sites: Vec::new(),
     }
 }
 
@@ -232,6 +238,12 @@ pub struct Space {
     /// Host address of guest address 0 when every TLB entry has that addend (user mode's
     /// reserved range): loads and stores add the constant instead of loading the addend.
     pub flat_base: Option<u64>,
+    /// With `flat_base`: the host protects every guest page as the guest does (and pages
+    /// holding translated code against writes), and the code region's fault sites are
+    /// bound while it runs (`fault`). Loads and stores then check only that the address is
+    /// below `user::mem::USER_SPAN` and access the host page; what the guest may not do
+    /// faults on the host and resumes at the access's miss path.
+    pub guarded: bool,
     /// One process on one vCPU: no kick and no events from elsewhere, so block entries
     /// test only the budget.
     pub user: bool,
@@ -387,6 +399,10 @@ struct Em {
     later: Vec<u32>,
     /// Host address of guest address 0 when all TLB entries share it (see [`Space`]).
     flat: Option<u64>,
+    /// Host-guarded memory (see [`Space`]), and the direct access sites so far: the access
+    /// instruction's offset and its miss path.
+    guarded: bool,
+    sites: Vec<(u32, DynamicLabel)>,
     /// User mode: nothing outside the vCPU's own instructions stops it (see [`Space`]).
     user: bool,
     /// The CR field whose LT/GT/EQ bits the instruction just translated left in `r8d`
@@ -457,6 +473,8 @@ pub fn emit(
         caching: true,
         later: later_gprs(words),
         flat: space.flat_base,
+        guarded: space.guarded && space.flat_base.is_some(),
+        sites: Vec::new(),
         user: space.user,
         crf_r8: None,
         prev_crf: None,
@@ -494,12 +512,21 @@ pub fn emit(
     }
     let probe = e.ops.offset().0 as u32;
     let cold = e.emit_cold();
+    let fault_sites = e
+        .sites
+        .iter()
+        .map(|&(at, miss)| {
+            let miss = e.ops.labels().resolve_dynamic(miss).expect("miss path");
+            (at, miss.0 as u32)
+        })
+        .collect();
     Emitted {
         code: e.ops.finalize().expect("block code"),
         native,
         fallbacks,
         sections: [body, probe, cold],
         fixups: e.fixups,
+        fault_sites,
     }
 }
 
@@ -1084,6 +1111,38 @@ impl Em {
         }
     }
 
+    /// The hit test of a plain access (alignment aside, what the host does for it is what
+    /// the guest's page allows): the TLB's, or host-guarded memory's.
+    fn host_address(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
+        if self.guarded {
+            self.guarded_address(miss);
+        } else {
+            self.tlb_hit(idx, tag, size, miss);
+        }
+    }
+
+    /// Host-guarded memory's hit test: `rcx` = the host address of `r13` when it is in the
+    /// process's range (jumps to `miss` otherwise). The caller marks its access instruction
+    /// with [`Em::fault_site`]; page protections do the rest.
+    fn guarded_address(&mut self, miss: DynamicLabel) {
+        let base = self.flat.expect("guarded memory is flat");
+        asm!(self.ops
+            ; mov rcx, r13
+            ; shr rcx, crate::user::mem::USER_SPAN.trailing_zeros() as i8
+            ; jnz =>miss
+            ; mov rcx, QWORD base as i64
+            ; add rcx, r13
+        );
+    }
+
+    /// The next instruction accesses guest memory at `rcx` after [`Em::tlb_hit`]: with
+    /// host-guarded memory, a host fault on it resumes at `miss`.
+    fn fault_site(&mut self, miss: DynamicLabel) {
+        if self.guarded {
+            self.sites.push((self.ops.offset().0 as u32, miss));
+        }
+    }
+
     /// `dcbz`: the aligned 128-byte block around the EA zeroed through a fast write entry
     /// (it never crosses a page); the slow path is the interpreter's.
     fn zero_block(&mut self, op: Op, i: Insn) {
@@ -1306,16 +1365,18 @@ impl Em {
         } else {
             (self.idx_read, offset_of!(TlbEntry, read))
         };
-        self.tlb_hit(idx, tag, 16, slow);
+        self.host_address(idx, tag, 16, slow);
         if store {
             asm!(self.ops ; movups xmm0, [rbx + home]);
         } else {
+            self.fault_site(slow);
             asm!(self.ops ; movups xmm0, [rcx]);
         }
         if !vmx {
             asm!(self.ops ; pshufd xmm0, xmm0, 0x4e);
         }
         if store {
+            self.fault_site(slow);
             asm!(self.ops ; movups [rcx], xmm0);
         } else {
             asm!(self.ops ; movups [rbx + home], xmm0);
@@ -1327,7 +1388,8 @@ impl Em {
     /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
     fn load(&mut self, size: u32, le: bool) {
         let (miss, done) = (self.label(), self.label());
-        self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, miss);
+        self.host_address(self.idx_read, offset_of!(TlbEntry, read), size, miss);
+        self.fault_site(miss);
         self.read_host(size);
         self.swap_if_big_endian(size, le);
         asm!(self.ops ; =>done);
@@ -1366,7 +1428,7 @@ impl Em {
     /// wrote translated code and the block stops after it).
     fn store(&mut self, src: StoreSrc, size: u32, le: bool, update_ra: Option<u32>) {
         let (miss, done) = (self.label(), self.label());
-        self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, miss);
+        self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
         self.store_src(RAX, src);
         if !le {
             match size {
@@ -1376,8 +1438,9 @@ impl Em {
                 _ => {}
             }
         }
-        // Pages holding translated code have no fast write entry: a fast store never needs
-        // the block to stop.
+        // Pages holding translated code have no fast write entry (with host-guarded memory,
+        // no host write permission): a fast store never needs the block to stop.
+        self.fault_site(miss);
         match size {
             1 => asm!(self.ops ; mov BYTE [rcx], al),
             2 => asm!(self.ops ; mov WORD [rcx], ax),

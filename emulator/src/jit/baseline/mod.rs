@@ -18,6 +18,7 @@
 
 mod arena;
 mod emit;
+mod fault;
 mod perf_map;
 mod regcache;
 
@@ -85,6 +86,10 @@ pub struct Shared {
     /// What user mode's address space promises (`emit::Space`); set before the first block
     /// is translated.
     space: Mutex<emit::Space>,
+    /// The placed blocks' direct access sites, with host-guarded memory (`fault`).
+    sites: fault::FaultSites,
+    /// `Space::guarded` of the space set (read on every entry).
+    guarded: std::sync::atomic::AtomicBool,
 }
 
 /// The shared probe exits (see [`emit::probe_stub`]), in their room after the other stubs.
@@ -155,12 +160,18 @@ impl Shared {
                 end: room + PROBE_STUBS_BYTES,
             }),
             space: Mutex::new(emit::Space::default()),
+            sites: fault::FaultSites::default(),
+            guarded: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
     /// Tells the translator what a user-mode process promises (see `emit::Space`), before
     /// any block is translated.
     pub fn set_space(&self, space: emit::Space) {
+        self.guarded.store(
+            space.guarded && space.flat_base.is_some(),
+            Ordering::Relaxed,
+        );
         *self.space.lock() = space;
     }
 
@@ -209,6 +220,17 @@ impl Shared {
             e.place(p);
         }
         let entry = p as usize;
+        if !e.fault_sites.is_empty() {
+            // SAFETY: guarded memory is user mode's: this thread is the one vCPU's, and it
+            // is not running translated code now.
+            unsafe {
+                self.sites.add(
+                    e.fault_sites
+                        .iter()
+                        .map(|&(at, miss)| (entry + at as usize, entry + miss as usize)),
+                )
+            };
+        }
         if let Some(m) = &self.perf_map {
             m.block(entry, key.pc, &e);
         }
@@ -258,6 +280,10 @@ impl Shared {
     /// `entry` is a live translation of this region for `cpu`'s current state, and `ctx` is
     /// that vCPU's context (its jump cache holds only live blocks).
     pub unsafe fn enter(&self, cpu: &mut Cpu, ctx: &mut JitCtx, entry: usize) {
+        let _bound = self
+            .guarded
+            .load(Ordering::Relaxed)
+            .then(|| self.sites.bind());
         unsafe { (self.trampoline)(cpu, ctx, entry) }
     }
 
@@ -308,6 +334,8 @@ impl Shared {
     pub fn flush(&self) {
         let mut blocks = self.blocks.lock();
         blocks.clear();
+        // SAFETY: no vCPU runs baseline code (the caller's promise).
+        unsafe { self.sites.clear() };
         self.code.reset(self.trampoline_len);
         // High words are written when their low byte is handed out again.
         self.counter_low.reset(0);
