@@ -397,6 +397,9 @@ pub struct JitCtx {
     /// Calls of optimized code from baseline code, and the instructions they retired.
     pub optimized_calls: u64,
     pub optimized_instructions: u64,
+    /// The address bits beyond user mode's reserved range (`user::mem::USER_SPAN`): a
+    /// memory operand for host-guarded memory's one-instruction range test.
+    pub beyond_user_span: u64,
 }
 
 // SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it), to a flag that
@@ -707,6 +710,7 @@ impl Jit {
             optimized_entry: 0,
             optimized_calls: 0,
             optimized_instructions: 0,
+            beyond_user_span: !(crate::user::mem::USER_SPAN - 1),
         };
         let backend: Box<dyn Backend> = Box::new(cranelift::CraneliftBackend::new());
         let mut ctx = Box::new(ctx);

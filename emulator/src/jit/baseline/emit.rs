@@ -69,6 +69,7 @@ const RET: i32 = offset_of!(JitCtx, ret) as i32;
 const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
 const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
+const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
 
 /// Code of one block.
 pub struct Emitted {
@@ -271,6 +272,8 @@ enum GprOp {
     Add64,
     Sub64,
     And64,
+    Or64,
+    Xor64,
     Cmp64,
     Cmp32,
     Imul64,
@@ -287,6 +290,8 @@ impl GprOp {
             GprOp::Add64 => (true, &[0x03]),
             GprOp::Sub64 => (true, &[0x2b]),
             GprOp::And64 => (true, &[0x23]),
+            GprOp::Or64 => (true, &[0x0b]),
+            GprOp::Xor64 => (true, &[0x33]),
             GprOp::Cmp64 => (true, &[0x3b]),
             GprOp::Cmp32 => (false, &[0x3b]),
             GprOp::Imul64 => (true, &[0x0f, 0xaf]),
@@ -1068,8 +1073,9 @@ impl Em {
 
     /// TLB hit test for `size` bytes at `r13` in MMU index `idx` (`tag`: offset of the tag
     /// in `TlbEntry`): jumps to `miss` unless the page is cached and the access aligned;
-    /// on a hit `rcx` = host address. With a flat address space the host address does not
-    /// wait for the entry's addend: the access's latency is the guest address's plus one add.
+    /// on a hit `rcx` = the page's addend (host − guest address), so that the access is at
+    /// `[rcx + r13]`. With a flat address space the addend is a constant: the access does
+    /// not wait for the entry's.
     fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
         let base = idx * TLB_IDX_BYTES;
         let (tag, addend) = (
@@ -1106,8 +1112,8 @@ impl Em {
             );
         }
         match self.flat {
-            Some(base) => asm!(self.ops ; mov rcx, QWORD base as i64 ; add rcx, r13),
-            None => asm!(self.ops ; mov rcx, r13 ; add rcx, QWORD [r14 + rax + addend]),
+            Some(base) => asm!(self.ops ; mov rcx, QWORD base as i64),
+            None => asm!(self.ops ; mov rcx, QWORD [r14 + rax + addend]),
         }
     }
 
@@ -1121,21 +1127,19 @@ impl Em {
         }
     }
 
-    /// Host-guarded memory's hit test: `rcx` = the host address of `r13` when it is in the
+    /// Host-guarded memory's hit test: `rcx` = the range's addend when `r13` is in the
     /// process's range (jumps to `miss` otherwise). The caller marks its access instruction
     /// with [`Em::fault_site`]; page protections do the rest.
     fn guarded_address(&mut self, miss: DynamicLabel) {
         let base = self.flat.expect("guarded memory is flat");
         asm!(self.ops
-            ; mov rcx, r13
-            ; shr rcx, crate::user::mem::USER_SPAN.trailing_zeros() as i8
+            ; test r13, QWORD [r12 + BEYOND_USER_SPAN]
             ; jnz =>miss
             ; mov rcx, QWORD base as i64
-            ; add rcx, r13
         );
     }
 
-    /// The next instruction accesses guest memory at `rcx` after [`Em::tlb_hit`]: with
+    /// The next instruction accesses guest memory at `[rcx + r13]` after [`Em::tlb_hit`]: with
     /// host-guarded memory, a host fault on it resumes at `miss`.
     fn fault_site(&mut self, miss: DynamicLabel) {
         if self.guarded {
@@ -1153,7 +1157,7 @@ impl Em {
         self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), 1, slow);
         asm!(self.ops ; xorps xmm0, xmm0);
         for k in 0..block / 16 {
-            asm!(self.ops ; movups [rcx + 16 * k], xmm0);
+            asm!(self.ops ; movups [rcx + r13 + 16 * k], xmm0);
         }
         asm!(self.ops ; =>back);
         self.interp_slow(slow, back, op, i);
@@ -1265,10 +1269,10 @@ impl Em {
         }
         asm!(self.ops ; mov rax, QWORD [rbx + RESERVE_VAL]);
         match size {
-            1 => asm!(self.ops ; lock cmpxchg BYTE [rcx], dl),
-            2 => asm!(self.ops ; lock cmpxchg WORD [rcx], dx),
-            4 => asm!(self.ops ; lock cmpxchg DWORD [rcx], edx),
-            _ => asm!(self.ops ; lock cmpxchg QWORD [rcx], rdx),
+            1 => asm!(self.ops ; lock cmpxchg BYTE [rcx + r13], dl),
+            2 => asm!(self.ops ; lock cmpxchg WORD [rcx + r13], dx),
+            4 => asm!(self.ops ; lock cmpxchg DWORD [rcx + r13], edx),
+            _ => asm!(self.ops ; lock cmpxchg QWORD [rcx + r13], rdx),
         }
         // EQ (2) when the swap happened.
         asm!(self.ops
@@ -1302,13 +1306,14 @@ impl Em {
         });
     }
 
-    /// `rax` = the `size` bytes at host address `rcx`, zero-extended, in memory byte order.
+    /// `rax` = the `size` bytes at host address `rcx + r13`, zero-extended, in memory byte
+    /// order.
     fn read_host(&mut self, size: u32) {
         match size {
-            1 => asm!(self.ops ; movzx eax, BYTE [rcx]),
-            2 => asm!(self.ops ; movzx eax, WORD [rcx]),
-            4 => asm!(self.ops ; mov eax, DWORD [rcx]),
-            _ => asm!(self.ops ; mov rax, QWORD [rcx]),
+            1 => asm!(self.ops ; movzx eax, BYTE [rcx + r13]),
+            2 => asm!(self.ops ; movzx eax, WORD [rcx + r13]),
+            4 => asm!(self.ops ; mov eax, DWORD [rcx + r13]),
+            _ => asm!(self.ops ; mov rax, QWORD [rcx + r13]),
         }
     }
 
@@ -1370,14 +1375,14 @@ impl Em {
             asm!(self.ops ; movups xmm0, [rbx + home]);
         } else {
             self.fault_site(slow);
-            asm!(self.ops ; movups xmm0, [rcx]);
+            asm!(self.ops ; movups xmm0, [rcx + r13]);
         }
         if !vmx {
             asm!(self.ops ; pshufd xmm0, xmm0, 0x4e);
         }
         if store {
             self.fault_site(slow);
-            asm!(self.ops ; movups [rcx], xmm0);
+            asm!(self.ops ; movups [rcx + r13], xmm0);
         } else {
             asm!(self.ops ; movups [rbx + home], xmm0);
         }
@@ -1442,10 +1447,10 @@ impl Em {
         // no host write permission): a fast store never needs the block to stop.
         self.fault_site(miss);
         match size {
-            1 => asm!(self.ops ; mov BYTE [rcx], al),
-            2 => asm!(self.ops ; mov WORD [rcx], ax),
-            4 => asm!(self.ops ; mov DWORD [rcx], eax),
-            _ => asm!(self.ops ; mov QWORD [rcx], rax),
+            1 => asm!(self.ops ; mov BYTE [rcx + r13], al),
+            2 => asm!(self.ops ; mov WORD [rcx + r13], ax),
+            4 => asm!(self.ops ; mov DWORD [rcx + r13], eax),
+            _ => asm!(self.ops ; mov QWORD [rcx + r13], rax),
         }
         asm!(self.ops ; =>done);
         let fault = self.label();
@@ -1776,14 +1781,20 @@ impl Em {
             }
             And | Or | Xor | Nand | Nor | Andc | Orc | Eqv => {
                 self.gpr_rm(GprOp::Load64, RAX, rt);
-                self.gpr_rm(GprOp::Load64, RCX, rb);
                 if matches!(op, Andc | Orc) {
+                    self.gpr_rm(GprOp::Load64, RCX, rb);
                     asm!(self.ops ; not rcx);
-                }
-                match op {
-                    And | Nand | Andc => asm!(self.ops ; and rax, rcx),
-                    Or | Nor | Orc => asm!(self.ops ; or rax, rcx),
-                    _ => asm!(self.ops ; xor rax, rcx),
+                    match op {
+                        Andc => asm!(self.ops ; and rax, rcx),
+                        _ => asm!(self.ops ; or rax, rcx),
+                    }
+                } else {
+                    let g = match op {
+                        And | Nand => GprOp::And64,
+                        Or | Nor => GprOp::Or64,
+                        _ => GprOp::Xor64,
+                    };
+                    self.gpr_rm(g, RAX, rb);
                 }
                 if matches!(op, Nand | Nor | Eqv) {
                     asm!(self.ops ; not rax);
