@@ -262,6 +262,13 @@ const RCX: u8 = 1;
 const RDX: u8 = 2;
 const R13: u8 = 13;
 
+/// The second source of [`Em::in_place`]: a GPR or a sign-extended immediate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operand2 {
+    Gpr(u32),
+    Imm(i32),
+}
+
 /// The instructions [`Em::gpr_rm`] encodes: `op reg, [gpr]` (`Store64`: `mov [gpr], reg`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum GprOp {
@@ -1005,7 +1012,12 @@ impl Em {
 
     /// CR0 from `rax` (a recording instruction, 64-bit mode); keeps `rax`.
     fn record(&mut self) {
-        asm!(self.ops ; test rax, rax);
+        self.record_from(RAX);
+    }
+
+    /// CR0 from host register `reg`; keeps it.
+    fn record_from(&mut self, reg: u8) {
+        asm!(self.ops ; test Rq(reg), Rq(reg));
         self.cmp_field(true);
         self.set_crf_with_so(0);
     }
@@ -1020,6 +1032,65 @@ impl Em {
 
     fn set_gpr(&mut self, r: u32) {
         self.gpr_rm(GprOp::Store64, RAX, r);
+    }
+
+    /// `GPR rt = GPR a op b` computed in `rt`'s host copy (`op h, b`), not in `rax` and
+    /// then copied: for the common integer ops whose result the rest of the block reads
+    /// again. False (nothing emitted) when `rt` gets no copy, or when `b` is `rt` itself,
+    /// held in that copy, and the op does not commute.
+    fn in_place(&mut self, op: GprOp, rt: u32, a: u32, b: Operand2, rc: bool) -> bool {
+        if !self.caching {
+            return false;
+        }
+        let wanted = self.later[self.k as usize] & 1 << rt != 0;
+        let prior = self.cache.find(rt);
+        if prior.is_none() && !wanted {
+            return false;
+        }
+        let commutes = matches!(op, GprOp::Add64 | GprOp::And64 | GprOp::Or64 | GprOp::Xor64);
+        let (mut a, mut b) = (a, b);
+        if b == Operand2::Gpr(rt) && a != rt {
+            if commutes {
+                (a, b) = (rt, Operand2::Gpr(a));
+            } else if prior.is_some() {
+                return false;
+            }
+        }
+        let h = match prior {
+            Some(h) => h,
+            None => self.cache.take(rt),
+        };
+        // Sources come from copies or homes; none is given a copy here, so that taking one
+        // cannot evict `h`.
+        if a != rt || prior.is_none() {
+            match self.cache_peek(a) {
+                Some(c) if c != h => self.reg_reg(GprOp::Load64, h, c),
+                _ => self.gpr_home(GprOp::Load64, h, a),
+            }
+        }
+        match b {
+            Operand2::Gpr(r) => match self.cache_peek(r) {
+                Some(c) if !(r == rt && prior.is_none()) => self.reg_reg(op, h, c),
+                _ => self.gpr_home(op, h, r),
+            },
+            Operand2::Imm(v) => match op {
+                GprOp::Add64 => asm!(self.ops ; add Rq(h), v),
+                GprOp::And64 => asm!(self.ops ; and Rq(h), v),
+                GprOp::Or64 => asm!(self.ops ; or Rq(h), v),
+                GprOp::Xor64 => asm!(self.ops ; xor Rq(h), v),
+                _ => unreachable!("immediate form of {}", op.encoding().1[0]),
+            },
+        }
+        self.gpr_home(GprOp::Store64, h, rt);
+        if rc {
+            self.record_from(h);
+        }
+        true
+    }
+
+    /// The host register holding GPR `r`, without counting a use or taking one.
+    fn cache_peek(&self, r: u32) -> Option<u8> {
+        self.cache.held().find(|&(_, g)| g == r).map(|(h, _)| h)
     }
 
     /// `rax &= m`, with the shortest encoding.
@@ -1698,12 +1769,39 @@ impl Em {
                 let imm = if op == Addis { i.si() << 16 } else { i.si() } as i32;
                 if ra == 0 {
                     asm!(self.ops ; mov rax, imm);
-                } else {
+                    self.set_gpr(rt);
+                } else if !self.in_place(GprOp::Add64, rt, ra, Operand2::Imm(imm), false) {
                     self.gpr_rm(GprOp::Load64, RAX, ra);
                     asm!(self.ops ; add rax, imm);
+                    self.set_gpr(rt);
                 }
-                self.set_gpr(rt);
             }
+            Add if self.in_place(GprOp::Add64, rt, ra, Operand2::Gpr(rb), i.rc()) => {}
+            Subf if self.in_place(GprOp::Sub64, rt, rb, Operand2::Gpr(ra), i.rc()) => {}
+            And | Or | Xor
+                if self.in_place(
+                    match op {
+                        And => GprOp::And64,
+                        Or => GprOp::Or64,
+                        _ => GprOp::Xor64,
+                    },
+                    ra,
+                    rt,
+                    Operand2::Gpr(rb),
+                    i.rc(),
+                ) => {}
+            Ori | Xori | AndiDot
+                if self.in_place(
+                    match op {
+                        Ori => GprOp::Or64,
+                        Xori => GprOp::Xor64,
+                        _ => GprOp::And64,
+                    },
+                    ra,
+                    rt,
+                    Operand2::Imm(i.ui() as i32),
+                    op == AndiDot,
+                ) => {}
             Add => {
                 self.gpr_rm(GprOp::Load64, RAX, ra);
                 self.gpr_rm(GprOp::Add64, RAX, rb);
