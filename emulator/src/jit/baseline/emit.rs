@@ -1088,6 +1088,77 @@ impl Em {
         true
     }
 
+    /// The host copy of GPR `rd` holding GPR `a` (loaded with `load`, `Load64` or
+    /// `Load32`), for a one-source result computed in place; `None` (nothing emitted)
+    /// when `rd` gets no copy.
+    fn dest_from(&mut self, rd: u32, a: u32, load: GprOp) -> Option<u8> {
+        if !self.caching {
+            return None;
+        }
+        let wanted = self.later[self.k as usize] & 1 << rd != 0;
+        let prior = self.cache.find(rd);
+        if prior.is_none() && !wanted {
+            return None;
+        }
+        let h = prior.unwrap_or_else(|| self.cache.take(rd));
+        // A copy just taken holds nothing yet.
+        match self.cache_peek(a).filter(|_| a != rd || prior.is_some()) {
+            Some(c) if c == h => {
+                if load == GprOp::Load32 {
+                    asm!(self.ops ; mov Rd(h), Rd(h));
+                }
+            }
+            Some(c) => self.reg_reg(load, h, c),
+            None => self.gpr_home(load, h, a),
+        }
+        Some(h)
+    }
+
+    /// `GPR rd = ROTL(GPR rs, sh) & m` in `rd`'s host copy (see [`Em::dest_from`]), as a
+    /// word (`rlwinm` with a mask in the low word: the source's low word, zero-extended)
+    /// or a doubleword (`rldic[lr]`, `rldic`). Shifts become `shl`/`shr`.
+    fn rotate_in_place(&mut self, rd: u32, rs: u32, word: bool, sh: u32, m: u64, rc: bool) -> bool {
+        let load = if word { GprOp::Load32 } else { GprOp::Load64 };
+        let Some(h) = self.dest_from(rd, rs, load) else {
+            return false;
+        };
+        let bits = if word { 32 } else { 64 };
+        let ones = u64::MAX >> (64 - bits);
+        let mut m = m;
+        if sh != 0 && m == (ones << sh) & ones {
+            match word {
+                true => asm!(self.ops ; shl Rd(h), sh as i8),
+                false => asm!(self.ops ; shl Rq(h), sh as i8),
+            }
+            m = ones;
+        } else if sh != 0 && m == ones >> (bits - sh) {
+            match word {
+                true => asm!(self.ops ; shr Rd(h), (bits - sh) as i8),
+                false => asm!(self.ops ; shr Rq(h), (bits - sh) as i8),
+            }
+            m = ones;
+        } else if sh != 0 {
+            match word {
+                true => asm!(self.ops ; rol Rd(h), sh as i8),
+                false => asm!(self.ops ; rol Rq(h), sh as i8),
+            }
+        }
+        if m == ones {
+        } else if word || m == 0xffff_ffff {
+            // 32-bit operations zero-extend.
+            asm!(self.ops ; and Rd(h), m as i32);
+        } else if m as i64 == m as i32 as i64 {
+            asm!(self.ops ; and Rq(h), m as i32);
+        } else {
+            asm!(self.ops ; mov rdx, QWORD m as i64 ; and Rq(h), rdx);
+        }
+        self.gpr_home(GprOp::Store64, h, rd);
+        if rc {
+            self.record_from(h);
+        }
+        true
+    }
+
     /// The host register holding GPR `r`, without counting a use or taking one.
     fn cache_peek(&self, r: u32) -> Option<u8> {
         self.cache.held().find(|&(_, g)| g == r).map(|(h, _)| h)
@@ -2020,6 +2091,29 @@ impl Em {
                 );
                 self.set_rc(ra, i.rc());
             }
+            Rlwinm
+                if crate::interp::mask64(i.mb() + 32, i.me() + 32) >> 32 == 0
+                    && self.rotate_in_place(
+                        ra,
+                        rt,
+                        true,
+                        i.sh(),
+                        crate::interp::mask64(i.mb() + 32, i.me() + 32),
+                        i.rc(),
+                    ) => {}
+            Rldicl | Rldicr | Rldic
+                if self.rotate_in_place(
+                    ra,
+                    rt,
+                    false,
+                    i.sh6(),
+                    match op {
+                        Rldicl => crate::interp::mask64(i.mb6(), 63),
+                        Rldicr => crate::interp::mask64(0, i.mb6()),
+                        _ => crate::interp::mask64(i.mb6(), 63 - i.sh6()),
+                    },
+                    i.rc(),
+                ) => {}
             Rlwinm | Rlwnm | Rlwimi => {
                 let m = crate::interp::mask64(i.mb() + 32, i.me() + 32);
                 self.gpr_rm(GprOp::Load32, RAX, rt);
