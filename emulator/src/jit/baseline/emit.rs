@@ -542,6 +542,8 @@ pub fn emit(
     }
 }
 
+// dynasm converts a dynamic register operand with `.into()`, which is a no-op for our `u8`.
+#[allow(clippy::useless_conversion)]
 impl Em {
     fn label(&mut self) -> DynamicLabel {
         self.ops.new_dynamic_label()
@@ -1824,8 +1826,6 @@ impl Em {
 
     /// Translates one instruction natively; false leaves it to the interpreter. `ended`:
     /// set when the instruction left the block (a branch).
-    // dynasm converts a dynamic register operand with `.into()`, which is a no-op for our `u8`.
-    #[allow(clippy::useless_conversion)]
     fn native(&mut self, op: Op, i: Insn, ended: &mut bool) -> bool {
         use Op::*;
         let info = op.info();
