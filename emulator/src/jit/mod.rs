@@ -34,6 +34,9 @@ mod helpers;
 mod space;
 pub mod spr;
 
+/// The ops the baseline tier translates natively (the rest call the interpreter).
+#[cfg(target_arch = "x86_64")]
+pub use baseline::native_ops as baseline_native_ops;
 pub use cranelift::native_ops;
 pub use space::JitSpace;
 

@@ -22,7 +22,7 @@ mod fault;
 mod perf_map;
 mod regcache;
 
-pub use emit::Space;
+pub use emit::{Space, native_ops};
 
 use super::{BlockKey, JitCtx};
 use crate::engine::Cpu;

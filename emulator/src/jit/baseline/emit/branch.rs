@@ -1,0 +1,139 @@
+//! Branches and the condition register: the baseline tier's `branch` family (see `table`).
+
+use super::*;
+
+impl Em {
+    /// The `branch` family's translator: false leaves the instruction to the interpreter.
+    pub(super) fn branch(&mut self, op: Op, i: Insn, ended: &mut bool) -> bool {
+        use Op::*;
+        let rt = i.rt();
+        let ra = i.ra();
+        let rb = i.rb();
+        let n = self.k + 1;
+        match op {
+            Crand | Cror | Crxor | Crnand | Crnor | Creqv | Crandc | Crorc => {
+                asm!(self.ops
+                    ; mov eax, DWORD [rbx + CR]
+                    ; mov ecx, eax
+                    ; shr ecx, (31 - ra) as i8
+                    ; mov edx, eax
+                    ; shr edx, (31 - rb) as i8
+                );
+                if matches!(op, Crandc | Crorc) {
+                    asm!(self.ops ; not edx);
+                }
+                match op {
+                    Crand | Crnand | Crandc => asm!(self.ops ; and ecx, edx),
+                    Cror | Crnor | Crorc => asm!(self.ops ; or ecx, edx),
+                    _ => asm!(self.ops ; xor ecx, edx),
+                }
+                if matches!(op, Crnand | Crnor | Creqv) {
+                    asm!(self.ops ; not ecx);
+                }
+                let sh = (31 - rt) as i8;
+                asm!(self.ops
+                    ; and ecx, 1
+                    ; shl ecx, sh
+                    ; and eax, !(1u32 << sh) as i32
+                    ; or eax, ecx
+                    ; mov DWORD [rbx + CR], eax
+                );
+            }
+            Mcrf => {
+                asm!(self.ops ; mov ecx, DWORD [rbx + CR] ; shr ecx, (28 - 4 * i.bfa()) as i8 ; and ecx, 0xf);
+                self.insert_crf(i.bf());
+            }
+            Mfcr => {
+                asm!(self.ops ; mov eax, DWORD [rbx + CR]);
+                self.set_gpr(rt);
+            }
+            Mtcrf | Mtocrf | Mfocrf => {
+                let fxm = i.fxm();
+                let m: u32 = (0..8)
+                    .filter(|k| fxm & (0x80 >> k) != 0)
+                    .map(|k| 0xf << (28 - 4 * k))
+                    .fold(0, |a, b| a | b);
+                if op != Mtcrf && fxm.count_ones() != 1 {
+                    // The interpreter leaves everything as it was.
+                } else if op == Mfocrf {
+                    asm!(self.ops ; mov eax, DWORD [rbx + CR] ; and eax, m as i32);
+                    self.set_gpr(rt);
+                } else {
+                    self.gpr_rm(GprOp::Load32, RAX, rt);
+                    asm!(self.ops ; and eax, m as i32 ; mov ecx, DWORD [rbx + CR] ; and ecx, !m as i32 ; or ecx, eax ; mov DWORD [rbx + CR], ecx);
+                }
+            }
+            B => {
+                let base = if i.aa() != 0 { 0 } else { self.pc };
+                self.link_register(i);
+                self.exit_direct(n, base.wrapping_add(i.li() as u64));
+                *ended = true;
+            }
+            Bc => {
+                let base = if i.aa() != 0 { 0 } else { self.pc };
+                self.link_register(i);
+                let nt = self.label();
+                self.condition(i, true, nt);
+                self.exit_direct(n, base.wrapping_add(i.bd() as u64));
+                asm!(self.ops ; =>nt);
+                self.exit_direct(n, self.pc.wrapping_add(4));
+                *ended = true;
+            }
+            Bclr | Bcctr if op == Bclr || i.rt() & 4 != 0 => {
+                // The target is read before LK updates LR.
+                let home = if op == Bclr { LR } else { CTR };
+                asm!(self.ops ; mov rax, QWORD [rbx + home] ; and rax, -4);
+                self.link_register(i);
+                let nt = self.label();
+                self.condition(i, op == Bclr, nt);
+                self.exit_indirect(n);
+                asm!(self.ops ; =>nt);
+                self.exit_direct(n, self.pc.wrapping_add(4));
+                *ended = true;
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+impl Em {
+    /// Jumps to `not_taken` unless the BO/BI condition holds (decrementing CTR when BO
+    /// says so). Keeps `rax`.
+    pub(super) fn condition(&mut self, i: Insn, use_ctr: bool, not_taken: DynamicLabel) {
+        let bo = i.rt();
+        if use_ctr && bo & 4 == 0 {
+            asm!(self.ops ; sub QWORD [rbx + CTR], 1);
+            if bo & 2 != 0 {
+                asm!(self.ops ; jnz =>not_taken);
+            } else {
+                asm!(self.ops ; jz =>not_taken);
+            }
+        }
+        if bo & 0x10 == 0 {
+            let bi = i.ra();
+            if self.prev_crf == Some(bi / 4) && bi % 4 != 3 {
+                // The compare right before left the field's LT/GT/EQ in `r8d`.
+                asm!(self.ops ; test r8d, 8 >> (bi % 4));
+                if bo & 8 != 0 {
+                    asm!(self.ops ; jz =>not_taken);
+                } else {
+                    asm!(self.ops ; jnz =>not_taken);
+                }
+            } else {
+                asm!(self.ops ; bt DWORD [rbx + CR], (31 - bi) as i8);
+                if bo & 8 != 0 {
+                    asm!(self.ops ; jnc =>not_taken);
+                } else {
+                    asm!(self.ops ; jc =>not_taken);
+                }
+            }
+        }
+    }
+
+    pub(super) fn link_register(&mut self, i: Insn) {
+        if i.lk() {
+            asm!(self.ops ; mov rcx, QWORD self.pc.wrapping_add(4) as i64 ; mov QWORD [rbx + LR], rcx);
+        }
+    }
+}

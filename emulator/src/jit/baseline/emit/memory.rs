@@ -1,0 +1,440 @@
+//! Loads, stores, the reservation pair and cache block operations: the baseline tier's
+//! `memory` family (see `table`), with the TLB and host-guarded hit tests they share.
+
+use super::*;
+
+impl Em {
+    /// The `memory` family's translator: false leaves the instruction to the interpreter.
+    pub(super) fn memory(&mut self, op: Op, i: Insn, _ended: &mut bool) -> bool {
+        use Op::*;
+        let info = op.info();
+        let rt = i.rt();
+        let ra = i.ra();
+        match op {
+            Lbz | Lbzu | Lbzx | Lbzux | Lhz | Lhzu | Lhzx | Lhzux | Lha | Lhau | Lhax | Lhaux
+            | Lwz | Lwzu | Lwzx | Lwzux | Lwa | Lwax | Lwaux | Ld | Ldu | Ldx | Ldux | Lhbrx
+            | Lwbrx | Ldbrx => {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && (ra == 0 || ra == rt) {
+                    return false;
+                }
+                let size = info.size as u32;
+                let reversed = matches!(op, Lhbrx | Lwbrx | Ldbrx);
+                self.ea(op, i, update);
+                self.load(size, self.le != reversed);
+                if info.flags.contains(InsnFlags::ALGEBRAIC) {
+                    match size {
+                        2 => asm!(self.ops ; movsx rax, ax),
+                        4 => asm!(self.ops ; movsxd rax, eax),
+                        _ => {}
+                    }
+                }
+                self.set_gpr(rt);
+                if update {
+                    self.gpr_rm(GprOp::Store64, R13, ra);
+                }
+            }
+            Stb | Stbu | Stbx | Stbux | Sth | Sthu | Sthx | Sthux | Stw | Stwu | Stwx | Stwux
+            | Std | Stdu | Stdx | Stdux | Sthbrx | Stwbrx | Stdbrx => {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && ra == 0 {
+                    return false;
+                }
+                let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
+                self.ea(op, i, update);
+                let update_ra = update.then_some(ra);
+                self.store(
+                    StoreSrc::Gpr(rt),
+                    info.size as u32,
+                    self.le != reversed,
+                    update_ra,
+                );
+                if update {
+                    self.gpr_rm(GprOp::Store64, R13, ra);
+                }
+            }
+            Lfd | Lfdu | Lfdx | Lfdux | Stfd | Stfdu | Stfdx | Stfdux
+                if self.key.flags & msr::FP != 0 =>
+            {
+                let update = info.flags.contains(InsnFlags::UPDATE);
+                if update && ra == 0 {
+                    return false;
+                }
+                self.fp_doubleword(op, i, i.rt(), update);
+            }
+            Lxsdx | Stxsdx if self.key.flags & msr::VSX != 0 => {
+                self.fp_doubleword(op, i, i.xt(), false)
+            }
+            Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
+            Lxvd2x | Stxvd2x if self.le && self.key.flags & msr::VSX != 0 => self.quadword(op, i),
+            Dcbz => self.zero_block(op, i),
+            // Cache hints have no architectural effect (and never fault).
+            Dcbt | Dcbtst => {}
+            Lbarx | Lharx | Lwarx | Ldarx => self.load_reserve(op, i),
+            StbcxDot | SthcxDot | StwcxDot | StdcxDot => self.store_conditional(op, i),
+            _ => return false,
+        }
+        true
+    }
+}
+
+impl Em {
+    /// Effective address into `r13`: `D(RA|0)`, `DS(RA|0)`, `(RA|0)+RB` (RA for updates).
+    pub(super) fn ea(&mut self, op: Op, i: Insn, update: bool) {
+        let ops = op.info().operands;
+        let ra = i.ra();
+        let base = update || ra != 0;
+        let disp = if ops.contains(&Operand::DRa) {
+            Some(i.si())
+        } else if ops.contains(&Operand::DsRa) {
+            Some(i.ds())
+        } else {
+            None
+        };
+        match (disp, base) {
+            (Some(d), true) => {
+                self.gpr_rm(GprOp::Load64, R13, ra);
+                asm!(self.ops ; add r13, d as i32);
+            }
+            (Some(d), false) => asm!(self.ops ; mov r13, d as i32),
+            (None, true) => {
+                self.gpr_rm(GprOp::Load64, R13, i.rb());
+                self.gpr_rm(GprOp::Add64, R13, ra);
+            }
+            (None, false) => {
+                self.gpr_rm(GprOp::Load64, R13, i.rb());
+            }
+        }
+    }
+
+    /// TLB hit test for `size` bytes at `r13` in MMU index `idx` (`tag`: offset of the tag
+    /// in `TlbEntry`): jumps to `miss` unless the page is cached and the access aligned;
+    /// on a hit `rcx` = the page's addend (host − guest address), so that the access is at
+    /// `[rcx + r13]`. With a flat address space the addend is a constant: the access does
+    /// not wait for the entry's.
+    pub(super) fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
+        let base = idx * TLB_IDX_BYTES;
+        let (tag, addend) = (
+            base + tag as i32,
+            base + offset_of!(TlbEntry, addend) as i32,
+        );
+        // Up to 8 bytes, the alignment bits stay in the compared address (one compare for
+        // the page and the alignment); quadwords only need to stay inside the page.
+        let (entry_bits, page_bits) = (
+            size_of::<TlbEntry>().trailing_zeros(),
+            PAGE_MASK.trailing_zeros(),
+        );
+        let compared = if size > 8 {
+            PAGE_MASK
+        } else {
+            fast_path_mask(size)
+        };
+        asm!(self.ops
+            ; mov eax, r13d
+            ; shr eax, (page_bits - entry_bits) as i8
+            ; and eax, ((TLB_ENTRIES - 1) << entry_bits) as i32
+            ; mov rcx, r13
+            ; and rcx, compared as i32
+            ; cmp rcx, QWORD [r14 + rax + tag]
+            ; jne =>miss
+        );
+        if size > 8 {
+            // Quadwords need not be aligned, only inside the page.
+            asm!(self.ops
+                ; mov edx, r13d
+                ; and edx, !PAGE_MASK as i32
+                ; cmp edx, (PAGE_SIZE - size as u64) as i32
+                ; ja =>miss
+            );
+        }
+        match self.flat {
+            Some(base) => asm!(self.ops ; mov rcx, QWORD base as i64),
+            None => asm!(self.ops ; mov rcx, QWORD [r14 + rax + addend]),
+        }
+    }
+
+    /// The hit test of a plain access (alignment aside, what the host does for it is what
+    /// the guest's page allows): the TLB's, or host-guarded memory's.
+    pub(super) fn host_address(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
+        if self.guarded {
+            self.guarded_address(miss);
+        } else {
+            self.tlb_hit(idx, tag, size, miss);
+        }
+    }
+
+    /// Host-guarded memory's hit test: `rcx` = the range's addend when `r13` is in the
+    /// process's range (jumps to `miss` otherwise). The caller marks its access instruction
+    /// with [`Em::fault_site`]; page protections do the rest.
+    pub(super) fn guarded_address(&mut self, miss: DynamicLabel) {
+        let base = self.flat.expect("guarded memory is flat");
+        asm!(self.ops
+            ; test r13, QWORD [r12 + BEYOND_USER_SPAN]
+            ; jnz =>miss
+            ; mov rcx, QWORD base as i64
+        );
+    }
+
+    /// The next instruction accesses guest memory at `[rcx + r13]` after [`Em::tlb_hit`]: with
+    /// host-guarded memory, a host fault on it resumes at `miss`.
+    pub(super) fn fault_site(&mut self, miss: DynamicLabel) {
+        if self.guarded {
+            self.sites.push((self.ops.offset().0 as u32, miss));
+        }
+    }
+
+    /// `dcbz`: the aligned 128-byte block around the EA zeroed through a fast write entry
+    /// (it never crosses a page); the slow path is the interpreter's.
+    pub(super) fn zero_block(&mut self, op: Op, i: Insn) {
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        let block = crate::interp::CACHE_BLOCK as i32;
+        asm!(self.ops ; and r13, -block);
+        self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), 1, slow);
+        asm!(self.ops ; xorps xmm0, xmm0);
+        for k in 0..block / 16 {
+            asm!(self.ops ; movups [rcx + r13 + 16 * k], xmm0);
+        }
+        asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// `l[bhwd]arx` through a fast read entry: the load, and the reservation the interpreter
+    /// records (address, size, the value in memory byte order). Misses, unaligned addresses
+    /// (the alignment interrupt) and devices run the interpreter.
+    pub(super) fn load_reserve(&mut self, op: Op, i: Insn) {
+        let size = op.info().size as u32;
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, slow);
+        self.read_host(size);
+        asm!(self.ops
+            ; mov QWORD [rbx + RESERVE_VAL], rax
+            ; mov QWORD [rbx + RESERVE_VAL + 8], 0
+            ; mov QWORD [rbx + RESERVE_ADDR], r13
+            ; mov QWORD [rbx + RESERVE_SIZE], size as i32
+        );
+        self.swap_if_big_endian(size, self.le);
+        self.set_gpr(i.rt());
+        asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// `st[bhwd]cx.` as the interpreter does it: without a reservation of exactly this
+    /// address and size nothing is accessed and CR0 = 0b00 || SO; with one, a compare-and-swap
+    /// against the reserved value through a fast write entry (anything else, e.g. a page
+    /// holding translated code, runs the interpreter). The reservation is gone either way.
+    pub(super) fn store_conditional(&mut self, op: Op, i: Insn) {
+        let size = op.info().size as u32;
+        let (slow, back, unreserved, done) =
+            (self.label(), self.label(), self.label(), self.label());
+        self.ea(op, i, false);
+        asm!(self.ops
+            ; cmp QWORD [rbx + RESERVE_ADDR], r13
+            ; jne =>unreserved
+            ; cmp QWORD [rbx + RESERVE_SIZE], size as i32
+            ; jne =>unreserved
+        );
+        self.tlb_hit(self.idx_write, offset_of!(TlbEntry, write), size, slow);
+        // From the home: a copy taken on this path alone would be missing on the others.
+        self.gpr_home(GprOp::Load64, RDX, i.rs());
+        if !self.le {
+            match size {
+                2 => asm!(self.ops ; rol dx, 8),
+                4 => asm!(self.ops ; bswap edx),
+                8 => asm!(self.ops ; bswap rdx),
+                _ => {}
+            }
+        }
+        asm!(self.ops ; mov rax, QWORD [rbx + RESERVE_VAL]);
+        match size {
+            1 => asm!(self.ops ; lock cmpxchg BYTE [rcx + r13], dl),
+            2 => asm!(self.ops ; lock cmpxchg WORD [rcx + r13], dx),
+            4 => asm!(self.ops ; lock cmpxchg DWORD [rcx + r13], edx),
+            _ => asm!(self.ops ; lock cmpxchg QWORD [rcx + r13], rdx),
+        }
+        // EQ (2) when the swap happened.
+        asm!(self.ops
+            ; setz cl
+            ; movzx ecx, cl
+            ; add ecx, ecx
+            ; jmp =>done
+            ; =>unreserved
+            ; xor ecx, ecx
+            ; =>done
+            ; mov QWORD [rbx + RESERVE_ADDR], NO_RESERVATION as i32
+            ; movzx edx, BYTE [rbx + SO]
+            ; or ecx, edx
+        );
+        self.insert_crf(0);
+        asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// `rax` = the `size` bytes at host address `rcx + r13`, zero-extended, in memory byte
+    /// order.
+    pub(super) fn read_host(&mut self, size: u32) {
+        match size {
+            1 => asm!(self.ops ; movzx eax, BYTE [rcx + r13]),
+            2 => asm!(self.ops ; movzx eax, WORD [rcx + r13]),
+            4 => asm!(self.ops ; mov eax, DWORD [rcx + r13]),
+            _ => asm!(self.ops ; mov rax, QWORD [rcx + r13]),
+        }
+    }
+
+    /// `rax`'s low `size` bytes from memory byte order to the guest's, when it is big-endian.
+    pub(super) fn swap_if_big_endian(&mut self, size: u32, le: bool) {
+        if !le {
+            match size {
+                2 => asm!(self.ops ; rol ax, 8),
+                4 => asm!(self.ops ; bswap eax),
+                8 => asm!(self.ops ; bswap rax),
+                _ => {}
+            }
+        }
+    }
+
+    /// Doubleword 0 of VSR `x` (FPR `x` below 32) to or from memory: `lfd`/`stfd` and
+    /// their indexed and update forms, `lxsdx`/`stxsdx`. `lfd` zeroes doubleword 1 (as the
+    /// interpreter's `set_fpr` does); `lxsdx` keeps it.
+    pub(super) fn fp_doubleword(&mut self, op: Op, i: Insn, x: u32, update: bool) {
+        let ra = i.ra();
+        self.ea(op, i, update);
+        let home = vsr(x);
+        if op.info().flags.contains(InsnFlags::LOAD) {
+            self.load(8, self.le);
+            asm!(self.ops ; mov QWORD [rbx + home + 8], rax);
+            if op != Op::Lxsdx {
+                asm!(self.ops ; mov QWORD [rbx + home], 0);
+            }
+        } else {
+            self.store(StoreSrc::Dw0(x), 8, self.le, update.then_some(ra));
+        }
+        if update {
+            self.gpr_rm(GprOp::Store64, R13, ra);
+        }
+    }
+
+    /// `lvx`/`stvx`/`lxvd2x`/`stxvd2x` in little-endian mode: 16 bytes between memory and
+    /// the register's home, with the doublewords swapped for the VSX forms (their
+    /// doubleword 0 is at the lower address, and a `u128` home keeps it in the high half).
+    /// Misses, page crossings and watched pages go to the interpreter.
+    pub(super) fn quadword(&mut self, op: Op, i: Insn) {
+        let (store, vmx) = (
+            matches!(op, Op::Stvx | Op::Stxvd2x),
+            matches!(op, Op::Lvx | Op::Stvx),
+        );
+        let home = vsr(if vmx { 32 + i.rt() } else { i.xt() });
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        if vmx {
+            asm!(self.ops ; and r13, -16);
+        }
+        let (idx, tag) = if store {
+            (self.idx_write, offset_of!(TlbEntry, write))
+        } else {
+            (self.idx_read, offset_of!(TlbEntry, read))
+        };
+        self.host_address(idx, tag, 16, slow);
+        if store {
+            asm!(self.ops ; movups xmm0, [rbx + home]);
+        } else {
+            self.fault_site(slow);
+            asm!(self.ops ; movups xmm0, [rcx + r13]);
+        }
+        if !vmx {
+            asm!(self.ops ; pshufd xmm0, xmm0, 0x4e);
+        }
+        if store {
+            self.fault_site(slow);
+            asm!(self.ops ; movups [rcx + r13], xmm0);
+        } else {
+            asm!(self.ops ; movups [rbx + home], xmm0);
+        }
+        asm!(self.ops ; =>back);
+        self.interp_slow(slow, back, op, i);
+    }
+
+    /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
+    pub(super) fn load(&mut self, size: u32, le: bool) {
+        let (miss, done) = (self.label(), self.label());
+        self.host_address(self.idx_read, offset_of!(TlbEntry, read), size, miss);
+        self.fault_site(miss);
+        self.read_host(size);
+        self.swap_if_big_endian(size, le);
+        asm!(self.ops ; =>done);
+        let fault = self.label();
+        self.cold.push(Cold::LoadMiss {
+            at: miss,
+            back: done,
+            held: self.cache,
+            size,
+            le,
+            fault,
+        });
+        self.cold.push(Cold::Fault {
+            at: fault,
+            k: self.k,
+            pc: self.pc,
+        });
+    }
+
+    /// The value a store writes into `reg`.
+    pub(super) fn store_src(&mut self, reg: u8, src: StoreSrc) {
+        match src {
+            StoreSrc::Gpr(r) => self.gpr_rm(GprOp::Load64, reg, r),
+            StoreSrc::Dw0(x) => {
+                let home = vsr(x) + 8;
+                match reg {
+                    RAX => asm!(self.ops ; mov rax, QWORD [rbx + home]),
+                    _ => asm!(self.ops ; mov rcx, QWORD [rbx + home]),
+                }
+            }
+        }
+    }
+
+    /// Stores the low `size` bytes of `src` at `r13`. `update_ra`: the update form's RA
+    /// (set to `r13` after the store by the caller, and by the slow path when the store
+    /// wrote translated code and the block stops after it).
+    pub(super) fn store(&mut self, src: StoreSrc, size: u32, le: bool, update_ra: Option<u32>) {
+        let (miss, done) = (self.label(), self.label());
+        self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
+        self.store_src(RAX, src);
+        if !le {
+            match size {
+                2 => asm!(self.ops ; rol ax, 8),
+                4 => asm!(self.ops ; bswap eax),
+                8 => asm!(self.ops ; bswap rax),
+                _ => {}
+            }
+        }
+        // Pages holding translated code have no fast write entry (with host-guarded memory,
+        // no host write permission): a fast store never needs the block to stop.
+        self.fault_site(miss);
+        match size {
+            1 => asm!(self.ops ; mov BYTE [rcx + r13], al),
+            2 => asm!(self.ops ; mov WORD [rcx + r13], ax),
+            4 => asm!(self.ops ; mov DWORD [rcx + r13], eax),
+            _ => asm!(self.ops ; mov QWORD [rcx + r13], rax),
+        }
+        asm!(self.ops ; =>done);
+        let fault = self.label();
+        self.cold.push(Cold::StoreMiss {
+            at: miss,
+            back: done,
+            held: self.cache,
+            src,
+            size,
+            le,
+            update_ra,
+            fault,
+            k: self.k + 1,
+            next: self.pc.wrapping_add(4),
+        });
+        self.cold.push(Cold::Fault {
+            at: fault,
+            k: self.k,
+            pc: self.pc,
+        });
+    }
+}

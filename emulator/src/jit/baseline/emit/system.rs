@@ -1,0 +1,88 @@
+//! SPR moves, barriers and traps: the baseline tier's `system` family (see `table`).
+
+use super::*;
+
+impl Em {
+    /// The `system` family's translator: false leaves the instruction to the interpreter.
+    pub(super) fn system(&mut self, op: Op, i: Insn, _ended: &mut bool) -> bool {
+        use Op::*;
+        let rt = i.rt();
+        match op {
+            Mfspr | Mtspr => {
+                let pr = self.key.flags & msr::PR != 0;
+                let Some(p) = crate::jit::spr::plain_spr(i.spr(), op == Mtspr, pr) else {
+                    return false;
+                };
+                let home = ST + p.offset as i32;
+                if op == Mfspr {
+                    match p.bytes {
+                        8 => asm!(self.ops ; mov rax, QWORD [rbx + home]),
+                        _ => asm!(self.ops ; mov eax, DWORD [rbx + home]),
+                    }
+                    self.set_gpr(rt);
+                } else {
+                    self.gpr_rm(GprOp::Load64, RAX, rt);
+                    self.and_mask(p.write_mask);
+                    match p.bytes {
+                        8 => asm!(self.ops ; mov QWORD [rbx + home], rax),
+                        _ => asm!(self.ops ; mov DWORD [rbx + home], eax),
+                    }
+                }
+            }
+            // The host orders memory as strongly as the interpreter's fences ask (x86 TSO:
+            // only `sync`'s sequentially consistent fence needs an instruction); `ptesync`
+            // also performs a pending TLB flush, in the interpreter.
+            Sync if i.l_sync() == 1 => {}
+            Sync if i.l_sync() != 2 => asm!(self.ops ; mfence),
+            Eieio => {}
+            Isync => self.isync(i),
+            Tdi | Twi => self.trap_immediate(op, i),
+            _ => return false,
+        }
+        true
+    }
+}
+
+impl Em {
+    /// `isync`: nothing to do unless a local TLB flush is pending (the interpreter does it).
+    pub(super) fn isync(&mut self, i: Insn) {
+        let (slow, back) = (self.label(), self.label());
+        asm!(self.ops ; cmp BYTE [rbx + TLB_FLUSH_PENDING], 0 ; jne =>slow ; =>back);
+        self.interp_slow(slow, back, Op::Isync, i);
+    }
+
+    /// `tdi`/`twi`: the TO conditions tested inline; when one holds the interpreter runs the
+    /// instruction (and raises the trap).
+    pub(super) fn trap_immediate(&mut self, op: Op, i: Insn) {
+        let to = i.rt();
+        if to == 0 {
+            return;
+        }
+        if op == Op::Twi {
+            self.gpr_rm(GprOp::Load32Signed, RAX, i.ra());
+        } else {
+            self.gpr_rm(GprOp::Load64, RAX, i.ra());
+        }
+        // Word traps compare sign-extended words, which keeps their unsigned order too.
+        let (trap, over) = (self.label(), self.label());
+        asm!(self.ops ; cmp rax, i.si() as i32);
+        if to & 16 != 0 {
+            asm!(self.ops ; jl =>trap);
+        }
+        if to & 8 != 0 {
+            asm!(self.ops ; jg =>trap);
+        }
+        if to & 4 != 0 {
+            asm!(self.ops ; je =>trap);
+        }
+        if to & 2 != 0 {
+            asm!(self.ops ; jb =>trap);
+        }
+        if to & 1 != 0 {
+            asm!(self.ops ; ja =>trap);
+        }
+        asm!(self.ops ; jmp =>over ; =>trap);
+        self.fallback(op, i.0);
+        asm!(self.ops ; =>over);
+    }
+}
