@@ -229,7 +229,16 @@ impl ProcessMemory {
         }
         self.split_at(start);
         self.split_at(end);
-        for (_, v) in self.vmas.range_mut(start..end) {
+        for (&s, v) in self.vmas.range_mut(start..end) {
+            if v.prot & PROT_EXEC != 0
+                && prot & PROT_EXEC == 0
+                && let Some(h) = &self.code_hook
+            {
+                // Translations of code that may no longer run go (and jumps into them).
+                for a in (s..v.end).step_by(PAGE_SIZE as usize) {
+                    h(a, PAGE_SIZE as usize);
+                }
+            }
             v.prot = prot;
         }
         self.merge_around(start, end);
@@ -900,6 +909,10 @@ mod tests {
         m.poke(0x11000, b"text").unwrap();
         assert_eq!(host_access(at(0x11000)), (true, false));
         assert_eq!(m.read_vec(0x11000, 4).unwrap(), b"text");
+        // Code that may no longer run loses its translations.
+        hooked.lock().clear();
+        assert!(m.protect(0x11000, 0x12000, PROT_READ));
+        assert_eq!(hooked.lock().as_slice(), &[0x11000]);
         m.unmap(0x10000, 0x13000);
         assert_eq!(host_access(at(0x10008)), (false, false));
         assert_eq!(host_access(at(0x11000)), (false, false));

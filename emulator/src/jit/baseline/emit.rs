@@ -12,8 +12,9 @@
 //!
 //! The code is position independent (helpers are called through absolute addresses, only
 //! jumps inside the block are relative), so it is emitted into a buffer and then copied to
-//! its place in the shared code region. Direct exits to the block's own guest page end in a
-//! patchable `jmp rel32` (see [`super::Shared::link`]); other exits probe the vCPU's jump
+//! its place in the shared code region. Direct exits to the block's own guest page (in user
+//! mode, to any page) end in a patchable `jmp rel32` (see [`super::Shared::link`]); other
+//! exits probe the vCPU's jump
 //! cache for a baseline block, run an optimized one through `helpers::run_optimized`, and
 //! return to the run loop when there is neither.
 //!
@@ -939,7 +940,10 @@ impl Em {
     /// returns with `JitCtx::link` naming the jump); others go through the probe.
     fn exit_direct(&mut self, retired: u32, target: u64) {
         asm!(self.ops ; sub rbp, retired as i32);
-        if target & PAGE_MASK != self.key.pc & PAGE_MASK {
+        // A user process's pages never change mapping (an unmapped, replaced or no longer
+        // executable page drops its blocks, and with them the jumps into them), so its
+        // exits link to any page.
+        if !self.user && target & PAGE_MASK != self.key.pc & PAGE_MASK {
             asm!(self.ops ; mov rax, QWORD target as i64);
             self.jmp_probe();
             return;

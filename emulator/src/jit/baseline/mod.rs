@@ -13,7 +13,9 @@
 //! safe because the target has the source's guest page, and the source is only ever entered
 //! under the page mapping it was translated for (from the run loop's lookup, which checks
 //! the mapping, or from a block of the same page, by induction), so the target's mapping
-//! holds as well. A block that is dropped (its code written, or promoted) has its incoming
+//! holds as well. In a user process, whose pages never change mapping (a page that is
+//! unmapped, replaced or made non-executable drops its blocks), direct exits to every page
+//! are linked. A block that is dropped (its code written, or promoted) has its incoming
 //! jumps reset first ([`Shared::kill`]). Other exits probe the vCPU's jump cache.
 
 mod arena;
