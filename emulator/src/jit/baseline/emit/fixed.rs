@@ -393,6 +393,19 @@ impl Em {
                 asm!(self.ops ; popcnt rax, QWORD [rbx + gpr(rt)]);
                 self.set_gpr(ra);
             }
+            Popcntw if std::arch::is_x86_feature_detected!("popcnt") => {
+                // Each word's count in its own word.
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                asm!(self.ops
+                    ; mov rdx, rax
+                    ; shr rdx, 32
+                    ; popcnt edx, edx
+                    ; popcnt eax, eax
+                    ; shl rdx, 32
+                    ; or rax, rdx
+                );
+                self.set_gpr(ra);
+            }
             _ => return false,
         }
         true

@@ -68,6 +68,7 @@ impl Em {
             Lvx | Stvx if self.le && self.key.flags & msr::VEC != 0 => self.quadword(op, i),
             Lxvd2x | Stxvd2x if self.le && self.key.flags & msr::VSX != 0 => self.quadword(op, i),
             Dcbz => self.zero_block(op, i),
+            Dcbst | Dcbf => self.cache_flush(op, i),
             // Cache hints have no architectural effect (and never fault).
             Dcbt | Dcbtst => {}
             Lbarx | Lharx | Lwarx | Ldarx => self.load_reserve(op, i),
@@ -181,6 +182,17 @@ impl Em {
         if self.guarded {
             self.sites.push((self.ops.offset().0 as u32, miss));
         }
+    }
+
+    /// `dcbst`/`dcbf`: a one-byte load for storage protection and nothing else, as the
+    /// interpreter does them (a miss or a fault runs the interpreter).
+    pub(super) fn cache_flush(&mut self, op: Op, i: Insn) {
+        let (slow, back) = (self.label(), self.label());
+        self.ea(op, i, false);
+        self.host_address(self.idx_read, offset_of!(TlbEntry, read), 1, slow);
+        self.fault_site(slow);
+        asm!(self.ops ; movzx eax, BYTE [rcx + r13] ; =>back);
+        self.interp_slow(slow, back, op, i);
     }
 
     /// `dcbz`: the aligned 128-byte block around the EA zeroed through a fast write entry

@@ -86,6 +86,7 @@ const FAMILIES: &[(Translate, &[Op])] = &[
             Op::Isel,
             Op::Cmpb,
             Op::Popcntd,
+            Op::Popcntw,
         ],
     ),
     // branch.rs: branches and the condition register
@@ -175,6 +176,8 @@ const FAMILIES: &[(Translate, &[Op])] = &[
             Op::Lxvd2x,
             Op::Stxvd2x,
             Op::Dcbz,
+            Op::Dcbst,
+            Op::Dcbf,
             Op::Dcbt,
             Op::Dcbtst,
             Op::Lbarx,
