@@ -622,20 +622,31 @@ fn zeroed_page() -> *mut Page {
 }
 
 /// Reserves `USER_SPAN` bytes of host address space for the guest's pages; `None` when the
-/// host refuses (an address-space limit, or strict overcommit accounting).
+/// host refuses (an address-space limit, or strict overcommit accounting). Mapped writable
+/// first, so that the host must accept writable pages there without accounting for them
+/// (`MAP_NORESERVE` is ignored under strict accounting, and this mapping then fails), then
+/// made inaccessible until the guest maps pages.
 fn reserve_span() -> Option<*mut u8> {
     // SAFETY: a fresh anonymous mapping, owned by the `ProcessMemory`.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             USER_SPAN as usize,
-            libc::PROT_NONE,
+            libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )
     };
-    (p != libc::MAP_FAILED).then_some(p.cast())
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: the mapping just made.
+    if unsafe { libc::mprotect(p, USER_SPAN as usize, libc::PROT_NONE) } != 0 {
+        unsafe { libc::munmap(p, USER_SPAN as usize) };
+        return None;
+    }
+    Some(p.cast())
 }
 
 /// The host protection of a guest page with protection `prot` (x86 cannot withhold
@@ -657,7 +668,13 @@ fn host_protect(host: *mut u8, len: u64, prot: libc::c_int) {
     let len = page_up(host as u64 + len) - start;
     // SAFETY: pages of the reserved range, which only guest memory uses.
     let r = unsafe { libc::mprotect(start as *mut libc::c_void, len as usize, prot) };
-    assert_eq!(r, 0, "mprotect of the guest's reserved range failed");
+    assert_eq!(
+        r,
+        0,
+        "mprotect of the guest's reserved range failed ({}): the host's map count limit \
+         (vm.max_map_count)?",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// Guest page `n` in the reserved range at `base`. Every mapping lies below `USER_SPAN`
