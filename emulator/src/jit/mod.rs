@@ -33,6 +33,7 @@ mod cranelift;
 mod helpers;
 mod space;
 pub mod spr;
+mod table;
 
 /// The ops the baseline tier translates natively (the rest call the interpreter).
 #[cfg(target_arch = "x86_64")]

@@ -336,27 +336,11 @@ const FAMILIES: &[(Translate, &[Op])] = &[
 ];
 
 /// Translator of each op, indexed by `op as usize`; `None`: the interpreter runs it.
-pub(super) static TRANSLATORS: [Option<Translate>; OP_COUNT] = {
-    let mut t: [Option<Translate>; OP_COUNT] = [None; OP_COUNT];
-    let mut f = 0;
-    while f < FAMILIES.len() {
-        let (translate, ops) = FAMILIES[f];
-        let mut k = 0;
-        while k < ops.len() {
-            t[ops[k] as usize] = Some(translate);
-            k += 1;
-        }
-        f += 1;
-    }
-    t
-};
+pub(super) static TRANSLATORS: [Option<Translate>; OP_COUNT] = crate::jit::table::by_op(FAMILIES);
 
 /// The ops with a native translator (for reports and tests).
 pub fn native_ops() -> impl Iterator<Item = Op> {
-    crate::isa::ALL_OPS
-        .iter()
-        .copied()
-        .filter(|op| TRANSLATORS[*op as usize].is_some())
+    crate::jit::table::native(&TRANSLATORS)
 }
 
 #[cfg(test)]
@@ -365,14 +349,6 @@ mod tests {
 
     #[test]
     fn every_op_has_at_most_one_family() {
-        let mut seen = [false; OP_COUNT];
-        for (_, ops) in FAMILIES {
-            for op in *ops {
-                assert!(!seen[*op as usize], "{op:?} in two families");
-                seen[*op as usize] = true;
-            }
-        }
-        assert!(TRANSLATORS[Op::Illegal as usize].is_none());
-        assert_eq!(native_ops().count(), seen.iter().filter(|s| **s).count());
+        crate::jit::table::check(FAMILIES, &TRANSLATORS);
     }
 }
