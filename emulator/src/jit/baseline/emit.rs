@@ -1008,7 +1008,7 @@ impl Em {
 
     /// CR field `bf` = `ecx` | XER[SO] (LT/GT/EQ kept in `r8d` for a branch that follows).
     fn set_crf_with_so(&mut self, bf: u32) {
-        asm!(self.ops ; mov r8d, ecx ; movzx edx, BYTE [rbx + SO] ; or ecx, edx);
+        asm!(self.ops ; mov r8d, ecx ; or cl, BYTE [rbx + SO]);
         self.crf_r8 = Some(bf);
         self.insert_crf(bf);
     }
