@@ -166,7 +166,8 @@ pub struct GuestBuildArgs {
     /// Functions per file (overrides the preset).
     #[arg(long)]
     pub size: Option<u32>,
-    /// Rebuild the image even when the cached one checks out.
+    /// Rebuild the image even when the cached one checks out (kernel-make: and configure its
+    /// kernel tree again, in a guest on ppc64emu, 10–20 minutes).
     #[arg(long)]
     pub force: bool,
 }

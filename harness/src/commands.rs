@@ -13,7 +13,7 @@ use crate::cli::*;
 use crate::model::*;
 use crate::plan::{parse_share, points};
 use crate::plot::LineKind;
-use crate::runner::{EmulatorCmd, GuestSpec, find_in_path};
+use crate::runner::{self, EmulatorCmd, GuestSpec, RunRequest, find_in_path};
 use crate::sizes::{self, Mode};
 use crate::sweep::{self, Sweep};
 use crate::util::{file_stamp, now_rfc3339, parse_cpu_list, sha256_file, unix_now};
@@ -130,6 +130,8 @@ struct GuestRequest<'a> {
     bios: Option<PathBuf>,
     with_peers: bool,
     expect_checksum: Option<&'a str>,
+    /// `--no-build`: kernel-make's configuration runs on the baseline `lockscale build` left.
+    no_build: bool,
 }
 
 /// The guest of a sweep, ready to run: what every emulator boots and what the results file
@@ -137,6 +139,86 @@ struct GuestRequest<'a> {
 struct PreparedGuest {
     spec: GuestSpec,
     info: WorkloadInfo,
+}
+
+/// Boots kernel-make's configure image (guest.rs, prepared.rs) on ours: the baseline build,
+/// built here first unless `no_build` (then the one `lockscale build` left).
+fn configure_on_ours(
+    repo: &Path,
+    no_build: bool,
+) -> impl FnMut(&guest::BootRequest) -> Result<guest::BootOutput> + '_ {
+    move |req| {
+        let variant = "baseline".to_string();
+        let built = if no_build {
+            builder::load_built(&builder::bin_dir(repo, None), &variant)?
+        } else {
+            builder::build(&BuildRequest {
+                repo,
+                variants: std::slice::from_ref(&variant),
+                rev: None,
+            })?
+            .remove(0)
+        };
+        let emu = EmulatorCmd {
+            label: variant.clone(),
+            kind: BuildKind::Ours,
+            program: built.binary.clone(),
+        };
+        let spec = GuestSpec {
+            workload: Workload::KernelMake,
+            kernel: req.kernel.clone(),
+            initrd: Some(req.initrd.clone()),
+            bios: None,
+            memory: sizes::LINUX_GUEST_MEMORY.into(),
+            units: req.units,
+            size: 0,
+            seed: 0,
+        };
+        let run_req = RunRequest {
+            cpus: sizes::PREPARE_CPUS,
+            rep: 1,
+            seq: 0,
+            pin: "none".into(),
+            oversubscribed: false,
+            host_cores: host::logical_cores(),
+            timeout_s: sizes::PREPARE_TIMEOUT_S,
+            report_path: req.log.with_extension("report.json"),
+            log_path: req.log.clone(),
+            expected_checksum: None,
+            extra_args: vec![],
+        };
+        eprintln!(
+            "lockscale: configuring the kernel tree once, in a guest on ppc64emu ({variant}, -smp {}): \
+             10–20 minutes; console in {}",
+            run_req.cpus,
+            req.log.display()
+        );
+        let run = runner::run_once(&emu, &spec, &run_req, now_rfc3339());
+        if run.status != RunStatus::Ok {
+            bail!(
+                "configuring the kernel tree in a guest failed: {}; console in {}",
+                run.reason.unwrap_or_default(),
+                req.log.display()
+            );
+        }
+        let log = std::fs::read_to_string(&req.log)
+            .with_context(|| format!("reading {}", req.log.display()))?;
+        // The log holds the command line (`# …`), stdout as printed and stderr marked.
+        let console = log
+            .lines()
+            .filter(|l| !l.starts_with("# ") && !l.starts_with("stderr: "))
+            .map(String::from)
+            .collect();
+        Ok(guest::BootOutput {
+            console,
+            checksum: run.checksum.unwrap_or_default(),
+            guest_s: run.guest_elapsed_s.unwrap_or(0.0),
+            emulator: format!(
+                "ppc64emu {variant} (sha256 {})",
+                built.info.binary_sha256.unwrap_or_default()
+            ),
+        })
+    }
 }
 
 /// Resolves the guest image: mkbench's ELF (and the peers' boot ROM), or a Linux workload's
@@ -148,7 +230,14 @@ fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
         .transpose()?;
     let size = g.size;
     if g.workload.is_linux() {
-        let img = guest::ensure_image(repo, g.workload, size.units, size.size, false)?;
+        let img = guest::ensure_image(
+            repo,
+            g.workload,
+            size.units,
+            size.size,
+            false,
+            &mut configure_on_ours(repo, g.no_build),
+        )?;
         let kernel = g.kernel.unwrap_or_else(|| img.kernel.clone());
         if !kernel.is_file() {
             bail!("kernel {} not found (pass --kernel PATH)", kernel.display());
@@ -378,6 +467,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             bios: a.bios.as_deref().map(user_path),
             with_peers: !r.peers.is_empty(),
             expect_checksum: a.expect_checksum.as_deref(),
+            no_build: a.no_build,
         },
     )?;
     let mut emulators = Vec::new();
@@ -1063,6 +1153,7 @@ fn gate_revs(
             bios: None,
             with_peers: false,
             expect_checksum: None,
+            no_build: false,
         },
     )?;
     let base_commit = crate::git::resolve(repo, base_rev)?;
@@ -1192,7 +1283,14 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                     seed: p.guest.seed,
                 },
             )?;
-            let img = guest::ensure_image(repo, a.workload, units, size, a.force)?;
+            let img = guest::ensure_image(
+                repo,
+                a.workload,
+                units,
+                size,
+                a.force,
+                &mut configure_on_ours(repo, false),
+            )?;
             let m = &img.manifest;
             println!("kernel\t{}\t{}", img.kernel.display(), m.kernel_sha256);
             println!("initrd\t{}\t{}", img.initrd.display(), m.initrd_sha256);

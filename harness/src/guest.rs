@@ -11,8 +11,13 @@
 //! 3. A manifest next to it (packages and versions, kernel and image SHA-256) that every
 //!    results file of a sweep records.
 //!
-//! Nothing downloaded is committed. Every archive entry has uid 0, mtime 0 and a fixed order,
-//! so the same packages and project give the same image bytes.
+//! kernel-make's tree is configured once, in a guest, before its image is written
+//! ([`ensure_prepared`], prepared.rs): the image holds the configured tree and every run starts
+//! at the timed make.
+//!
+//! Nothing downloaded is committed. Every archive entry has uid 0, mtime 0 (the configured
+//! files: the ranks of their mtimes) and a fixed order, so the same packages, project and
+//! configuration give the same image bytes.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -25,6 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel_tree::{self, KernelTree};
+use crate::prepared::{self, Entry};
 use crate::sizes;
 use crate::util::{now_rfc3339, sha256_file, stored_path, write_atomic};
 use crate::workload::Workload;
@@ -99,7 +105,51 @@ pub struct GuestManifest {
     /// from an older /init or generator is stale and gets rebuilt.
     #[serde(default)]
     pub inputs_sha256: String,
+    /// kernel-make: the configuration run whose files the image holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<PreparedInfo>,
 }
+
+/// The configuration of the kernel-make tree, run once in a guest (prepared.rs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PreparedInfo {
+    /// What the configuration's output depends on: the pruned tree, the fragment, the command
+    /// and the packages (gcc among them). A cached configuration with another key is redone.
+    pub key: String,
+    /// SHA-256 of the archive the guest printed (gzip'd newc).
+    pub archive_sha256: String,
+    /// Files and directories it wrote under /proj.
+    pub entries: u64,
+    /// The emulator that ran it and its guest time.
+    pub emulator: String,
+    pub guest_s: f64,
+    /// When it ran (UTC, RFC 3339).
+    pub when: String,
+}
+
+/// A configure image to boot (given to the caller's [`Boot`]).
+#[derive(Clone, Debug)]
+pub struct BootRequest {
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub units: u32,
+    /// Where to keep the console.
+    pub log: PathBuf,
+}
+
+/// What a configure run gave: its console (stdout lines), the result line's checksum and guest
+/// time, and the emulator, in words.
+#[derive(Clone, Debug)]
+pub struct BootOutput {
+    pub console: Vec<String>,
+    pub checksum: String,
+    pub guest_s: f64,
+    pub emulator: String,
+}
+
+/// Boots a configure image to its power-off. The caller provides it (commands.rs runs ours),
+/// so that building images needs no emulator of its own.
+pub type Boot<'a> = dyn FnMut(&BootRequest) -> Result<BootOutput> + 'a;
 
 /// A built image: what to boot and what it is.
 #[derive(Clone, Debug)]
@@ -334,10 +384,21 @@ fn excluded(rel: &str) -> bool {
 /// One entry of the archive.
 enum Node {
     Dir,
-    File { src: PathBuf, mode: u32 },
-    Bytes { data: Vec<u8>, mode: u32 },
+    File {
+        src: PathBuf,
+        mode: u32,
+    },
+    Bytes {
+        data: Vec<u8>,
+        mode: u32,
+        mtime: u32,
+    },
     Symlink(String),
-    CharDev { major: u32, minor: u32, mode: u32 },
+    CharDev {
+        major: u32,
+        minor: u32,
+        mode: u32,
+    },
 }
 
 /// A deterministic generated C project: `units` files of `size` functions each, a main.c
@@ -429,15 +490,30 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// What goes under /proj: generated files (`params` and `outputs` among them, which /init
-/// reads) and, for kernel-make, the pruned kernel tree.
+/// reads) and, for kernel-make, the pruned kernel tree and what its configuration wrote.
 struct Project {
     texts: Vec<(String, String)>,
     tree: Option<KernelTree>,
+    /// By path under the image root (`proj/…`).
+    prepared: BTreeMap<String, Entry>,
 }
 
-/// The kernel-make build: what /init runs before the timed make (configuration), the make's
-/// arguments, and how its log names a compile. `units` is the number of directories of the
-/// `--quick` subset ([`sizes::KERNEL_QUICK_DIRS`]), 0 for the whole vmlinux.
+/// The kernel's configuration, run once in a configure image (prepared.rs): `tinyconfig`, the
+/// fragment, `olddefconfig`.
+const KERNEL_CONFIGURE: &str =
+    "make -j$jobs tinyconfig && cat {frag} >>.config && make -j$jobs olddefconfig";
+
+/// What the configure image's /proj/params adds to the kernel-make image's.
+fn configure_params() -> String {
+    format!(
+        "PREPARE='{}'\nEXPORT_PREPARED=1\n",
+        KERNEL_CONFIGURE.replace("{frag}", KERNEL_FRAGMENT_IN_GUEST)
+    )
+}
+
+/// The kernel-make build: the make's environment and arguments, and how its log names a
+/// compile (the tree comes configured, [`ensure_prepared`]). `units` is the number of
+/// directories of the `--quick` subset ([`sizes::KERNEL_QUICK_DIRS`]), 0 for the whole vmlinux.
 fn kernel_params(units: u32) -> Result<(String, Vec<&'static str>)> {
     let dirs: Vec<&str> = match units {
         0 => vec![],
@@ -458,14 +534,12 @@ fn kernel_params(units: u32) -> Result<(String, Vec<&'static str>)> {
     let params = format!(
         "WORKLOAD={workload}\nUNITS={units}\nSIZE=0\n\
          export KBUILD_BUILD_TIMESTAMP='{ts}' KBUILD_BUILD_USER={user} KBUILD_BUILD_HOST={host}\n\
-         PREPARE='make -j$jobs tinyconfig && cat {frag} >>.config && make -j$jobs olddefconfig'\n\
          MAKEFLAGS_EXTRA='KCFLAGS=-ffile-prefix-map=/proj/= KAFLAGS=-ffile-prefix-map=/proj/= {targets}'\n\
          COMPILE_LINES='^  (CC|AS|HOSTCC|HOSTCXX) '\n",
         workload = Workload::KernelMake.name(),
         ts = kernel_tree::BUILD_TIMESTAMP,
         user = kernel_tree::BUILD_USER,
         host = kernel_tree::BUILD_HOST,
-        frag = KERNEL_FRAGMENT_IN_GUEST,
     );
     Ok((params, dirs))
 }
@@ -526,7 +600,11 @@ fn project(
     if tree.is_some() || workload == Workload::LinuxMake {
         texts.push(("outputs".into(), outputs.join("\n") + "\n"));
     }
-    Ok(Project { texts, tree })
+    Ok(Project {
+        texts,
+        tree,
+        prepared: BTreeMap::new(),
+    })
 }
 
 /// The archive's entries: the unpacked tree minus [`excluded`], the usual merged-/usr links,
@@ -611,6 +689,7 @@ fn collect_entries(repo: &Path, root: &Path, project: &Project) -> Result<BTreeM
         Node::Bytes {
             data: init,
             mode: 0o755,
+            mtime: 0,
         },
     );
     for (path, text) in &project.texts {
@@ -619,6 +698,7 @@ fn collect_entries(repo: &Path, root: &Path, project: &Project) -> Result<BTreeM
             Node::Bytes {
                 data: text.clone().into_bytes(),
                 mode: 0o644,
+                mtime: 0,
             },
         );
     }
@@ -636,18 +716,33 @@ fn collect_entries(repo: &Path, root: &Path, project: &Project) -> Result<BTreeM
                     mode: meta.permissions().mode() & 0o7777,
                 }
             };
-            // Every directory above the file, as the walk of the root file system gives.
-            let path = format!("proj/{rel}");
-            let mut at = 0;
-            while let Some(i) = path[at..].find('/') {
-                at += i;
-                nodes.entry(path[..at].to_string()).or_insert(Node::Dir);
-                at += 1;
-            }
-            nodes.insert(path, node);
+            insert_with_parents(&mut nodes, format!("proj/{rel}"), node);
         }
     }
+    for (path, e) in &project.prepared {
+        let node = match e {
+            Entry::Dir => Node::Dir,
+            Entry::Symlink(t) => Node::Symlink(t.clone()),
+            Entry::File { data, mode, mtime } => Node::Bytes {
+                data: data.clone(),
+                mode: *mode,
+                mtime: *mtime,
+            },
+        };
+        insert_with_parents(&mut nodes, path.clone(), node);
+    }
     Ok(nodes)
+}
+
+/// Adds an entry and every directory above it, as the walk of the root file system gives.
+fn insert_with_parents(nodes: &mut BTreeMap<String, Node>, path: String, node: Node) {
+    let mut at = 0;
+    while let Some(i) = path[at..].find('/') {
+        at += i;
+        nodes.entry(path[..at].to_string()).or_insert(Node::Dir);
+        at += 1;
+    }
+    nodes.insert(path, node);
 }
 
 /// Writes the archive (BTreeMap order puts every directory before what it holds).
@@ -657,7 +752,11 @@ fn write_cpio(out: &Path, nodes: &BTreeMap<String, Node>) -> Result<u64> {
         fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
     );
     for (ino, (name, node)) in (1u32..).zip(nodes) {
-        let b = Builder::new(name).ino(ino).uid(0).gid(0).mtime(0);
+        let mtime = match node {
+            Node::Bytes { mtime, .. } => *mtime,
+            _ => 0,
+        };
+        let b = Builder::new(name).ino(ino).uid(0).gid(0).mtime(mtime);
         let too_big = || format!("{name} is over 4 GiB, more than a newc archive holds");
         w = match node {
             Node::Dir => b
@@ -680,7 +779,7 @@ fn write_cpio(out: &Path, nodes: &BTreeMap<String, Node>) -> Result<u64> {
                 .rdev_minor(*minor)
                 .write(w, 0)
                 .finish()?,
-            Node::Bytes { data, mode } => {
+            Node::Bytes { data, mode, .. } => {
                 let len = u32::try_from(data.len()).ok().with_context(too_big)?;
                 let mut e = b
                     .mode(u32::from(ModeFileType::Regular) | mode)
@@ -759,6 +858,7 @@ pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> 
         .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
     if workload == Workload::KernelMake {
         all.extend(kernel_tree::OUTPUT_RULE.as_bytes());
+        all.extend(configure_params().into_bytes());
     }
     for (path, text) in project(repo, workload, units, size, None)?.texts {
         all.extend(path.into_bytes());
@@ -767,14 +867,105 @@ pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> 
     Ok(crate::util::sha256_hex(&all))
 }
 
+/// The configured kernel tree's files: the cached configuration when its key matches, else a
+/// configure image (the kernel-make image of `project`, with [`configure_params`]) booted by
+/// `boot`, its console turned into files (prepared.rs) and cached in
+/// `target/guest-cache/kernel-make/prepared/`.
+fn ensure_prepared(
+    repo: &Path,
+    root: &Path,
+    kernel: &Path,
+    project: &mut Project,
+    units: u32,
+    force: bool,
+    boot: &mut Boot,
+) -> Result<PreparedInfo> {
+    let dir = cache_root(repo)
+        .join(Workload::KernelMake.name())
+        .join("prepared");
+    let tree = project.tree.as_ref().expect("kernel-make has its tree");
+    let mut key = Vec::new();
+    for part in [
+        tree.tarball_sha256.as_str(),
+        tree.fragment_sha256.as_str(),
+        &tree.files.join("\n"),
+        &configure_params(),
+        &fs::read_to_string(packages_list(repo, Workload::KernelMake))?,
+    ] {
+        key.extend(crate::util::sha256_hex(part.as_bytes()).into_bytes());
+    }
+    let key = crate::util::sha256_hex(&key);
+    let (archive_path, info_path) = (dir.join("prepared.cpio.gz"), dir.join("prepared.json"));
+    if !force
+        && let Ok(text) = fs::read(&info_path)
+        && let Ok(info) = serde_json::from_slice::<PreparedInfo>(&text)
+        && info.key == key
+        && archive_path.is_file()
+        && sha256_file(&archive_path)? == info.archive_sha256
+    {
+        project.prepared = prepared::unpack(&fs::read(&archive_path)?)
+            .with_context(|| format!("reading {}", archive_path.display()))?;
+        return Ok(info);
+    }
+    fs::create_dir_all(&dir)?;
+    let mut nodes = collect_entries(repo, root, project)?;
+    let Some(Node::Bytes { data: params, .. }) = nodes.get_mut("proj/params") else {
+        bail!("the kernel-make image has no /proj/params");
+    };
+    params.extend(configure_params().into_bytes());
+    let initrd = dir.join("configure.cpio");
+    write_cpio(&initrd, &nodes)?;
+    let log = dir.join("configure.log");
+    let out = boot(&BootRequest {
+        kernel: kernel.to_path_buf(),
+        initrd: initrd.clone(),
+        units,
+        log: log.clone(),
+    });
+    let _ = fs::remove_file(&initrd); // about 200 MB, and rebuilt from the cache when needed
+    let out = out?;
+    let archive = prepared::archive_from_console(out.console.iter().map(String::as_str))
+        .with_context(|| format!("the configure run's console, {}", log.display()))?;
+    let sha = crate::util::sha256_hex(&archive);
+    if !sha.eq_ignore_ascii_case(&out.checksum) {
+        bail!(
+            "the configure run's archive has SHA-256 {sha} but its result line says {}: its console \
+             lines were garbled ({}); run `lockscale guest build kernel-make --force` again",
+            out.checksum,
+            log.display()
+        );
+    }
+    project.prepared = prepared::unpack(&archive)
+        .with_context(|| format!("the configure run's archive ({})", log.display()))?;
+    let info = PreparedInfo {
+        key,
+        archive_sha256: sha,
+        entries: project.prepared.len() as u64,
+        emulator: out.emulator,
+        guest_s: out.guest_s,
+        when: now_rfc3339(),
+    };
+    write_atomic(&archive_path, &archive)?;
+    write_atomic(&info_path, serde_json::to_string_pretty(&info)?.as_bytes())?;
+    eprintln!(
+        "lockscale: the kernel tree is configured ({} entries, {:.0} s of guest time); cached in {}",
+        info.entries,
+        info.guest_s,
+        dir.display()
+    );
+    Ok(info)
+}
+
 /// The image of a workload and size: the cached one when its manifest checks out, else built
-/// (`force` rebuilds; the unpacked packages are reused either way).
+/// (`force` rebuilds, kernel-make's configuration included; the unpacked packages are reused
+/// either way). `boot` runs kernel-make's configure image when its configuration is not cached.
 pub fn ensure_image(
     repo: &Path,
     workload: Workload,
     units: u32,
     size: u32,
     force: bool,
+    boot: &mut Boot,
 ) -> Result<GuestImage> {
     if workload == Workload::Mkbench {
         bail!("{workload} is not a Linux guest: it needs no image");
@@ -797,7 +988,19 @@ pub fn ensure_image(
         Workload::KernelMake => Some(kernel_tree::ensure_tree(repo, &root)?),
         _ => None,
     };
-    let project = project(repo, workload, units, size, tree)?;
+    let mut project = project(repo, workload, units, size, tree)?;
+    let prepared = match workload {
+        Workload::KernelMake => Some(ensure_prepared(
+            repo,
+            &root,
+            &kernel,
+            &mut project,
+            units,
+            force,
+            boot,
+        )?),
+        _ => None,
+    };
     let nodes = collect_entries(repo, &root, &project)?;
     fs::create_dir_all(&dir)?;
     let ipath = dir.join("initrd.cpio");
@@ -823,6 +1026,7 @@ pub fn ensure_image(
         size,
         built: now_rfc3339(),
         inputs_sha256: inputs,
+        prepared,
     };
     let mut text = serde_json::to_string_pretty(&manifest)?;
     text.push('\n');
@@ -907,6 +1111,7 @@ mod tests {
             Node::Bytes {
                 data: b"#!/bin/sh\n".to_vec(),
                 mode: 0o755,
+                mtime: 7,
             },
         );
         nodes.insert(
@@ -930,6 +1135,9 @@ mod tests {
                 e.entry().mode(),
                 e.entry().rdev_major(),
             );
+            // Only a configured kernel file (Node::Bytes with its mtime rank) is not at 0.
+            let want_mtime = if name == "init" { 7 } else { 0 };
+            assert_eq!(e.entry().mtime(), want_mtime, "{name}");
             let mut data = Vec::new();
             let mut e = e;
             std::io::Read::read_to_end(&mut e, &mut data).unwrap();

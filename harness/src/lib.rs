@@ -19,6 +19,7 @@ pub mod merge;
 pub mod model;
 pub mod plan;
 pub mod plot;
+pub mod prepared;
 pub mod project;
 pub mod reference;
 pub mod report;

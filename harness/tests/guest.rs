@@ -39,6 +39,7 @@ fn fake_image(s: &Scratch, workload: Workload, units: u32, size: u32) -> PathBuf
         size,
         built: "2026-01-01T00:00:00Z".into(),
         inputs_sha256: guest::inputs_sha256(s.path(), workload, units, size).unwrap(),
+        prepared: None,
     };
     std::fs::write(
         dir.join("manifest.json"),

@@ -8,6 +8,10 @@
 # /proj/params (written by the image builder) sets WORKLOAD, UNITS, SIZE and MAKEFLAGS_EXTRA,
 # and may set PREPARE (a command run before the timed make, e.g. the kernel's configuration)
 # and COMPILE_LINES (a pattern of make's log lines that are compiles, counted as compiles=K).
+# With EXPORT_PREPARED=1 (the image that configures the kernel tree once, guest.rs) it runs
+# PREPARE alone and prints what PREPARE wrote under /proj: a gzip'd newc archive as hex lines
+# `LINUX-MAKE-PREPARED <hex>`, then the result line with the archive's SHA-256 as checksum and
+# PREPARE's time as elapsed_ns; the image builder adds those files to the real image.
 # With `trace=1` on the command line it also counts, over the make alone, every hypercall by
 # opcode and return code and every hash fault by trap (tracefs hist triggers), and prints them
 # as `LINUX-MAKE-TRACE` lines: the same counts on every emulator, for calibration.
@@ -61,12 +65,31 @@ cpus=$(grep -c '^processor' /proc/cpuinfo)
 echo "linux-make: $WORKLOAD, $cpus cpus, make -j$jobs, kernel $(uname -r), up $(cut -d' ' -f1 /proc/uptime) s"
 
 cd /proj || fail "no /proj"
+t0=$(centis)
 if [ -n "${PREPARE:-}" ]; then
     if ! eval "$PREPARE" >/tmp/prepare.log 2>&1; then
         tail -n 20 /tmp/prepare.log
         fail "preparing the build failed: $PREPARE"
     fi
     echo "linux-make: prepared, up $(cut -d' ' -f1 /proc/uptime) s"
+fi
+if [ "${EXPORT_PREPARED:-0}" = 1 ]; then
+    t1=$(centis)
+    # Kernel messages must not land inside the hex lines.
+    dmesg -n 1
+    # The image's files have mtime 0 (guest.rs), so what PREPARE wrote is what is newer.
+    cd / || fail "no /"
+    # Their nanosecond mtimes go along (tmp/prepared.times): the archive keeps seconds only.
+    # GNU find by path: this busybox shell runs its own applets first, and busybox's find has
+    # no -printf.
+    /usr/bin/find proj -newer proj/params -printf '%T@ %p\n' >/tmp/prepared.times || fail "listing what PREPARE wrote failed"
+    { cut -d' ' -f2- /tmp/prepared.times && echo tmp/prepared.times; } >/tmp/prepared.list
+    cpio -o -H newc </tmp/prepared.list >/tmp/prepared.cpio 2>/tmp/cpio.log || fail "cpio of what PREPARE wrote failed: $(cat /tmp/cpio.log)"
+    gzip -9n /tmp/prepared.cpio || fail "gzip of what PREPARE wrote failed"
+    xxd -p /tmp/prepared.cpio.gz | sed 's/^/LINUX-MAKE-PREPARED /'
+    sum=$(sha256sum </tmp/prepared.cpio.gz | cut -d' ' -f1)
+    echo "LINUX-MAKE-RESULT cpus=$cpus jobs=$jobs workload=$WORKLOAD units=$UNITS size=$SIZE elapsed_ns=$(((t1 - t0) * 10000000)) checksum=$sum files=$(wc -l </tmp/prepared.times)"
+    poweroff -f
 fi
 [ $trace = 1 ] && trace_on
 t0=$(centis)
