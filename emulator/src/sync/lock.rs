@@ -3,6 +3,7 @@
 
 use super::prim::{Condvar, Mutex, MutexGuard};
 use super::stats::{self, Site};
+use super::vclock::{self, LockTime, Rule};
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
@@ -103,6 +104,8 @@ pub fn assert_no_locks_held() {
 pub struct StatMutex<T> {
     m: Mutex<T>,
     class: Class,
+    /// The last hold in virtual time (`--clock virtual`; untouched on host time).
+    vt: LockTime,
 }
 
 pub struct StatGuard<'a, T> {
@@ -110,6 +113,7 @@ pub struct StatGuard<'a, T> {
     site: Site,
     class: Class,
     since: Option<Instant>,
+    vt: &'a LockTime,
 }
 
 impl<T> StatMutex<T> {
@@ -117,13 +121,29 @@ impl<T> StatMutex<T> {
         Self {
             m: Mutex::new(t),
             class,
+            vt: LockTime::default(),
         }
     }
 
-    /// Locks, counting the acquisition at `site` (and its wait when contended).
+    /// How virtual time orders this lock (vclock.rs): the BQL, which every strategy's
+    /// scaling turns on, is granted in clock order; the short per-vCPU locks are not.
+    fn rule(&self) -> Rule {
+        if self.class == Class::Bql {
+            Rule::Max
+        } else {
+            Rule::Interval
+        }
+    }
+
+    /// Locks, counting the acquisition at `site` (and its wait when contended). On virtual
+    /// time the acquirer's clock also follows the lock's (its virtual wait counted at `site`).
     #[inline]
     pub fn lock(&self, site: Site) -> StatGuard<'_, T> {
         order::acquiring(self.class);
+        let virtual_time = vclock::active();
+        if virtual_time && self.rule() == Rule::Max {
+            vclock::gate();
+        }
         let g = match self.m.try_lock() {
             Some(g) => {
                 stats::record_acquire(site, false, 0);
@@ -131,17 +151,27 @@ impl<T> StatMutex<T> {
             }
             None => {
                 let t = Instant::now();
-                let g = self.m.lock();
+                let g = if virtual_time && self.rule() == Rule::Max {
+                    vclock::queued(|| self.m.lock())
+                } else if virtual_time {
+                    vclock::blocking(|| self.m.lock())
+                } else {
+                    self.m.lock()
+                };
                 stats::record_acquire(site, true, stats::since(t));
                 g
             }
         };
+        if virtual_time {
+            stats::record_virtual_wait(site, vclock::acquired(&self.vt, self.rule()));
+        }
         order::acquired(self.class);
         StatGuard {
             g,
             site,
             class: self.class,
             since: stats::profiling().then(Instant::now),
+            vt: &self.vt,
         }
     }
 }
@@ -149,11 +179,14 @@ impl<T> StatMutex<T> {
 impl<T> StatGuard<'_, T> {
     /// Sleeps on `cv` (releasing the lock meanwhile), counting the sleep at `sleep_site`.
     /// The hold time excludes the sleep; the reacquisition is counted at the guard's site.
+    /// On virtual time the sleeper is out of the runnable set meanwhile; what wakes it moves
+    /// its clock (`vclock::wake`), not the lock.
     pub fn wait(&mut self, cv: &Condvar, sleep_site: Site) {
         self.end_hold();
         order::released(self.class);
+        stats::record_virtual_hold(self.site, vclock::released(self.vt));
         let t = Instant::now();
-        cv.wait(&mut self.g);
+        vclock::blocking(|| cv.wait(&mut self.g));
         stats::record_acquire(sleep_site, false, 0);
         stats::record_hold(sleep_site, stats::since(t));
         order::acquired(self.class);
@@ -164,8 +197,9 @@ impl<T> StatGuard<'_, T> {
     pub fn wait_for(&mut self, cv: &Condvar, sleep_site: Site, d: std::time::Duration) -> bool {
         self.end_hold();
         order::released(self.class);
+        stats::record_virtual_hold(self.site, vclock::released(self.vt));
         let t = Instant::now();
-        let timed_out = cv.wait_for(&mut self.g, d);
+        let timed_out = vclock::blocking(|| cv.wait_for(&mut self.g, d));
         stats::record_acquire(sleep_site, false, 0);
         stats::record_hold(sleep_site, stats::since(t));
         order::acquired(self.class);
@@ -184,6 +218,7 @@ impl<T> Drop for StatGuard<'_, T> {
     fn drop(&mut self) {
         self.end_hold();
         order::released(self.class);
+        stats::record_virtual_hold(self.site, vclock::released(self.vt));
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod lock;
 pub mod prim;
 pub mod stats;
+pub mod vclock;
 
 pub use lock::{Class, StatGuard, StatMutex};
 pub use stats::{LockStats, Site, SiteStats, StatsSink};
