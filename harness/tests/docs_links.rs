@@ -297,8 +297,8 @@ fn broken_citations(root: &Path) -> (Vec<Broken>, usize) {
             continue;
         };
         let rel = file.strip_prefix(root).unwrap_or(&file).to_path_buf();
-        let own_doc = kind == Kind::Markdown
-            && (rel == Path::new("README.md") || rel.starts_with("docs"));
+        let own_doc =
+            kind == Kind::Markdown && (rel == Path::new("README.md") || rel.starts_with("docs"));
         let bases = bases(root, &file);
         for (line, t) in cited_text(kind, &text) {
             let mut cited = md_paths(&t);
