@@ -25,7 +25,7 @@
 //!   the upper bound of its power-of-two bucket), `translated_instructions`, `code_bytes`,
 //!   `cache_flushes`; and how blocks were found: `jump_cache_hits`, `block_map_hits`, plus
 //!   `slow_memory_accesses` and `blocks_invalidated` (machine-wide).
-//! - `locks`: per lock site (names of LOCKING.md: `bql.exec_loop`, `bql.hcall`, …)
+//! - `locks`: per lock site (names of docs/locking.md: `bql.exec_loop`, `bql.hcall`, …)
 //!   `acquisitions`, `contended`, `wait_ns`, `max_wait_ns`, `hold_ns` (hold times only with
 //!   `--sync-profile`); sites never taken are left out.
 //! - `lock_table`: the same as a top-N text table (what `--sync-profile` prints).

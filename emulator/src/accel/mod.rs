@@ -1,5 +1,5 @@
 //! Multi-threaded execution: one host thread per vCPU, kicks, work queues, exclusive sections,
-//! and where each strategy takes which lock (LOCKING.md, "Who takes which lock where").
+//! and where each strategy takes which lock (docs/locking.md, "Who takes which lock where").
 //!
 //! This module knows nothing of the ISA: the machine supplies the vCPU-private side through
 //! [`exec::VcpuRunner`], and work items are closures over the vCPU's private context `C`.
@@ -378,7 +378,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         }
     }
 
-    /// Runs vCPU `i`'s queued work with `ctx`, with each strategy's locks (LOCKING.md table).
+    /// Runs vCPU `i`'s queued work with `ctx`, with each strategy's locks (docs/locking.md table).
     pub fn drain_work<'a>(&'a self, i: usize, outer: &mut Outer<'a, C, D>, ctx: &mut C) {
         let v = &self.vcpus[i];
         loop {

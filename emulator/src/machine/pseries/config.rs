@@ -1,6 +1,6 @@
 //! The system emulator's configuration and its command-line parser.
 //!
-//! Scripts written for `qemu-system-ppc64` run unchanged for the pseries subset (PSERIES.md),
+//! Scripts written for `qemu-system-ppc64` run unchanged for the pseries subset (docs/machine.md),
 //! so QEMU's options keep QEMU's spelling and value syntax; our own options are `--long`
 //! (`--name=value` works too). Anything else is refused with a message naming it.
 
@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// How a global TLB flush reaches the other vCPUs (LOCKING.md).
+/// How a global TLB flush reaches the other vCPUs (docs/locking.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlbFlushMode {
     /// Self now, others queued, nobody waits (QEMU 7.1-9.0, the posted chart).
