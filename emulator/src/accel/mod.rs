@@ -373,8 +373,6 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                 Outer::Cpu(g) => g.wait(&v.halt_cond, Site::CondIdle),
                 Outer::None => unreachable!("wait_io_event without the outer lock"),
             }
-            // Idle until what woke it was sent.
-            vclock::wake();
         }
     }
 

@@ -114,6 +114,9 @@ pub struct StatGuard<'a, T> {
     class: Class,
     since: Option<Instant>,
     vt: &'a LockTime,
+    rule: Rule,
+    /// Where the hold began in virtual time (virtual time only).
+    v_since: vclock::HoldStart,
 }
 
 impl<T> StatMutex<T> {
@@ -125,11 +128,12 @@ impl<T> StatMutex<T> {
         }
     }
 
-    /// How virtual time orders this lock (vclock.rs): the BQL, which every strategy's
-    /// scaling turns on, is granted in clock order; the short per-vCPU locks are not.
+    /// How virtual time charges this lock (vclock.rs): the BQL, which every strategy's
+    /// scaling turns on, is a timeline of busy intervals; the short per-vCPU locks wait
+    /// only inside the last hold.
     fn rule(&self) -> Rule {
         if self.class == Class::Bql {
-            Rule::Max
+            Rule::Fifo
         } else {
             Rule::Interval
         }
@@ -141,9 +145,6 @@ impl<T> StatMutex<T> {
     pub fn lock(&self, site: Site) -> StatGuard<'_, T> {
         order::acquiring(self.class);
         let virtual_time = vclock::active();
-        if virtual_time && self.rule() == Rule::Max {
-            vclock::gate();
-        }
         let g = match self.m.try_lock() {
             Some(g) => {
                 stats::record_acquire(site, false, 0);
@@ -151,9 +152,7 @@ impl<T> StatMutex<T> {
             }
             None => {
                 let t = Instant::now();
-                let g = if virtual_time && self.rule() == Rule::Max {
-                    vclock::queued(|| self.m.lock())
-                } else if virtual_time {
+                let g = if virtual_time {
                     vclock::blocking(|| self.m.lock())
                 } else {
                     self.m.lock()
@@ -162,9 +161,13 @@ impl<T> StatMutex<T> {
                 g
             }
         };
-        if virtual_time {
-            stats::record_virtual_wait(site, vclock::acquired(&self.vt, self.rule()));
-        }
+        let v_since = if virtual_time {
+            let (wait, start) = vclock::acquired(&self.vt, self.rule());
+            stats::record_virtual_wait(site, wait);
+            start
+        } else {
+            vclock::HoldStart::default()
+        };
         order::acquired(self.class);
         StatGuard {
             g,
@@ -172,6 +175,8 @@ impl<T> StatMutex<T> {
             class: self.class,
             since: stats::profiling().then(Instant::now),
             vt: &self.vt,
+            rule: self.rule(),
+            v_since,
         }
     }
 }
@@ -184,9 +189,10 @@ impl<T> StatGuard<'_, T> {
     pub fn wait(&mut self, cv: &Condvar, sleep_site: Site) {
         self.end_hold();
         order::released(self.class);
-        stats::record_virtual_hold(self.site, vclock::released(self.vt));
+        self.end_virtual_hold();
         let t = Instant::now();
         vclock::blocking(|| cv.wait(&mut self.g));
+        self.v_since = vclock::hold_start(self.vt, self.rule);
         stats::record_acquire(sleep_site, false, 0);
         stats::record_hold(sleep_site, stats::since(t));
         order::acquired(self.class);
@@ -197,14 +203,21 @@ impl<T> StatGuard<'_, T> {
     pub fn wait_for(&mut self, cv: &Condvar, sleep_site: Site, d: std::time::Duration) -> bool {
         self.end_hold();
         order::released(self.class);
-        stats::record_virtual_hold(self.site, vclock::released(self.vt));
+        self.end_virtual_hold();
         let t = Instant::now();
         let timed_out = vclock::blocking(|| cv.wait_for(&mut self.g, d));
+        self.v_since = vclock::hold_start(self.vt, self.rule);
         stats::record_acquire(sleep_site, false, 0);
         stats::record_hold(sleep_site, stats::since(t));
         order::acquired(self.class);
         self.since = stats::profiling().then(Instant::now);
         timed_out
+    }
+
+    /// Ends the hold on virtual time: its hold and (Fifo) arrival at the guard's site.
+    fn end_virtual_hold(&self) {
+        let hold = vclock::released(self.vt, self.rule, self.v_since, self.site);
+        stats::record_virtual_hold(self.site, hold);
     }
 
     fn end_hold(&mut self) {
@@ -218,7 +231,7 @@ impl<T> Drop for StatGuard<'_, T> {
     fn drop(&mut self) {
         self.end_hold();
         order::released(self.class);
-        stats::record_virtual_hold(self.site, vclock::released(self.vt));
+        self.end_virtual_hold();
     }
 }
 

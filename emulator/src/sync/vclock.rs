@@ -6,12 +6,19 @@
 //!   charged at *sync points*: lock operations, returns from guest code, timebase reads. Time
 //!   blocked, parked or descheduled is not CPU time and never counts; the CPU time spent
 //!   inside a contended acquire (the mutex's spinning) is discarded.
-//! - **Locks.** The BQL is granted in virtual-time order: a vCPU that wants it waits (parked)
-//!   until no runnable vCPU has a smaller clock ([`gate`]), then takes it at
-//!   `max(own clock, the last release)`. Other locks are short and owned by one vCPU most of
-//!   the time; ordering them would cost more than it corrects, so an acquirer waits only when
-//!   its clock falls inside the last holder's virtual hold ([`Rule::Interval`]) — otherwise
-//!   every remote kick would drag the target's clock to the sender's.
+//! - **Locks.** The BQL is a FIFO queue in virtual time, resolved late ([`Rule::Fifo`]):
+//!   each hold is recorded at its release as (arrival clock, CPU time held); once every
+//!   busy vCPU's clock has passed an arrival (nobody can still arrive before it), the
+//!   queue is served in arrival order — start = max(arrival, the previous hold's end) —
+//!   and the difference is added to the holder's clock at its next sync point. This is
+//!   the "weave" of a bound-weave simulator: the real acquisition order on a small host
+//!   is not the virtual one, and ordering acquisitions for real (a vCPU waits until every
+//!   vCPU with a smaller clock has passed) costs a context switch per acquisition whose
+//!   cache refill then inflates the very hold it orders; placing each hold in the first
+//!   free gap of a timeline instead fragments it (a hold that fits no gap is pushed far).
+//!   Other locks are short and owned by one vCPU most of the time: an acquirer waits only
+//!   when its clock falls inside the last holder's hold ([`Rule::Interval`]) — a plain max
+//!   would drag every kicked target to its sender's clock.
 //! - **Hand-offs.** A kick, interrupt or queued work stamps the target with the sender's clock;
 //!   a vCPU that was idle (halted, stopped) wakes at that stamp ([`wake`]). A running target
 //!   is not moved: it keeps executing until it reaches the item, as it would on its own core.
@@ -26,6 +33,7 @@
 //! Threads of the machine that are not vCPUs (the I/O thread, the main thread) have no clock:
 //! their lock operations neither wait nor stamp.
 
+use super::stats::{self, Site};
 use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -35,22 +43,51 @@ use std::time::Duration;
 /// How a lock charges virtual wait to its acquirer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
-    /// Ordered by [`gate`]: the acquirer takes it at `max(own, last release)`.
-    Max,
+    /// A FIFO queue in virtual time, resolved once every busy vCPU has passed an arrival.
+    Fifo,
     /// Wait only when the acquirer's clock falls within the last holder's hold.
     Interval,
 }
 
-/// The virtual-time state of a lock: the last holder's hold, in virtual ns.
+/// The virtual-time state of a lock: the last holder's hold (Interval); the queue of
+/// holds not yet served (Fifo). Virtual ns.
 #[derive(Default)]
 pub struct LockTime {
     acquired_at: AtomicU64,
     free_at: AtomicU64,
+    /// Fifo: the arrival clock of the current holder (`u64::MAX`, or 0 before first use,
+    /// when free): arrivals up to it may still be recorded.
+    holder_since: AtomicU64,
+    fifo: Mutex<FifoQueue>,
+}
+
+#[derive(Default)]
+struct FifoQueue {
+    /// Recorded holds, by arrival.
+    arrivals: std::collections::BinaryHeap<std::cmp::Reverse<Arrival>>,
+    /// Where the last served hold ended.
+    free: u64,
+}
+
+/// One hold of a Fifo lock.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Arrival {
+    at: u64,
+    vcpu: usize,
+    hold: u64,
+    /// The holder's applied waits when it arrived (its clock already held those).
+    applied: u64,
+    site: u8,
+}
+
+/// A hold as the guard keeps it (virtual time only).
+#[derive(Clone, Copy, Default)]
+pub struct HoldStart {
+    clock: u64,
+    applied: u64,
 }
 
 const RUN: u8 = 0;
-/// Waiting for its turn at the BQL: still runnable (it will run at its clock).
-const GATE: u8 = 1;
 /// Parked by the quantum: still runnable.
 const PACE: u8 = 2;
 /// Blocked in a lock or condition variable: out of the minimum the runnable vCPUs wait for
@@ -84,11 +121,16 @@ struct Slot {
     /// Largest send stamp of hand-offs to this vCPU since it last woke.
     wake_at: AtomicU64,
     cpu_ns: AtomicU64,
-    /// Virtual time spent parked by the quantum and at the BQL gate (host-side waits; they
-    /// do not advance the clock).
+    /// Times parked by the quantum (host-side waits; they do not advance the clock).
     parks: AtomicU64,
     /// Virtual time spent idle: the jumps to the stamps that woke it.
     idle_ns: AtomicU64,
+    /// Fifo waits: served (resolved) and added to the clock (applied), and those served
+    /// but not yet added, by lock site.
+    resolved: AtomicU64,
+    applied: AtomicU64,
+    has_pending: std::sync::atomic::AtomicBool,
+    pending: [AtomicU64; Site::COUNT],
     cv: Condvar,
 }
 
@@ -112,8 +154,10 @@ pub struct VirtualTime {
     slots: Box<[Slot]>,
     /// The largest timebase value (as ns) returned to any reader.
     tb_max_ns: AtomicU64,
-    /// vCPUs parked in [`gate`] or [`pace`]: publishers look for someone to wake only then.
+    /// vCPUs parked by [`pace`], and the lowest clock any of them waits for: a publisher
+    /// wakes one only when its clock crosses it, or when it leaves the runnable set.
     parked: AtomicUsize,
+    wake_threshold: AtomicU64,
     park_lock: Mutex<()>,
     failure: OnceLock<String>,
     on_failure: OnceLock<Box<dyn Fn(String) + Send + Sync>>,
@@ -133,11 +177,16 @@ impl VirtualTime {
                     cpu_ns: AtomicU64::new(0),
                     parks: AtomicU64::new(0),
                     idle_ns: AtomicU64::new(0),
+                    resolved: AtomicU64::new(0),
+                    applied: AtomicU64::new(0),
+                    has_pending: std::sync::atomic::AtomicBool::new(false),
+                    pending: std::array::from_fn(|_| AtomicU64::new(0)),
                     cv: Condvar::new(),
                 })
                 .collect(),
             tb_max_ns: AtomicU64::new(0),
             parked: AtomicUsize::new(0),
+            wake_threshold: AtomicU64::new(u64::MAX),
             park_lock: Mutex::new(()),
             failure: OnceLock::new(),
             on_failure: OnceLock::new(),
@@ -242,62 +291,75 @@ impl VirtualTime {
         if worst == 0 { Ok(()) } else { Err(worst) }
     }
 
-    /// vCPU `i`'s turn at an ordered lock: no runnable vCPU has a smaller (clock, index).
-    fn turn_ok(&self, i: usize) -> Result<(), u64> {
-        let mine = self.clock(i);
-        // (c, j) < (mine, i)  <=>  c < mine + (j < i)
-        self.behind(i, |j| mine + u64::from(j < i))
-    }
-
     /// vCPU `i` is at most a quantum ahead of every runnable vCPU.
     fn pace_ok(&self, i: usize) -> Result<(), u64> {
         let floor = self.clock(i).saturating_sub(self.quantum_ns);
         self.behind(i, |_| floor)
     }
 
-    /// Wakes the parked vCPUs whose condition now holds. Called after a clock advances or a
-    /// vCPU leaves the runnable set; costs one load when nobody is parked.
+    /// Wakes the parked vCPU waiting for the lowest clock (its condition holds first).
+    /// Called when a clock crosses [`VirtualTime::wake_threshold`] or a vCPU leaves the
+    /// runnable set; costs one load when nobody is parked.
     fn poke(&self) {
         if self.parked.load(Ordering::SeqCst) == 0 {
             return;
         }
         let _g = self.park_lock.lock();
-        let Some((min, min_i)) = self.min_runnable() else {
-            return;
-        };
-        for (i, s) in self.slots.iter().enumerate() {
-            let wake = match s.state.load(Ordering::SeqCst) {
-                GATE => i == min_i,
-                PACE => s.clock.load(Ordering::SeqCst) <= min.saturating_add(self.quantum_ns),
-                _ => false,
-            };
-            if wake {
-                s.cv.notify_one();
-            }
+        if let Some(s) = self
+            .slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) == PACE)
+            .min_by_key(|s| s.clock.load(Ordering::SeqCst))
+        {
+            s.cv.notify_one();
         }
     }
 
-    /// Parks vCPU `i` in `state` until `ok` holds. A publisher whose clock satisfies it
-    /// wakes it ([`VirtualTime::poke`]); a running vCPU that gets there between its sync
-    /// points does not, so the sleep is bounded by how far behind the slowest one is.
-    fn park_until(&self, i: usize, state: u8, ok: fn(&Self, usize) -> Result<(), u64>) {
-        if ok(self, i).is_ok() {
+    /// The lowest clock a parked vCPU waits for the others to reach; the caller holds
+    /// `park_lock`.
+    fn update_threshold(&self) {
+        let t = self
+            .slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) == PACE)
+            .map(|s| s.clock.load(Ordering::SeqCst).saturating_sub(self.quantum_ns))
+            .min()
+            .unwrap_or(u64::MAX);
+        self.wake_threshold.store(t, Ordering::SeqCst);
+    }
+
+    /// Parks vCPU `i` while it is more than a quantum ahead. A publisher whose clock
+    /// crosses the threshold wakes it ([`VirtualTime::poke`]); a running vCPU that gets
+    /// there between its sync points does not, so the sleep is bounded by how far behind
+    /// the slowest one is. Leaving, it wakes the next parked vCPU to look again.
+    fn park_while_ahead(&self, i: usize) {
+        if self.pace_ok(i).is_ok() {
             return;
         }
         let s = &self.slots[i];
         let mut g = self.park_lock.lock();
         self.parked.fetch_add(1, Ordering::SeqCst);
-        s.state.store(state, Ordering::SeqCst);
+        s.state.store(PACE, Ordering::SeqCst);
         s.parks.fetch_add(1, Ordering::Relaxed);
-        while let Err(deficit) = ok(self, i) {
+        self.update_threshold();
+        while let Err(deficit) = self.pace_ok(i) {
             let sleep = Duration::from_nanos(deficit).clamp(MIN_PARK, PARK_RECHECK);
             s.cv.wait_for(&mut g, sleep);
         }
         s.state.store(RUN, Ordering::SeqCst);
         self.parked.fetch_sub(1, Ordering::SeqCst);
+        self.update_threshold();
+        if let Some(next) = self
+            .slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) == PACE)
+            .min_by_key(|s| s.clock.load(Ordering::SeqCst))
+        {
+            next.cv.notify_one();
+        }
     }
 
-    /// How many times vCPU `i` parked (gate and quantum).
+    /// How many times vCPU `i` parked (quantum).
     pub fn parks(&self, i: usize) -> u64 {
         self.slots[i].parks.load(Ordering::Relaxed)
     }
@@ -402,16 +464,40 @@ fn with_current<R>(f: impl FnOnce(&mut Current) -> R) -> Option<R> {
 /// Charges the CPU time since the last sync point to the calling vCPU's clock and publishes
 /// it; returns the clock (`None` off virtual time).
 pub fn sync() -> Option<u64> {
-    let (vt, c) = with_current(|cur| {
+    let vt = with_current(|cur| {
         let now = thread_cpu_ns();
         let s = &cur.vt.slots[cur.i];
         let d = now.saturating_sub(s.last_cpu.load(Ordering::Relaxed));
         s.last_cpu.store(now, Ordering::SeqCst);
         s.cpu_ns.fetch_add(d, Ordering::Relaxed);
-        (cur.vt.clone(), s.clock.fetch_add(d, Ordering::SeqCst) + d)
+        let d = d + take_pending(s);
+        let old = s.clock.fetch_add(d, Ordering::SeqCst);
+        (cur.vt.clone(), old, old + d)
     })?;
-    vt.poke();
+    let (vt, old, c) = (vt.0, vt.1, vt.2);
+    let t = vt.wake_threshold.load(Ordering::SeqCst);
+    if old < t && c >= t {
+        vt.poke();
+    }
     Some(c)
+}
+
+/// The Fifo waits served for this vCPU since the last sync, recorded at their sites (the
+/// calling thread is the slot's vCPU); returns their sum.
+fn take_pending(s: &Slot) -> u64 {
+    if !s.has_pending.swap(false, Ordering::SeqCst) {
+        return 0;
+    }
+    let mut sum = 0;
+    for (site, p) in Site::ALL.iter().zip(&s.pending) {
+        let w = p.swap(0, Ordering::SeqCst);
+        if w != 0 {
+            stats::record_virtual_wait(*site, w);
+            sum += w;
+        }
+    }
+    s.applied.fetch_add(sum, Ordering::SeqCst);
+    sum
 }
 
 /// The calling vCPU's clock, synced.
@@ -457,27 +543,15 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     vt.slots[i].state.store(RUN, Ordering::SeqCst);
     discard();
-    r
-}
-
-/// Runs `f`, which blocks on an ordered lock the calling vCPU passed the [`gate`] for:
-/// meanwhile it keeps its place in line (it counts as runnable at its clock, so nobody with
-/// a later clock takes the lock before it, as a mutex's barging releaser otherwise would).
-pub fn queued<R>(f: impl FnOnce() -> R) -> R {
-    let cur = with_current(|cur| (cur.vt.clone(), cur.i));
-    let Some((vt, i)) = cur else {
-        return f();
-    };
-    sync();
-    vt.slots[i].state.store(GATE, Ordering::SeqCst);
-    let r = f();
-    vt.slots[i].state.store(RUN, Ordering::SeqCst);
-    discard();
+    if state == IDLE {
+        wake();
+    }
     r
 }
 
 /// The calling vCPU's next blocking wait is idle (halted or stopped): until it wakes, the
-/// machine's time does not wait for it.
+/// machine's time does not wait for it, and it wakes at the stamp of what woke it
+/// ([`wake`]).
 pub fn idle() {
     if active() {
         IDLE_NEXT.set(true);
@@ -506,17 +580,6 @@ pub fn stamp_target(vt: Option<&Arc<VirtualTime>>, i: usize) {
     }
 }
 
-/// Waits for the calling vCPU's turn at an ordered lock: until no runnable vCPU has a
-/// smaller clock (ties go to the lower index).
-pub fn gate() {
-    let Some((vt, i)) = with_current(|cur| (cur.vt.clone(), cur.i)) else {
-        return;
-    };
-    sync();
-    vt.park_until(i, GATE, VirtualTime::turn_ok);
-    discard();
-}
-
 /// At a return from guest code: syncs, then parks while the calling vCPU is more than a
 /// quantum ahead of the slowest runnable one. Fails the run when it is ahead by more than a
 /// quantum plus the longest possible stint (the pacing is broken).
@@ -535,42 +598,118 @@ pub fn pace() {
             ));
         }
     }
-    vt.park_until(i, PACE, VirtualTime::pace_ok);
+    vt.park_while_ahead(i);
     discard();
 }
 
-/// After acquiring a lock: the acquirer's clock under `rule`; returns the virtual wait.
-pub fn acquired(t: &LockTime, rule: Rule) -> u64 {
-    if !active() {
-        return 0;
-    }
-    let free = t.free_at.load(Ordering::SeqCst);
-    let wait = match rule {
-        Rule::Max => advance_to(free),
+/// After acquiring a lock: for an Interval lock, the acquirer waits (its clock moves)
+/// when its clock falls inside the last hold; returns that wait. A Fifo lock's wait comes
+/// later ([`released`]). Returns what the guard keeps for [`released`].
+pub fn acquired(t: &LockTime, rule: Rule) -> (u64, HoldStart) {
+    let Some(start) = with_current(|cur| {
+        let s = &cur.vt.slots[cur.i];
+        HoldStart {
+            clock: s.clock.load(Ordering::SeqCst),
+            applied: s.applied.load(Ordering::SeqCst),
+        }
+    }) else {
+        return (0, HoldStart::default());
+    };
+    match rule {
+        Rule::Fifo => {
+            t.holder_since.store(start.clock, Ordering::SeqCst);
+            (0, start)
+        }
         Rule::Interval => {
-            let c = stamp().unwrap_or(0);
-            if c >= t.acquired_at.load(Ordering::SeqCst) && c < free {
+            let free = t.free_at.load(Ordering::SeqCst);
+            let c = start.clock;
+            let wait = if c >= t.acquired_at.load(Ordering::SeqCst) && c < free {
                 advance_to(free)
             } else {
                 0
-            }
+            };
+            let clock = c + wait;
+            t.acquired_at.store(clock, Ordering::SeqCst);
+            (wait, HoldStart { clock, ..start })
         }
-    };
-    if let Some(c) = stamp() {
-        t.acquired_at.store(c, Ordering::SeqCst);
     }
-    wait
 }
 
-/// Before releasing a lock: records the end of the hold at the releaser's clock; returns
-/// the hold in virtual time (0 off virtual time).
-pub fn released(t: &LockTime) -> u64 {
-    match sync() {
-        Some(c) => {
-            t.free_at.fetch_max(c, Ordering::SeqCst);
-            c.saturating_sub(t.acquired_at.load(Ordering::SeqCst))
+/// The start of a hold of `t` that resumes after a condition-variable wait.
+pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
+    let start = with_current(|cur| {
+        let s = &cur.vt.slots[cur.i];
+        HoldStart {
+            clock: s.clock.load(Ordering::SeqCst),
+            applied: s.applied.load(Ordering::SeqCst),
         }
-        None => 0,
+    })
+    .unwrap_or_default();
+    if rule == Rule::Fifo && active() {
+        t.holder_since.store(start.clock, Ordering::SeqCst);
+    }
+    start
+}
+
+/// Before releasing a lock held since `since` (at `site`): ends the hold at the releaser's
+/// clock and returns its length in virtual ns (0 off virtual time). A Fifo lock records
+/// the hold (CPU time only: waits applied meanwhile are not part of it) and serves the
+/// queue as far as it can.
+pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
+    let Some(c) = sync() else { return 0 };
+    match rule {
+        Rule::Interval => {
+            t.free_at.fetch_max(c, Ordering::SeqCst);
+            c.saturating_sub(since.clock)
+        }
+        Rule::Fifo => {
+            let (vt, i) = with_current(|cur| (cur.vt.clone(), cur.i)).expect("synced");
+            let applied = vt.slots[i].applied.load(Ordering::SeqCst);
+            let hold = c
+                .saturating_sub(since.clock)
+                .saturating_sub(applied.saturating_sub(since.applied));
+            let mut q = t.fifo.lock();
+            q.arrivals.push(std::cmp::Reverse(Arrival {
+                at: since.clock,
+                vcpu: i,
+                hold,
+                applied: since.applied,
+                site: site as u8,
+            }));
+            t.holder_since.store(u64::MAX, Ordering::SeqCst);
+            vt.serve(&mut q, t);
+            hold
+        }
+    }
+}
+
+impl VirtualTime {
+    /// Serves the arrivals no vCPU can still arrive before: those at or below every busy
+    /// vCPU's clock and the current holder's arrival. Each waits for the previous hold's
+    /// end; the wait goes to its vCPU's pending waits.
+    fn serve(&self, q: &mut FifoQueue, t: &LockTime) {
+        let floor = self
+            .min_busy()
+            .unwrap_or(u64::MAX)
+            .min(t.holder_since.load(Ordering::SeqCst));
+        while let Some(&std::cmp::Reverse(a)) = q.arrivals.peek() {
+            if a.at > floor {
+                break;
+            }
+            q.arrivals.pop();
+            let s = &self.slots[a.vcpu];
+            // Waits served for this vCPU after it arrived push its arrival back too.
+            let shift = s.resolved.load(Ordering::SeqCst).saturating_sub(a.applied);
+            let at = a.at + shift;
+            let start = at.max(q.free);
+            q.free = start + a.hold;
+            let wait = start - at;
+            if wait != 0 {
+                s.resolved.fetch_add(wait, Ordering::SeqCst);
+                s.pending[a.site as usize].fetch_add(wait, Ordering::SeqCst);
+                s.has_pending.store(true, Ordering::SeqCst);
+            }
+        }
     }
 }
 
