@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::model::PinPolicy;
+use crate::model::{ClockKind, PinPolicy};
 use crate::workload::Workload;
 
 #[derive(Parser, Debug)]
@@ -281,6 +281,18 @@ pub struct PlanArgs {
     /// Pinning for every emulator: auto = compact when N ≤ host cores, else none.
     #[arg(long, value_enum, default_value = "auto")]
     pub pin: PinPolicy,
+    /// The clock our emulator measures the guest on: `host` (the host's wall clock; N above
+    /// the host's cores is oversubscribed) or `virtual` (`ppc64emu --clock virtual`: per-vCPU
+    /// virtual clocks advanced by each thread's CPU time, as if every vCPU had a host core of
+    /// its own, so N = 16 or 28 can be swept on a 2-core host). Peers always run on host time.
+    /// Default host.
+    #[arg(long, value_enum, value_name = "host|virtual")]
+    pub clock: Option<ClockKind>,
+    /// With --clock virtual: how far a vCPU may run ahead of the slowest runnable one, e.g.
+    /// 500us, 2ms, 1000000ns (above 0, at most 1s; default: the emulator's).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true,
+          value_parser = crate::clock::parse_quantum)]
+    pub quantum: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -384,6 +396,9 @@ pub struct CompareArgs {
     /// Also draw both files' speedup curves in one plot (.png or .svg).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Compare a virtual-time sweep with a host-time one (refused without it).
+    #[arg(long)]
+    pub allow_mixed_clocks: bool,
 }
 
 #[derive(Args, Debug)]
@@ -416,6 +431,9 @@ pub struct GateArgs {
     /// Revision form: where the two results files go (default target/lockscale/gate).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// File form: gate a virtual-time sweep against a host-time one (refused without it).
+    #[arg(long)]
+    pub allow_mixed_clocks: bool,
     /// Revision form only: what to run.
     #[command(flatten)]
     pub plan_args: PlanArgs,
@@ -441,6 +459,9 @@ pub struct MergeArgs {
     /// Merge results where a variant was built from different sources.
     #[arg(long)]
     pub allow_mixed_builds: bool,
+    /// Merge virtual-time sweeps with host-time ones (each run keeps its clock).
+    #[arg(long)]
+    pub allow_mixed_clocks: bool,
 }
 
 #[derive(Args, Debug)]
