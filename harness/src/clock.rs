@@ -31,6 +31,14 @@ pub const MAX_QUANTUM_NS: u64 = 1_000_000_000;
 pub fn parse_quantum(s: &str) -> Result<u64, String> {
     let v = s.trim();
     let Some(split) = v.find(|c: char| c.is_alphabetic()) else {
+        // A bare number: say what is wrong with its value first (`--quantum 0`).
+        match v.parse::<f64>() {
+            Ok(x) if x < 0.0 => {
+                return Err(format!("{v:?} is negative: the quantum must be above 0"));
+            }
+            Ok(x) if x == 0.0 => return Err(format!("{v:?}: the quantum must be above 0")),
+            _ => {}
+        }
         return Err(format!(
             "{v:?} has no unit: give a duration such as 500us, 2ms or 1000000ns (units ns, us, ms, s)"
         ));
@@ -361,9 +369,7 @@ pub fn caption(series: &[PlotSeries]) -> Option<String> {
     } else if m.iter().all(|&v| !v) {
         Some(format!("clock: {HOST_LABEL}"))
     } else {
-        Some(format!(
-            "clocks: (virtual) = {VIRTUAL_LABEL}; (host time) = host's wall clock"
-        ))
+        Some(format!("clocks: (virtual) = {VIRTUAL_LABEL}"))
     }
 }
 

@@ -282,6 +282,13 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
                 "\nHold times (–) are timed only with `--emu-args \"--sync-profile\"`."
             );
         }
+        if p.virtual_time {
+            let _ = writeln!(
+                s,
+                "\nThese runs were on virtual time: the waits here are host wall time; the virtual \
+                 waits are listed under *Virtual waits*."
+            );
+        }
         let _ = writeln!(s);
     }
     if !any {
@@ -347,9 +354,9 @@ fn render_virtual_waits(s: &mut String, file: &ResultsFile, a: &Analysis, top: u
         );
         let _ = writeln!(
             s,
-            "Virtual host time ({}): a vCPU's virtual wait at a lock is how far its clock moved to the \
-             holder's release; all vCPUs together per run, and as a share of their virtual time together.\n",
-            crate::clock::VIRTUAL_LABEL
+            "On virtual host time a vCPU's virtual wait at a lock is how far its clock moved to the \
+             holder's release. Figures are all vCPUs together per run, and that as a share of their \
+             virtual time together.\n"
         );
         s.push_str(&sections);
     }
