@@ -36,7 +36,7 @@ pub fn parse_quantum(s: &str) -> Result<u64, String> {
             Ok(x) if x < 0.0 => {
                 return Err(format!("{v:?} is negative: the quantum must be above 0"));
             }
-            Ok(x) if x == 0.0 => return Err(format!("{v:?}: the quantum must be above 0")),
+            Ok(0.0) => return Err(format!("{v:?}: the quantum must be above 0")),
             _ => {}
         }
         return Err(format!(
