@@ -216,8 +216,11 @@ fn is_peer(file: &ResultsFile, variant: &str) -> bool {
 }
 
 /// The clocks our emulator's runs of a file ran on (peers left out, as they are always on host
-/// time); a file with no runs of ours yet has its config's.
+/// time); a file with no runs yet has its config's, one with peers' runs only host time.
 pub fn kinds_of(file: &ResultsFile) -> BTreeSet<ClockKind> {
+    if file.runs.is_empty() {
+        return BTreeSet::from([file.config.clock.kind]);
+    }
     let kinds: BTreeSet<ClockKind> = file
         .runs
         .iter()
@@ -225,7 +228,7 @@ pub fn kinds_of(file: &ResultsFile) -> BTreeSet<ClockKind> {
         .map(|r| r.clock.kind)
         .collect();
     if kinds.is_empty() {
-        BTreeSet::from([file.config.clock.kind])
+        BTreeSet::from([ClockKind::Host])
     } else {
         kinds
     }
@@ -293,6 +296,16 @@ pub fn describe_file(file: &ResultsFile) -> String {
         }
     }
     s
+}
+
+/// `Clock: …` for the markdown of `compare` and `gate`: one clock, or each file's.
+pub fn clock_line(a: &ResultsFile, b: &ResultsFile) -> String {
+    let (da, db) = (describe_file(a), describe_file(b));
+    if da == db {
+        format!("Clock: {da}.")
+    } else {
+        format!("Clocks: {da} (`{}`); {db} (`{}`).", a.name, b.name)
+    }
 }
 
 /// Refuses to put a virtual-time sweep beside a host-time one (`compare`, `gate`, `merge`)

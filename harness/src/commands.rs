@@ -360,6 +360,11 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
     let peers = parse_pairs(&a.peers, "--peer")?;
     let clock = crate::clock::from_args(p.clock, p.quantum)?;
     crate::clock::check_emu_args(a.emu_args.as_deref().unwrap_or(""))?;
+    if clock.kind == ClockKind::Virtual && variants.is_empty() {
+        bail!(
+            "--clock virtual with --variants none: peers run on host time only, so nothing would run on virtual time"
+        );
+    }
     if variants.is_empty() && peers.is_empty() {
         bail!("nothing to run: --variants none needs at least one --peer");
     }

@@ -430,6 +430,65 @@ fn bad_clock_input_is_refused_before_anything_runs() {
         &[],
     );
     refused(&o, &["drop --clock"]);
+    // Peers alone have nothing to run on virtual time.
+    let peer = format!("qemu={}", s.p("bin/qemu-fake").display());
+    let o = s.run(
+        &[
+            "sweep",
+            "--variants",
+            "none",
+            "--peer",
+            &peer,
+            "--cpus",
+            "1",
+            "--clock",
+            "virtual",
+            "--name",
+            "peers",
+        ],
+        &[("FAKE_EMU_LOG", log.to_str().unwrap())],
+    );
+    refused(&o, &["--clock virtual with --variants none"]);
+    assert!(!log.exists());
+}
+
+#[test]
+fn a_resumed_virtual_sweep_stays_on_virtual_time() {
+    let s = Scratch::new();
+    let argv = s.p("argv.log");
+    let o = s.sweep_baseline(
+        BaselineSweep {
+            cpus: "1,2",
+            ..BaselineSweep::once("res")
+        },
+        &["--clock", "virtual", "--quantum", "250us"],
+        &[("FAKE_EMU_FAIL", "baseline/2/noresult")],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let o = s.run(
+        &[
+            "sweep",
+            "--no-plot",
+            "--resume",
+            "results/res.json",
+            "--retry-failed",
+        ],
+        &[("FAKE_EMU_ARGV", argv.to_str().unwrap())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let lines = std::fs::read_to_string(&argv).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(
+        lines.contains("-smp 2 ") && lines.contains("--clock virtual --quantum 250000ns"),
+        "{lines}"
+    );
+    let f = load(&s.p("results/res.json"));
+    assert_eq!(f.runs.len(), 2);
+    assert!(
+        f.runs
+            .iter()
+            .all(|r| r.status == RunStatus::Ok && r.clock == virtual_clock(Some(250_000)))
+    );
 }
 
 #[test]
@@ -528,6 +587,11 @@ fn compare_gate_and_merge_refuse_mixed_clocks() {
         "{}",
         text(&o)
     );
+    assert!(
+        out(&o).contains("Clocks: host time (`host`); virtual host: one core per vCPU"),
+        "{}",
+        text(&o)
+    );
     let texts = svg_texts(&svg);
     for want in ["host: baseline (host time)", "virt: baseline (virtual)"] {
         assert!(texts.iter().any(|t| t == want), "{want} in {texts:?}");
@@ -560,6 +624,14 @@ fn compare_gate_and_merge_refuse_mixed_clocks() {
     assert!(out(&o).contains("mixed clocks"), "{}", text(&o));
     let o = gate("virt.json", "virt.json", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The PR comment says which clock it gated on.
+    assert!(
+        out(&o).contains(
+            "Clock: virtual host: one core per vCPU, guest times on per-vCPU virtual clocks (quantum 500 µs)."
+        ),
+        "{}",
+        text(&o)
+    );
 
     let o = s.run(&["merge", "host.json", "virt.json", "-o", "m.json"], &[]);
     refused(&o, &["--allow-mixed-clocks"]);
