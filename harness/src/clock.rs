@@ -1,4 +1,4 @@
-//! Virtual host time on the harness side (issue 24; design: LOCKING.md, "Virtual host time").
+//! Virtual host time on the harness side (issue 24; the emulator side: emulator/src/sync/vclock.rs).
 //!
 //! `ppc64emu --clock virtual` measures the guest on per-vCPU virtual clocks that advance by
 //! each vCPU thread's CPU time, as if every vCPU had a host core of its own; its run report
@@ -398,6 +398,8 @@ pub fn all_virtual(series: &[PlotSeries]) -> bool {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VirtualUsage {
     pub waits: BTreeMap<String, f64>,
+    /// Virtual hold per site (ns), where the report has it (`virtual_hold_ns`).
+    pub holds: BTreeMap<String, f64>,
     /// Acquisitions per site, where the report has them.
     pub acquisitions: BTreeMap<String, f64>,
     pub virtual_ns: f64,
@@ -418,6 +420,9 @@ pub fn virtual_usage(run: &Run) -> Option<VirtualUsage> {
         for (site, c) in locks {
             if let Some(w) = c.get("virtual_wait_ns").and_then(|x| x.as_f64()) {
                 u.waits.insert(site.clone(), w);
+            }
+            if let Some(h) = c.get("virtual_hold_ns").and_then(|x| x.as_f64()) {
+                u.holds.insert(site.clone(), h);
             }
             if let Some(a) = c.get("acquisitions").and_then(|x| x.as_f64()) {
                 u.acquisitions.insert(site.clone(), a);
@@ -450,6 +455,8 @@ pub struct VirtualWaitRow {
     pub acquisitions: Option<f64>,
     /// Virtual wait of all vCPUs together per run, ns.
     pub wait_ns: f64,
+    /// Virtual time the lock was held from the site per run, ns, when the reports say.
+    pub hold_ns: Option<f64>,
     /// That wait as a share of the vCPUs' virtual time together (0..1), when known.
     pub share: Option<f64>,
 }
@@ -475,10 +482,15 @@ pub fn virtual_wait_rows(runs: &[&Run]) -> (Vec<VirtualWaitRow>, Option<(f64, f6
                 .iter()
                 .filter_map(|u| u.acquisitions.get(site).copied())
                 .collect();
+            let holds: Vec<f64> = usages
+                .iter()
+                .filter_map(|u| u.holds.get(site).copied())
+                .collect();
             VirtualWaitRow {
                 site: site.clone(),
                 acquisitions: median_opt(&acq),
                 wait_ns: median_opt(&waits).unwrap_or(0.0),
+                hold_ns: median_opt(&holds),
                 share: median_opt(&shares),
             }
         })
@@ -628,7 +640,7 @@ mod tests {
         let mut r = run_with(serde_json::json!({
             "clock": {"kind": "virtual", "quantum_ns": 500000},
             "vcpus": [{"virtual_ns": 1000, "cpu_ns": 900}, {"virtual_ns": 3000, "cpu_ns": 2000}],
-            "locks": {"bql.hcall": {"acquisitions": 10, "wait_ns": 5, "virtual_wait_ns": 400},
+            "locks": {"bql.hcall": {"acquisitions": 10, "wait_ns": 5, "virtual_wait_ns": 400, "virtual_hold_ns": 70},
                       "bql.exec_loop": {"acquisitions": 20, "wait_ns": 50, "virtual_wait_ns": 100}}
         }));
         settle_run(
@@ -642,6 +654,7 @@ mod tests {
         assert_eq!(rows[0].site, "bql.hcall");
         assert_eq!(rows[0].wait_ns, 400.0);
         assert_eq!(rows[0].share, Some(0.1));
+        assert_eq!((rows[0].hold_ns, rows[1].hold_ns), (Some(70.0), None));
         assert_eq!(rows[1].site, "bql.exec_loop");
         assert_eq!(times, Some((2000.0, 1450.0)));
         // The per-vCPU maps when the lock sites lack virtual waits.

@@ -331,18 +331,19 @@ fn render_virtual_waits(s: &mut String, file: &ResultsFile, a: &Analysis, top: u
         }
         let _ = writeln!(
             sections,
-            "| lock site | acquisitions | virtual wait ms | per vCPU ms | % of virtual time |"
+            "| lock site | acquisitions | virtual wait ms | per vCPU ms | % of virtual time | virtual hold ms |"
         );
-        let _ = writeln!(sections, "|---|---:|---:|---:|---:|");
+        let _ = writeln!(sections, "|---|---:|---:|---:|---:|---:|");
         for r in rows.into_iter().take(top) {
             let _ = writeln!(
                 sections,
-                "| `{}` | {} | {:.2} | {:.2} | {} |",
+                "| `{}` | {} | {:.2} | {:.2} | {} | {} |",
                 r.site,
                 fmt_opt(r.acquisitions, |x| format!("{x:.0}")),
                 r.wait_ns / 1e6,
                 r.wait_ns / 1e6 / p.cpus.max(1) as f64,
                 fmt_opt(r.share, |x| format!("{:.1}%", x * 100.0)),
+                fmt_opt(r.hold_ns, |x| format!("{:.2}", x / 1e6)),
             );
         }
         let _ = writeln!(sections);
