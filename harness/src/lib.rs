@@ -9,6 +9,7 @@ pub mod ascii;
 pub mod builder;
 pub mod charts;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod compare;
 pub mod git;
