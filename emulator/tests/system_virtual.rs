@@ -1,0 +1,116 @@
+//! Virtual host time on the bundled guest (`--clock virtual`, emulator/src/sync/vclock.rs):
+//! the same results as host time and the lock invariants of docs/locking.md in the virtual
+//! runs. The closed form at small N: tests/system_closed_form.rs.
+
+mod common;
+
+use common::{checksum, mkbench_config, reference_checksum, run_mkbench};
+use ppc64emu::machine::pseries::boot::RunOutcome;
+use ppc64emu::machine::pseries::config::{AccelMode, ClockMode, MachineConfig};
+use ppc64emu::sync::{Baseline, CputlbNoBql, PerCpuLock, Strategy};
+
+fn virtual_config(smp: usize, append: Option<&str>) -> MachineConfig {
+    let mut cfg = mkbench_config(smp, AccelMode::Jit);
+    cfg.clock = ClockMode::Virtual {
+        quantum_ns: 500_000,
+    };
+    if let Some(a) = append {
+        cfg.append = a.to_string();
+    }
+    cfg
+}
+
+fn acquisitions(o: &RunOutcome, site: &str) -> u64 {
+    o.report.locks.get(site).map_or(0, |s| s.acquisitions)
+}
+
+fn check_strategy<S: Strategy>() {
+    let reference = reference_checksum();
+    for smp in [1, 2, 4] {
+        let o = run_mkbench::<S>(&virtual_config(smp, None));
+        assert_eq!(checksum(&o), reference, "{} smp={smp}", S::NAME);
+        assert_eq!(o.report.clock.kind, "virtual");
+        assert_eq!(o.report.clock.quantum_ns, Some(500_000));
+        for v in &o.report.vcpus {
+            let (virt, cpu) = (v.virtual_ns.unwrap(), v.cpu_ns.unwrap());
+            // The clock is CPU time plus waits and idle jumps: never less than its CPU time.
+            assert!(
+                virt >= cpu,
+                "{} smp={smp} vcpu{}: {virt} < {cpu}",
+                S::NAME,
+                v.index
+            );
+            assert!(
+                cpu > 0,
+                "{} smp={smp} vcpu{} ran no CPU time",
+                S::NAME,
+                v.index
+            );
+        }
+        // The guest's elapsed time is virtual: the run's clocks reach at least that far.
+        let latest = o
+            .report
+            .vcpus
+            .iter()
+            .map(|v| v.virtual_ns.unwrap())
+            .max()
+            .unwrap();
+        assert!(o.report.guest_elapsed_s * 1e9 <= latest as f64 + 1e3);
+        if smp < 2 {
+            continue;
+        }
+        let jobs: u64 = o
+            .report
+            .vcpus
+            .iter()
+            .map(|v| v.flush_jobs_run + v.flush_jobs_elided)
+            .sum();
+        assert!(jobs > 0, "{} smp={smp}: no flush jobs", S::NAME);
+        if S::BQL_OUTSIDE_GUEST {
+            assert!(acquisitions(&o, "bql.exec_loop") > 0);
+        } else {
+            assert_eq!(
+                acquisitions(&o, "bql.exec_loop"),
+                0,
+                "{} smp={smp}",
+                S::NAME
+            );
+            assert_eq!(
+                acquisitions(&o, "bql.idle_wait"),
+                0,
+                "{} smp={smp}",
+                S::NAME
+            );
+        }
+        if S::TLB_FLUSH_WITHOUT_BQL {
+            assert_eq!(
+                acquisitions(&o, "bql.tlb_flush_item"),
+                0,
+                "{} smp={smp}",
+                S::NAME
+            );
+        } else {
+            assert_eq!(
+                acquisitions(&o, "bql.tlb_flush_item"),
+                jobs,
+                "{} smp={smp}",
+                S::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn baseline_on_virtual_time_same_checksum_and_invariants() {
+    check_strategy::<Baseline>();
+}
+
+#[test]
+fn per_cpu_lock_on_virtual_time_same_checksum_and_invariants() {
+    check_strategy::<PerCpuLock>();
+}
+
+#[test]
+fn cputlb_no_bql_on_virtual_time_same_checksum_and_invariants() {
+    check_strategy::<CputlbNoBql>();
+}
