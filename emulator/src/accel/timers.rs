@@ -53,6 +53,9 @@ impl Timers {
 
     /// Arms (or re-arms) timer `i` to expire at `at` (ns on the machine's clock).
     pub fn arm(&self, i: usize, at: u64) {
+        if let TimerClock::Virtual(vt) = &self.clock {
+            vt.set_deadline(i, Some(at));
+        }
         let mut s = self.state.lock(Site::TimerList);
         let earlier = s.deadlines.iter().flatten().all(|d| at < *d);
         s.deadlines[i] = Some(at);
@@ -62,6 +65,9 @@ impl Timers {
     }
 
     pub fn cancel(&self, i: usize) {
+        if let TimerClock::Virtual(vt) = &self.clock {
+            vt.set_deadline(i, None);
+        }
         self.state.lock(Site::TimerList).deadlines[i] = None;
     }
 
@@ -100,6 +106,9 @@ impl Timers {
             if !expired.is_empty() {
                 for &(i, _) in &expired {
                     s.deadlines[i] = None;
+                    if let TimerClock::Virtual(vt) = &self.clock {
+                        vt.set_deadline(i, None);
+                    }
                 }
                 return Some(expired);
             }

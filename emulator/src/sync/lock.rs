@@ -129,13 +129,13 @@ impl<T> StatMutex<T> {
     }
 
     /// How virtual time charges this lock (vclock.rs): the BQL, which every strategy's
-    /// scaling turns on, is a timeline of busy intervals; the short per-vCPU locks wait
-    /// only inside the last hold.
+    /// scaling turns on, is a queue in virtual time; the short per-vCPU locks are measured
+    /// but charge no wait.
     fn rule(&self) -> Rule {
         if self.class == Class::Bql {
             Rule::Fifo
         } else {
-            Rule::Interval
+            Rule::Untimed
         }
     }
 
@@ -162,9 +162,7 @@ impl<T> StatMutex<T> {
             }
         };
         let v_since = if virtual_time {
-            let (wait, start) = vclock::acquired(&self.vt, self.rule());
-            stats::record_virtual_wait(site, wait);
-            start
+            vclock::acquired(&self.vt, self.rule(), site)
         } else {
             vclock::HoldStart::default()
         };
