@@ -7,14 +7,17 @@
 pub mod analysis;
 pub mod ascii;
 pub mod builder;
+pub mod carry;
 pub mod charts;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod fetch;
 pub mod git;
 pub mod guest;
 pub mod host;
 pub mod kernel_tree;
+pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod plan;
