@@ -65,7 +65,8 @@ pub fn export(repo: &Path, img: &guest::GuestImage, out: &Path) -> Result<()> {
     let m = &img.manifest;
     let workload = Workload::from_name(&m.workload).context("unknown workload")?;
     let lock_file = lock::lock_path(repo, workload);
-    let lock_text = fs::read(&lock_file).with_context(|| format!("reading {}", lock_file.display()))?;
+    let lock_text =
+        fs::read(&lock_file).with_context(|| format!("reading {}", lock_file.display()))?;
     if crate::util::sha256_hex(&lock_text) != m.lock_sha256 {
         bail!(
             "the image was built from another lock than {}: rebuild it first (`lockscale guest build {}`)",
@@ -122,14 +123,22 @@ pub fn export(repo: &Path, img: &guest::GuestImage, out: &Path) -> Result<()> {
     let header_text = serde_json::to_vec_pretty(&header)?;
     let tmp = out.with_file_name(format!(
         ".{}.tmp-{}",
-        out.file_name().context("output file name")?.to_string_lossy(),
+        out.file_name()
+            .context("output file name")?
+            .to_string_lossy(),
         std::process::id()
     ));
     let write = || -> Result<()> {
         let f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         let mut b = tar::Builder::new(io::BufWriter::new(f));
-        b.append(&plain_header(HEADER, header_text.len() as u64), &header_text[..])?;
-        b.append(&plain_header(MANIFEST, manifest_text.len() as u64), &manifest_text[..])?;
+        b.append(
+            &plain_header(HEADER, header_text.len() as u64),
+            &header_text[..],
+        )?;
+        b.append(
+            &plain_header(MANIFEST, manifest_text.len() as u64),
+            &manifest_text[..],
+        )?;
         b.append(&plain_header(LOCK, lock_text.len() as u64), &lock_text[..])?;
         for (name, path) in [(INITRD, &img.initrd), (kernel_name.as_str(), &img.kernel)] {
             let f = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
@@ -170,7 +179,12 @@ fn copy_hashed(mut r: impl Read, dest: &Path) -> Result<(u64, String)> {
 
 /// Checks an export and installs it into the cache. Returns the installed image.
 pub fn import(repo: &Path, file: &Path) -> Result<guest::GuestImage> {
-    let refuse = |why: String| anyhow::anyhow!("{} refused: {why}; the guest cache was not changed", file.display());
+    let refuse = |why: String| {
+        anyhow::anyhow!(
+            "{} refused: {why}; the guest cache was not changed",
+            file.display()
+        )
+    };
     let f = fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
     let staging = guest::staging_dir(repo, "import");
     if staging.exists() {
@@ -203,17 +217,23 @@ pub fn import(repo: &Path, file: &Path) -> Result<guest::GuestImage> {
             let mut text = Vec::new();
             e.read_to_end(&mut text)
                 .map_err(|e| refuse(format!("its header is cut off ({e})")))?;
-            let h: ExportHeader = serde_json::from_slice(&text)
-                .map_err(|e| refuse(format!("its header is not a lockscale export header ({e})")))?;
+            let h: ExportHeader = serde_json::from_slice(&text).map_err(|e| {
+                refuse(format!("its header is not a lockscale export header ({e})"))
+            })?;
             if h.format != FORMAT {
-                bail!(refuse(format!("format {:?}, this lockscale reads {FORMAT:?}", h.format)));
+                bail!(refuse(format!(
+                    "format {:?}, this lockscale reads {FORMAT:?}",
+                    h.format
+                )));
             }
             header = Some(h);
             continue;
         }
         let h = header.as_ref().expect("header first");
         if !h.files.contains_key(&name) || name.contains('/') {
-            bail!(refuse(format!("member {name:?} is not one its header lists")));
+            bail!(refuse(format!(
+                "member {name:?} is not one its header lists"
+            )));
         }
         if got.contains_key(&name) {
             bail!(refuse(format!("member {name} appears twice")));
@@ -227,7 +247,9 @@ pub fn import(repo: &Path, file: &Path) -> Result<guest::GuestImage> {
     };
     for (name, want) in &h.files {
         match got.get(name) {
-            None => bail!(refuse(format!("member {name} is missing (a truncated file?)"))),
+            None => bail!(refuse(format!(
+                "member {name} is missing (a truncated file?)"
+            ))),
             Some(g) if g != want => bail!(refuse(format!(
                 "member {name} is damaged: {} bytes with SHA-256 {}, its header says {} bytes with {}",
                 g.bytes, g.sha256, want.bytes, want.sha256
@@ -240,7 +262,9 @@ pub fn import(repo: &Path, file: &Path) -> Result<guest::GuestImage> {
         .ok_or_else(|| refuse(format!("workload {:?} is not a Linux guest", h.workload)))?;
     let kernel_name = h.kernel.clone();
     if !kernel_name.starts_with("vmlinux-") || !h.files.contains_key(&kernel_name) {
-        bail!(refuse(format!("its kernel {kernel_name:?} is not among its members")));
+        bail!(refuse(format!(
+            "its kernel {kernel_name:?} is not among its members"
+        )));
     }
     for needed in [MANIFEST, LOCK, INITRD] {
         if !h.files.contains_key(needed) {
@@ -250,7 +274,9 @@ pub fn import(repo: &Path, file: &Path) -> Result<guest::GuestImage> {
     let mut m: GuestManifest = serde_json::from_slice(&fs::read(staging.join(MANIFEST))?)
         .map_err(|e| refuse(format!("its manifest does not parse ({e})")))?;
     if (m.workload.as_str(), m.units, m.size) != (h.workload.as_str(), h.units, h.size) {
-        bail!(refuse("its manifest and header name different images".into()));
+        bail!(refuse(
+            "its manifest and header name different images".into()
+        ));
     }
     if m.initrd_sha256 != h.files[INITRD].sha256
         || m.kernel_sha256 != h.files[&kernel_name].sha256

@@ -1343,7 +1343,10 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 ),
                 _ => {
                     let path = guest::ImageRecords::record(repo, m)?;
-                    eprintln!("lockscale: recorded the image's SHA-256 in {}", path.display());
+                    eprintln!(
+                        "lockscale: recorded the image's SHA-256 in {}",
+                        path.display()
+                    );
                 }
             }
             println!("image {} sha256 {}", img.initrd.display(), m.initrd_sha256);

@@ -80,13 +80,12 @@ pub fn check_comparable(old: &ResultsFile, new: &ResultsFile) -> Result<Vec<Stri
             &x[..12.min(x.len())],
             &y[..12.min(y.len())]
         )),
-        (Some(_), None) | (None, Some(_)) if a.manifest.is_some() || b.manifest.is_some() => {
-            notes.push(
+        (Some(_), None) | (None, Some(_)) if a.manifest.is_some() || b.manifest.is_some() => notes
+            .push(
                 "warning: one of the guests records no package lock (built before guests were \
                  locked): they may be different guests"
                     .into(),
-            )
-        }
+            ),
         _ => {}
     }
     if !crate::host::same_type(&old.host, &new.host) {

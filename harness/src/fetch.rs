@@ -174,11 +174,13 @@ pub fn fetch_locked(
         return Ok(files);
     }
     if mirrors.is_empty() {
-        bail!("no mirror to fetch {} package files from (--mirror URL)", todo.len());
+        bail!(
+            "no mirror to fetch {} package files from (--mirror URL)",
+            todo.len()
+        );
     }
     if staging.exists() {
-        fs::remove_dir_all(staging)
-            .with_context(|| format!("removing {}", staging.display()))?;
+        fs::remove_dir_all(staging).with_context(|| format!("removing {}", staging.display()))?;
     }
     fs::create_dir_all(staging).with_context(|| format!("creating {}", staging.display()))?;
     let _cleanup = RemoveOnDrop(staging.to_path_buf());
@@ -212,8 +214,17 @@ pub fn fetch_locked(
             }
         }
         if !got {
-            let line = format!("{} ({}):\n    {}", p.label(), p.filename, tried.join("\n    "));
-            if any_bad { bad.push(line) } else { missing.push(line) }
+            let line = format!(
+                "{} ({}):\n    {}",
+                p.label(),
+                p.filename,
+                tried.join("\n    ")
+            );
+            if any_bad {
+                bad.push(line)
+            } else {
+                missing.push(line)
+            }
         }
     }
     if !missing.is_empty() || !bad.is_empty() {
@@ -266,9 +277,14 @@ fn decoder<'a, R: Read + 'a>(name: &str, r: R) -> Result<Box<dyn Read + 'a>> {
 
 /// Paths no guest reads, left out while unpacking (as mmdebstrap's dpkg path-excludes did).
 fn skipped(rel: &str) -> bool {
-    ["usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/info"]
-        .iter()
-        .any(|t| rel == *t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/')))
+    [
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/locale",
+        "usr/share/info",
+    ]
+    .iter()
+    .any(|t| rel == *t || rel.strip_prefix(t).is_some_and(|r| r.starts_with('/')))
 }
 
 /// A member path of data.tar, made relative and merged-/usr: `./bin/sh` → `usr/bin/sh`.
@@ -320,8 +336,9 @@ impl Tree<'_> {
                         bail!("{rel} would be written through the symbolic link {d}")
                     }
                     Ok(_) => bail!("{rel}: {d} is a file, not a directory"),
-                    Err(_) => fs::create_dir(&p)
-                        .with_context(|| format!("creating {}", p.display()))?,
+                    Err(_) => {
+                        fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?
+                    }
                 }
                 self.dirs.insert(d.to_string());
             }
@@ -352,7 +369,8 @@ pub fn unpack_deb(deb: &Path, p: &LockedPackage, root: &Path) -> Result<u64> {
     let mut saw_control = false;
     let mut written = None;
     while let Some(entry) = ar.next_entry() {
-        let entry = entry.with_context(|| format!("{} is not a .deb (ar archive)", deb.display()))?;
+        let entry =
+            entry.with_context(|| format!("{} is not a .deb (ar archive)", deb.display()))?;
         let name = String::from_utf8_lossy(entry.header().identifier()).into_owned();
         if name == "debian-binary" {
             let mut s = String::new();
@@ -433,15 +451,16 @@ fn unpack_data(r: Box<dyn Read + '_>, root: &Path) -> Result<u64> {
                 match fs::symlink_metadata(&p) {
                     Ok(m) if m.is_dir() => {}
                     Ok(_) => bail!("{rel}: a package wants a directory where a file is"),
-                    Err(_) => fs::create_dir(&p)
-                        .with_context(|| format!("creating {}", p.display()))?,
+                    Err(_) => {
+                        fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?
+                    }
                 }
                 tree.dirs.insert(rel);
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 let p = tree.clear(&rel)?;
-                let mut f = fs::File::create(&p)
-                    .with_context(|| format!("creating {}", p.display()))?;
+                let mut f =
+                    fs::File::create(&p).with_context(|| format!("creating {}", p.display()))?;
                 io::copy(&mut e, &mut f)?;
                 f.set_permissions(fs::Permissions::from_mode(mode))?;
             }
@@ -466,7 +485,9 @@ fn unpack_data(r: Box<dyn Read + '_>, root: &Path) -> Result<u64> {
                     Ok(m) if m.is_file() => {
                         fs::copy(&src, &p).with_context(|| format!("copying {target} to {rel}"))?;
                     }
-                    _ => bail!("{rel}: hard link to {target}, which is not a file unpacked before it"),
+                    _ => bail!(
+                        "{rel}: hard link to {target}, which is not a file unpacked before it"
+                    ),
                 }
             }
             // Devices and fifos are never made by unpacking without running anything.
@@ -486,7 +507,10 @@ mod tests {
         let m = |s: &str| member_path(Path::new(s)).unwrap();
         assert_eq!(m("./"), None);
         assert_eq!(m("./bin/sh").as_deref(), Some("usr/bin/sh"));
-        assert_eq!(m("./lib64/ld64.so.2").as_deref(), Some("usr/lib64/ld64.so.2"));
+        assert_eq!(
+            m("./lib64/ld64.so.2").as_deref(),
+            Some("usr/lib64/ld64.so.2")
+        );
         assert_eq!(m("./usr/bin/make").as_deref(), Some("usr/bin/make"));
         assert_eq!(m("./binutils/x").as_deref(), Some("binutils/x"));
         assert!(member_path(Path::new("./usr/../../etc/passwd")).is_err());

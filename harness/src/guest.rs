@@ -268,7 +268,12 @@ impl Sources {
 
 /// The locked packages, fetched (fetch.rs) and unpacked into the cache, unless the tree there
 /// was unpacked from the same packages. Returns the root directory.
-fn ensure_rootfs(repo: &Path, workload: Workload, lock: &Lock, sources: &Sources) -> Result<PathBuf> {
+fn ensure_rootfs(
+    repo: &Path,
+    workload: Workload,
+    lock: &Lock,
+    sources: &Sources,
+) -> Result<PathBuf> {
     let root = rootfs_dir(repo, workload);
     let stamp = rootfs_stamp(repo, workload);
     let digest = lock.packages_digest();
@@ -277,13 +282,8 @@ fn ensure_rootfs(repo: &Path, workload: Workload, lock: &Lock, sources: &Sources
     }
     let cache = cache_root(repo);
     let staging = staging_dir(repo, "fetch");
-    let debs = crate::fetch::fetch_locked(
-        lock,
-        workload.name(),
-        &sources.urls(lock),
-        &cache,
-        &staging,
-    )?;
+    let debs =
+        crate::fetch::fetch_locked(lock, workload.name(), &sources.urls(lock), &cache, &staging)?;
     let tmp = root.with_extension("tmp");
     if tmp.exists() {
         fs::remove_dir_all(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
@@ -1001,7 +1001,11 @@ impl ImageRecords {
         let r: ImageRecords = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a list of image hashes", path.display()))?;
         if r.format != IMAGES_FORMAT {
-            bail!("{}: format {:?}, expected {IMAGES_FORMAT:?}", path.display(), r.format);
+            bail!(
+                "{}: format {:?}, expected {IMAGES_FORMAT:?}",
+                path.display(),
+                r.format
+            );
         }
         Ok(r)
     }
@@ -1057,7 +1061,8 @@ impl ImageRecords {
             initrd_bytes: m.initrd_bytes,
             recorded: now_rfc3339(),
         });
-        r.images.sort_by_key(|x| (x.workload.clone(), x.units, x.size));
+        r.images
+            .sort_by_key(|x| (x.workload.clone(), x.units, x.size));
         let path = images_path(repo, workload);
         let mut text = serde_json::to_string_pretty(&r)?;
         text.push('\n');
@@ -1211,7 +1216,12 @@ pub fn write_manifest(dir: &Path, m: &GuestManifest) -> Result<()> {
 }
 
 /// Reads and checks the cached image of a workload and size, if there is one.
-pub fn cached_image(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<Option<GuestImage>> {
+pub fn cached_image(
+    repo: &Path,
+    workload: Workload,
+    units: u32,
+    size: u32,
+) -> Result<Option<GuestImage>> {
     load_checked(repo, &image_dir(repo, workload, units, size))
 }
 

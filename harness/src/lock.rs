@@ -122,7 +122,9 @@ pub fn requested(workload: Workload) -> Vec<String> {
 }
 
 fn is_hex64(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// Checks a suite name for `guest lock`/a lock file: a codename, not a moving alias.
@@ -180,10 +182,7 @@ impl Lock {
             );
         }
         if self.workload != workload.name() {
-            bail!(
-                "it is the lock of {}, not of {workload}",
-                self.workload
-            );
+            bail!("it is the lock of {}, not of {workload}", self.workload);
         }
         check_codename(&self.suite)?;
         for s in &self.extra_suites {
@@ -224,13 +223,18 @@ impl Lock {
                 bail!("{at}: architecture {}", p.architecture);
             }
             if !is_hex64(&p.sha256) {
-                bail!("{at}: sha256 {:?} is not 64 lower-case hex digits", p.sha256);
+                bail!(
+                    "{at}: sha256 {:?} is not 64 lower-case hex digits",
+                    p.sha256
+                );
             }
             if p.version.is_empty() || p.version.contains(['/', ' ', '_']) {
                 bail!("{at}: version {:?}", p.version);
             }
             if !p.filename.starts_with("pool/")
-                || p.filename.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+                || p.filename
+                    .split('/')
+                    .any(|c| c.is_empty() || c == "." || c == "..")
                 || !p
                     .filename
                     .chars()
@@ -239,7 +243,10 @@ impl Lock {
                 bail!("{at}: {:?} is not a pool path", p.filename);
             }
             // Debian's pool names a file `name_version_arch.deb`, the version without its epoch.
-            let bare = p.version.split_once(':').map_or(p.version.as_str(), |(_, v)| v);
+            let bare = p
+                .version
+                .split_once(':')
+                .map_or(p.version.as_str(), |(_, v)| v);
             let want = format!("{}_{}_{}.deb", p.name, bare, p.architecture);
             if p.file_name() != want {
                 bail!(
@@ -249,10 +256,11 @@ impl Lock {
                     p.file_name()
                 );
             }
-            if let Some(s) = &p.suite {
-                if s != &self.suite && !self.extra_suites.contains(s) {
-                    bail!("{at}: suite {s} is not among the lock's suites");
-                }
+            if let Some(s) = &p.suite
+                && s != &self.suite
+                && !self.extra_suites.contains(s)
+            {
+                bail!("{at}: suite {s} is not among the lock's suites");
             }
         }
         for r in &self.requested {
@@ -266,15 +274,16 @@ impl Lock {
     /// The lock as committed: JSON, one package per line, the same bytes for the same lock.
     pub fn to_text(&self) -> String {
         let q = |s: &str| serde_json::to_string(s).expect("string");
-        let list = |v: &[String]| {
-            serde_json::to_string(v).expect("strings")
-        };
+        let list = |v: &[String]| serde_json::to_string(v).expect("strings");
         let mut s = String::from("{\n");
         s.push_str(&format!("  \"format\": {},\n", q(&self.format)));
         s.push_str(&format!("  \"workload\": {},\n", q(&self.workload)));
         s.push_str(&format!("  \"suite\": {},\n", q(&self.suite)));
         if !self.extra_suites.is_empty() {
-            s.push_str(&format!("  \"extra_suites\": {},\n", list(&self.extra_suites)));
+            s.push_str(&format!(
+                "  \"extra_suites\": {},\n",
+                list(&self.extra_suites)
+            ));
         }
         for (k, v) in [
             ("architecture", &self.architecture),
@@ -474,7 +483,8 @@ pub fn resolve(workload: Workload, suite: &str, mirror: &str) -> Result<Lock> {
             .iter()
             .find(|p| {
                 let n = p.file_name().unwrap_or_default().to_string_lossy();
-                n.ends_with(&format!("_dists_{s}_InRelease")) || n.ends_with(&format!("_dists_{s}_Release"))
+                n.ends_with(&format!("_dists_{s}_InRelease"))
+                    || n.ends_with(&format!("_dists_{s}_Release"))
             })
             .with_context(|| format!("apt fetched no Release file of {s}"))?;
         let text = fs::read_to_string(rel)?;
@@ -484,7 +494,9 @@ pub fn resolve(workload: Workload, suite: &str, mirror: &str) -> Result<Lock> {
             .map(str::trim)
             .unwrap_or_default();
         if codename != s {
-            bail!("the suite {s} on {mirror} has codename {codename:?}: lock by codename (--suite {codename})");
+            bail!(
+                "the suite {s} on {mirror} has codename {codename:?}: lock by codename (--suite {codename})"
+            );
         }
         if s == suite {
             release_date = text
@@ -524,10 +536,13 @@ pub fn resolve(workload: Workload, suite: &str, mirror: &str) -> Result<Lock> {
         bail!("apt resolved nothing for {}", want.join(" "));
     }
     // The signed indices apt fetched, by (name, version, arch) → (suite, stanza).
-    let mut index: BTreeMap<(String, String, String), (String, BTreeMap<String, String>)> =
-        BTreeMap::new();
+    let mut index: BTreeMap<IndexKey, (String, Stanza)> = BTreeMap::new();
     for p in &names {
-        let n = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let n = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         if !n.ends_with(&format!("_{COMPONENT}_binary-{ARCH}_Packages")) {
             continue;
         }
@@ -549,7 +564,9 @@ pub fn resolve(workload: Workload, suite: &str, mirror: &str) -> Result<Lock> {
     for (name, version, arch) in chosen {
         let (s, st) = index
             .get(&(name.clone(), version.clone(), arch.clone()))
-            .with_context(|| format!("{name} {version} ({arch}) is not in the indices apt fetched"))?;
+            .with_context(|| {
+                format!("{name} {version} ({arch}) is not in the indices apt fetched")
+            })?;
         let field = |f: &str| {
             st.get(f)
                 .cloned()
@@ -598,6 +615,11 @@ pub fn resolve(workload: Workload, suite: &str, mirror: &str) -> Result<Lock> {
     }
     Ok(lock)
 }
+
+/// A package in an index: name, version, architecture.
+type IndexKey = (String, String, String);
+/// One deb822 stanza.
+type Stanza = BTreeMap<String, String>;
 
 /// Removes a directory tree when dropped (temporary work directories).
 pub struct RemoveOnDrop(pub PathBuf);
@@ -671,7 +693,10 @@ mod tests {
     fn hand_edits_are_named() {
         let mut l = lock(full());
         l.suite = "stable".into();
-        let e = format!("{:#}", Lock::parse(&l.to_text(), Workload::LinuxMake, "x").unwrap_err());
+        let e = format!(
+            "{:#}",
+            Lock::parse(&l.to_text(), Workload::LinuxMake, "x").unwrap_err()
+        );
         assert!(e.contains("moving alias"), "{e}");
 
         let mut l = lock(full());
@@ -692,7 +717,10 @@ mod tests {
         l.packages[2].filename = "pool/../../etc/passwd".into();
         assert!(l.check(Workload::LinuxMake).is_err());
 
-        let e = format!("{:#}", Lock::parse("{\"format\": 1", Workload::LinuxMake, "y").unwrap_err());
+        let e = format!(
+            "{:#}",
+            Lock::parse("{\"format\": 1", Workload::LinuxMake, "y").unwrap_err()
+        );
         assert!(e.contains("guest lock linux-make"), "{e}");
     }
 

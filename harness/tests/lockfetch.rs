@@ -53,7 +53,15 @@ fn tar_of(items: &[Item]) -> Vec<u8> {
     let mut dirs = std::collections::BTreeSet::new();
     let mut dir = |b: &mut tar::Builder<Vec<u8>>, path: &str| {
         let mut at = String::from(".");
-        for c in path.trim_start_matches("./").split('/').collect::<Vec<_>>().iter().rev().skip(1).rev() {
+        for c in path
+            .trim_start_matches("./")
+            .split('/')
+            .collect::<Vec<_>>()
+            .iter()
+            .rev()
+            .skip(1)
+            .rev()
+        {
             at = format!("{at}/{c}");
             if dirs.insert(at.clone()) {
                 let mut h = tar::Header::new_gnu();
@@ -99,7 +107,8 @@ fn tar_of(items: &[Item]) -> Vec<u8> {
 
 /// A .deb: `ar` with debian-binary, control.tar.gz and data.tar.<z>.
 fn deb(name: &str, version: &str, arch: &str, z: Z, items: &[Item]) -> Vec<u8> {
-    let control = format!("Package: {name}\nVersion: {version}\nArchitecture: {arch}\nDescription: test\n");
+    let control =
+        format!("Package: {name}\nVersion: {version}\nArchitecture: {arch}\nDescription: test\n");
     let control_tar = tar_of(&[Item::File("./control", control.as_bytes(), 0o644)]);
     let (control_gz, _) = compress(Z::Gz, &control_tar);
     let (data, ext) = compress(z, &tar_of(items));
@@ -109,8 +118,11 @@ fn deb(name: &str, version: &str, arch: &str, z: Z, items: &[Item]) -> Vec<u8> {
         ("control.tar.gz".to_string(), control_gz),
         (format!("data.tar.{ext}"), data),
     ] {
-        a.append(&ar::Header::new(id.into_bytes(), bytes.len() as u64), &bytes[..])
-            .unwrap();
+        a.append(
+            &ar::Header::new(id.into_bytes(), bytes.len() as u64),
+            &bytes[..],
+        )
+        .unwrap();
     }
     a.into_inner().unwrap()
 }
@@ -120,27 +132,91 @@ fn deb(name: &str, version: &str, arch: &str, z: Z, items: &[Item]) -> Vec<u8> {
 fn archive() -> (Vec<(String, Vec<u8>)>, Lock) {
     let kernel: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
     let debs: Vec<(&str, &str, &str, Vec<u8>)> = vec![
-        ("binutils", "2.40-2", "ppc64el", deb("binutils", "2.40-2", "ppc64el", Z::Gz, &[
-            Item::File("./usr/bin/as", b"\x7fELF as", 0o755),
-            Item::Hard("./usr/bin/powerpc64le-linux-gnu-as", "./usr/bin/as"),
-        ])),
-        ("busybox-static", "1:1.35.0-4", "ppc64el", deb("busybox-static", "1:1.35.0-4", "ppc64el", Z::Gz, &[
-            Item::File("./bin/busybox", b"\x7fELF busybox", 0o755),
-        ])),
-        ("gcc", "4:12.2.0-3", "ppc64el", deb("gcc", "4:12.2.0-3", "ppc64el", Z::Xz, &[
-            Item::File("./usr/bin/gcc-12", b"\x7fELF gcc", 0o755),
-            Item::Link("./usr/bin/gcc", "gcc-12"),
-        ])),
-        ("libc6-dev", "2.36-9", "ppc64el", deb("libc6-dev", "2.36-9", "ppc64el", Z::Xz, &[
-            Item::File("./usr/include/stdio.h", b"/* stdio */\n", 0o644),
-            Item::File("./usr/share/doc/libc6-dev/copyright", b"left out\n", 0o644),
-        ])),
-        ("linux-image-powerpc64le", "6.1.1-1", "ppc64el", deb("linux-image-powerpc64le", "6.1.1-1", "ppc64el", Z::Xz, &[
-            Item::File("./boot/vmlinux-6.1.0-test-powerpc64le", &kernel, 0o644),
-        ])),
-        ("make", "4.3-4.1", "ppc64el", deb("make", "4.3-4.1", "ppc64el", Z::Zst, &[
-            Item::File("./usr/bin/make", b"\x7fELF make", 0o755),
-        ])),
+        (
+            "binutils",
+            "2.40-2",
+            "ppc64el",
+            deb(
+                "binutils",
+                "2.40-2",
+                "ppc64el",
+                Z::Gz,
+                &[
+                    Item::File("./usr/bin/as", b"\x7fELF as", 0o755),
+                    Item::Hard("./usr/bin/powerpc64le-linux-gnu-as", "./usr/bin/as"),
+                ],
+            ),
+        ),
+        (
+            "busybox-static",
+            "1:1.35.0-4",
+            "ppc64el",
+            deb(
+                "busybox-static",
+                "1:1.35.0-4",
+                "ppc64el",
+                Z::Gz,
+                &[Item::File("./bin/busybox", b"\x7fELF busybox", 0o755)],
+            ),
+        ),
+        (
+            "gcc",
+            "4:12.2.0-3",
+            "ppc64el",
+            deb(
+                "gcc",
+                "4:12.2.0-3",
+                "ppc64el",
+                Z::Xz,
+                &[
+                    Item::File("./usr/bin/gcc-12", b"\x7fELF gcc", 0o755),
+                    Item::Link("./usr/bin/gcc", "gcc-12"),
+                ],
+            ),
+        ),
+        (
+            "libc6-dev",
+            "2.36-9",
+            "ppc64el",
+            deb(
+                "libc6-dev",
+                "2.36-9",
+                "ppc64el",
+                Z::Xz,
+                &[
+                    Item::File("./usr/include/stdio.h", b"/* stdio */\n", 0o644),
+                    Item::File("./usr/share/doc/libc6-dev/copyright", b"left out\n", 0o644),
+                ],
+            ),
+        ),
+        (
+            "linux-image-powerpc64le",
+            "6.1.1-1",
+            "ppc64el",
+            deb(
+                "linux-image-powerpc64le",
+                "6.1.1-1",
+                "ppc64el",
+                Z::Xz,
+                &[Item::File(
+                    "./boot/vmlinux-6.1.0-test-powerpc64le",
+                    &kernel,
+                    0o644,
+                )],
+            ),
+        ),
+        (
+            "make",
+            "4.3-4.1",
+            "ppc64el",
+            deb(
+                "make",
+                "4.3-4.1",
+                "ppc64el",
+                Z::Zst,
+                &[Item::File("./usr/bin/make", b"\x7fELF make", 0o755)],
+            ),
+        ),
     ];
     let mut files = Vec::new();
     let mut packages = Vec::new();
@@ -270,7 +346,11 @@ fn checkout(lock: &Lock) -> Scratch {
     let init = s.p(lockscale::guest::INIT_SCRIPT);
     std::fs::create_dir_all(init.parent().unwrap()).unwrap();
     std::fs::copy(workspace().join(lockscale::guest::INIT_SCRIPT), &init).unwrap();
-    std::fs::write(lock::lock_path(s.path(), Workload::LinuxMake), lock.to_text()).unwrap();
+    std::fs::write(
+        lock::lock_path(s.path(), Workload::LinuxMake),
+        lock.to_text(),
+    )
+    .unwrap();
     s
 }
 
@@ -341,18 +421,32 @@ fn builds_from_the_lock_the_same_bytes_twice_and_records_them() {
     let o = build(&s, &[&m], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let first = image_sha(&o);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--record"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--record"),
+        "{}",
+        text(&o)
+    );
     // Unpacked merged-/usr, docs left out, links kept, hard links as files.
     let root = cache(&s).join("debian-ppc64el/rootfs");
     assert!(root.join("usr/bin/busybox").is_file());
     assert!(!root.join("bin").exists());
-    assert_eq!(std::fs::read_link(root.join("usr/bin/gcc")).unwrap(), Path::new("gcc-12"));
-    assert_eq!(std::fs::read(root.join("usr/bin/powerpc64le-linux-gnu-as")).unwrap(), b"\x7fELF as");
+    assert_eq!(
+        std::fs::read_link(root.join("usr/bin/gcc")).unwrap(),
+        Path::new("gcc-12")
+    );
+    assert_eq!(
+        std::fs::read(root.join("usr/bin/powerpc64le-linux-gnu-as")).unwrap(),
+        b"\x7fELF as"
+    );
     assert!(!root.join("usr/share/doc").exists());
     assert!(root.join("usr/include/stdio.h").is_file());
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
-        std::fs::metadata(root.join("usr/bin/make")).unwrap().permissions().mode() & 0o7777,
+        std::fs::metadata(root.join("usr/bin/make"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777,
         0o755
     );
     // The manifest names the lock and its hash; the kernel lies beside the image.
@@ -371,7 +465,11 @@ fn builds_from_the_lock_the_same_bytes_twice_and_records_them() {
     let o = build(&s, &[&m], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(image_sha(&o), first);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("is the one recorded"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is the one recorded"),
+        "{}",
+        text(&o)
+    );
     // A second checkout builds the same bytes, and a cached image needs no mirror at all.
     let s2 = checkout(&lock);
     let o = build(&s2, &[&m], &[]);
@@ -380,7 +478,9 @@ fn builds_from_the_lock_the_same_bytes_twice_and_records_them() {
     assert!(o.status.success(), "{}", text(&o));
     // A recorded hash the build does not reach is an error.
     let rec = s.p("workloads/linux/images.json");
-    let t = std::fs::read_to_string(&rec).unwrap().replace(&first, &"0".repeat(64));
+    let t = std::fs::read_to_string(&rec)
+        .unwrap()
+        .replace(&first, &"0".repeat(64));
     std::fs::write(&rec, t).unwrap();
     let o = build(&s, &[&m], &["--force"]);
     refused(&o, &["records", "not reproducible"]);
@@ -445,24 +545,40 @@ fn a_wrong_hash_or_a_cut_off_download_keeps_nothing() {
     let p = &lock.packages[4];
     refused(
         &build(&s, &[&m], &[]),
-        &[&p.label(), "SHA-256 mismatch", &p.sha256, "nothing was kept"],
+        &[
+            &p.label(),
+            "SHA-256 mismatch",
+            &p.sha256,
+            "nothing was kept",
+        ],
     );
     assert_eq!(files_under(&s.p("target")), vec![]);
     // A short file (the server says so): truncated.
     let short = files[4].1[..1000].to_vec();
     srv.set(&format!("/m/{}", files[4].0), Resp::Body(short));
-    refused(&build(&s, &[&m], &[]), &[&p.label(), "truncated: 1000 of the locked"]);
+    refused(
+        &build(&s, &[&m], &[]),
+        &[&p.label(), "truncated: 1000 of the locked"],
+    );
     assert_eq!(files_under(&s.p("target")), vec![]);
     // The connection drops in the middle of the body.
-    srv.set(&format!("/m/{}", files[4].0), Resp::Cut(files[4].1.clone(), 5000));
+    srv.set(
+        &format!("/m/{}", files[4].0),
+        Resp::Cut(files[4].1.clone(), 5000),
+    );
     refused(&build(&s, &[&m], &[]), &[&p.label(), "cut off"]);
     assert_eq!(files_under(&s.p("target")), vec![]);
     // A cached file that went bad is fetched again, not used.
-    srv.set(&format!("/m/{}", files[4].0), Resp::Body(files[4].1.clone()));
+    srv.set(
+        &format!("/m/{}", files[4].0),
+        Resp::Body(files[4].1.clone()),
+    );
     let o = build(&s, &[&m], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let good = image_sha(&o);
-    let cached = cache(&s).join("debs").join(files[4].0.rsplit('/').next().unwrap());
+    let cached = cache(&s)
+        .join("debs")
+        .join(files[4].0.rsplit('/').next().unwrap());
     std::fs::write(&cached, b"rot").unwrap();
     let o = build(&s, &[&m], &["--force"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -478,8 +594,16 @@ fn a_hand_edited_lock_is_refused_before_anything_is_fetched() {
     let path = lock::lock_path(s.path(), Workload::LinuxMake);
     let text0 = lock.to_text();
     for (from, to, want) in [
-        ("\"version\":\"4.3-4.1\"", "\"version\":\"4.4-1\"", "do not match its file"),
-        ("\"suite\": \"bookworm\"", "\"suite\": \"stable\"", "moving alias"),
+        (
+            "\"version\":\"4.3-4.1\"",
+            "\"version\":\"4.4-1\"",
+            "do not match its file",
+        ),
+        (
+            "\"suite\": \"bookworm\"",
+            "\"suite\": \"stable\"",
+            "moving alias",
+        ),
         ("\"name\":\"make\"", "\"name\":\"gcc\"", "listed twice"),
         ("\"packages\": [", "\"packages\": ", "guest lock linux-make"),
     ] {
@@ -494,18 +618,26 @@ fn a_hand_edited_lock_is_refused_before_anything_is_fetched() {
     l.packages[i].version = "4.4-1".into();
     l.packages[i].filename = "pool/main/m/make/make_4.4-1_ppc64el.deb".into();
     std::fs::write(&path, l.to_text()).unwrap();
-    refused(&build(&s, &[&m], &[]), &["make 4.4-1", "missing from every mirror"]);
+    refused(
+        &build(&s, &[&m], &[]),
+        &["make 4.4-1", "missing from every mirror"],
+    );
     // A file whose control file names another package than the lock says.
     let mut l = lock.clone();
     let forged = deb("make", "4.3-4.2", "ppc64el", Z::Gz, &[]);
     l.packages[i].sha256 = sha256_hex(&forged);
     l.packages[i].size = forged.len() as u64;
-    srv.set(&format!("/m/{}", l.packages[i].filename), Resp::Body(forged));
+    srv.set(
+        &format!("/m/{}", l.packages[i].filename),
+        Resp::Body(forged),
+    );
     std::fs::write(&path, l.to_text()).unwrap();
     refused(&build(&s, &[&m], &[]), &["control file says make 4.3-4.2"]);
-    assert!(!lockscale::guest::image_dir(s.path(), Workload::LinuxMake, 2, 2)
-        .join("manifest.json")
-        .exists());
+    assert!(
+        !lockscale::guest::image_dir(s.path(), Workload::LinuxMake, 2, 2)
+            .join("manifest.json")
+            .exists()
+    );
 }
 
 #[test]
@@ -517,7 +649,17 @@ fn an_export_carries_the_image_and_a_corrupt_or_foreign_one_is_refused() {
     let o = build(&a, &[&m], &[]);
     let sha = image_sha(&o);
     let out = a.p("linux-make.guest.tar");
-    let o = a.run(&["guest", "export", "linux-make", "--quick", "-o", out.to_str().unwrap()], &[]);
+    let o = a.run(
+        &[
+            "guest",
+            "export",
+            "linux-make",
+            "--quick",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
 
     // Another checkout, no mirror: import, then the build finds it.
@@ -542,9 +684,17 @@ fn an_export_carries_the_image_and_a_corrupt_or_foreign_one_is_refused() {
     let mut bad = bytes.clone();
     let at = bytes.len() / 2;
     bad[at] ^= 0x55;
-    check_refused("flipped.tar", &bad, &["refused", "damaged", "cache was not changed"]);
+    check_refused(
+        "flipped.tar",
+        &bad,
+        &["refused", "damaged", "cache was not changed"],
+    );
     check_refused("cut.tar", &bytes[..bytes.len() / 3], &["refused"]);
-    check_refused("junk.tar", b"this is not a tar file at all, not even close", &["refused"]);
+    check_refused(
+        "junk.tar",
+        b"this is not a tar file at all, not even close",
+        &["refused"],
+    );
     let other = tar_of(&[Item::File("README", b"hello", 0o644)]);
     check_refused("other.tar", &other, &["not a lockscale guest export"]);
     // An export of another lock: a different guest.
@@ -554,9 +704,23 @@ fn an_export_carries_the_image_and_a_corrupt_or_foreign_one_is_refused() {
     let o = build(&c, &[&m], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let out2 = c.p("other.guest.tar");
-    let o = c.run(&["guest", "export", "linux-make", "--quick", "-o", out2.to_str().unwrap()], &[]);
+    let o = c.run(
+        &[
+            "guest",
+            "export",
+            "linux-make",
+            "--quick",
+            "-o",
+            out2.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
-    check_refused("foreign.tar", &std::fs::read(&out2).unwrap(), &["built from another lock"]);
+    check_refused(
+        "foreign.tar",
+        &std::fs::read(&out2).unwrap(),
+        &["built from another lock"],
+    );
 }
 
 #[test]
@@ -585,8 +749,14 @@ fn the_results_of_different_locks_are_flagged_by_compare() {
     a.workload.manifest = Some(man(&"1".repeat(64)));
     b.workload.manifest = Some(man(&"2".repeat(64)));
     let notes = lockscale::compare::check_comparable(&a, &b).unwrap();
-    assert!(notes.iter().any(|n| n.contains("different package locks")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("different package locks")),
+        "{notes:?}"
+    );
     b.workload.manifest = Some(man(&"1".repeat(64)));
     let notes = lockscale::compare::check_comparable(&a, &b).unwrap();
-    assert!(!notes.iter().any(|n| n.contains("package lock")), "{notes:?}");
+    assert!(
+        !notes.iter().any(|n| n.contains("package lock")),
+        "{notes:?}"
+    );
 }
