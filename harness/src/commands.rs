@@ -239,6 +239,11 @@ fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
             &guest::Sources::default(),
             &mut configure_on_ours(repo, g.no_build),
         )?;
+        if let guest::RecordCheck::NotRecorded(why) = guest::check_record(repo, &img.manifest)? {
+            eprintln!(
+                "lockscale: note: {why} (the image's SHA-256 is not checked against a record)"
+            );
+        }
         let kernel = g.kernel.unwrap_or_else(|| img.kernel.clone());
         if !kernel.is_file() {
             bail!("kernel {} not found (pass --kernel PATH)", kernel.display());
@@ -1322,18 +1327,14 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 m.initrd_bytes / 1_000_000,
                 started.elapsed().as_secs_f64()
             );
-            let records = guest::ImageRecords::load(repo, a.workload)?;
-            match records.check(m) {
+            let check = if a.record {
+                guest::ImageRecords::load(repo, a.workload)?.check(m)
+            } else {
+                guest::check_record(repo, m)?
+            };
+            match check {
                 guest::RecordCheck::Matches => eprintln!(
                     "lockscale: the image is the one recorded in {}",
-                    guest::images_path(repo, a.workload).display()
-                ),
-                guest::RecordCheck::Differs(want) if !a.record => bail!(
-                    "the image {} has SHA-256 {}, but {} records {want} for the same lock and \
-                     inputs; rebuild it (--force), or record the new one (--record) if the image \
-                     writer changed",
-                    img.initrd.display(),
-                    m.initrd_sha256,
                     guest::images_path(repo, a.workload).display()
                 ),
                 guest::RecordCheck::NotRecorded(why) if !a.record => eprintln!(
@@ -1428,6 +1429,7 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 &sources,
                 &mut configure_on_ours(repo, false),
             )?;
+            guest::check_record(repo, &img.manifest)?;
             let out = user_path(&a.output);
             crate::carry::export(repo, &img, &out)?;
             println!(

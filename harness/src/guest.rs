@@ -1086,8 +1086,8 @@ pub enum RecordCheck {
 /// built from the committed lock, else built from the lock's packages, fetched from
 /// `sources` (`force` rebuilds, kernel-make's configuration included; the unpacked packages
 /// are reused either way). `boot` runs kernel-make's configure image when its configuration is
-/// not cached. A built image whose SHA-256 is not the one recorded for the same lock and
-/// inputs is an error (and is not kept as the cached image).
+/// not cached. A cached image that is not the one recorded beside the lock is rebuilt; the
+/// callers check the result against the record ([`check_record`]).
 pub fn ensure_image(
     repo: &Path,
     workload: Workload,
@@ -1190,22 +1190,30 @@ pub fn ensure_image(
         inputs_sha256: inputs,
         prepared,
     };
-    if let RecordCheck::Differs(want) = records.check(&manifest) {
-        bail!(
-            "the image {} has SHA-256 {}, but {} records {want} for the same lock and inputs: the \
-             image writer changed (then record the new one with `lockscale guest build {workload} \
-             --record` and commit it) or the build is not reproducible",
-            ipath.display(),
-            manifest.initrd_sha256,
-            images_path(repo, workload).display()
-        );
-    }
     write_manifest(&dir, &manifest)?;
     Ok(GuestImage {
         kernel,
         initrd: ipath,
         manifest,
     })
+}
+
+/// Checks an image against the SHA-256 recorded beside its lock: an error when the record is
+/// for the same lock and inputs but names another image; else what the record says.
+pub fn check_record(repo: &Path, m: &GuestManifest) -> Result<RecordCheck> {
+    let workload = Workload::from_name(&m.workload).context("unknown workload")?;
+    let check = ImageRecords::load(repo, workload)?.check(m);
+    if let RecordCheck::Differs(want) = &check {
+        bail!(
+            "the image {} has SHA-256 {}, but {} records {want} for the same lock and inputs: \
+             the image writer changed (then record the new one with `lockscale guest build \
+             {workload} --record` and commit it) or the build is not reproducible",
+            m.initrd,
+            m.initrd_sha256,
+            images_path(repo, workload).display()
+        );
+    }
+    Ok(check)
 }
 
 /// Writes an image's manifest.json.

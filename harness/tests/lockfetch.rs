@@ -484,6 +484,22 @@ fn builds_from_the_lock_the_same_bytes_twice_and_records_them() {
     std::fs::write(&rec, t).unwrap();
     let o = build(&s, &[&m], &["--force"]);
     refused(&o, &["records", "not reproducible"]);
+    // A sweep refuses it too, and --record takes the new one.
+    let o = s.run(
+        &[
+            "sweep",
+            "--no-plot",
+            "--workload",
+            "linux-make",
+            "--quick",
+            "--no-build",
+        ],
+        &[],
+    );
+    refused(&o, &["not reproducible"]);
+    let o = build(&s, &[&m], &["--record"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(&rec).unwrap().contains(&first));
 }
 
 #[test]
@@ -670,6 +686,31 @@ fn an_export_carries_the_image_and_a_corrupt_or_foreign_one_is_refused() {
     let o = build(&b, &["http://127.0.0.1:1/nothing"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(image_sha(&o), sha);
+    assert!(!b.p("target/guest-cache/debs").exists());
+    // A sweep on the imported image: no fetch, and its results record the lock.
+    let mut sw = vec![
+        "sweep",
+        "--no-plot",
+        "--workload",
+        "linux-make",
+        "--quick",
+        "--variants",
+        "baseline",
+        "--cpus",
+        "1",
+        "--reps",
+        "1",
+        "--name",
+        "carried",
+    ];
+    let bins = b.bins(&["baseline"]);
+    sw.extend(bins.iter().map(String::as_str));
+    let o = b.run(&sw, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let f = load(&b.p("results/carried.json"));
+    let man = f.workload.manifest.unwrap();
+    assert_eq!(man.lock_sha256, sha256_hex(lock.to_text().as_bytes()));
+    assert_eq!(f.workload.image_sha256, sha);
     assert!(!b.p("target/guest-cache/debs").exists());
 
     let before = files_under(&cache(&b));
