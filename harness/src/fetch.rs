@@ -360,13 +360,16 @@ impl Tree<'_> {
     }
 }
 
+/// A package's control file, field by field.
+pub type Control = std::collections::BTreeMap<String, String>;
+
 /// Unpacks one `.deb` into `root`, after checking that its control file names the locked
-/// package, version and architecture. Returns the number of entries written.
-pub fn unpack_deb(deb: &Path, p: &LockedPackage, root: &Path) -> Result<u64> {
+/// package, version and architecture. Returns the control file.
+pub fn unpack_deb(deb: &Path, p: &LockedPackage, root: &Path) -> Result<Control> {
     let f = fs::File::open(deb).with_context(|| format!("opening {}", deb.display()))?;
     let mut ar = ar::Archive::new(io::BufReader::new(f));
     let mut saw_version = false;
-    let mut saw_control = false;
+    let mut control = None;
     let mut written = None;
     while let Some(entry) = ar.next_entry() {
         let entry =
@@ -380,11 +383,12 @@ pub fn unpack_deb(deb: &Path, p: &LockedPackage, root: &Path) -> Result<u64> {
             }
             saw_version = true;
         } else if name.starts_with("control.tar") {
-            check_control(decoder(&name, entry)?, p)
-                .with_context(|| format!("{} ({})", deb.display(), p.label()))?;
-            saw_control = true;
+            control = Some(
+                check_control(decoder(&name, entry)?, p)
+                    .with_context(|| format!("{} ({})", deb.display(), p.label()))?,
+            );
         } else if name.starts_with("data.tar") {
-            if !(saw_version && saw_control) {
+            if !(saw_version && control.is_some()) {
                 bail!("{}: data before debian-binary and control", deb.display());
             }
             written = Some(
@@ -393,11 +397,12 @@ pub fn unpack_deb(deb: &Path, p: &LockedPackage, root: &Path) -> Result<u64> {
             );
         }
     }
-    written.with_context(|| format!("{} has no data.tar member", deb.display()))
+    written.with_context(|| format!("{} has no data.tar member", deb.display()))?;
+    Ok(control.expect("checked before data"))
 }
 
 /// The control file must describe the locked package.
-fn check_control(r: Box<dyn Read + '_>, p: &LockedPackage) -> Result<()> {
+fn check_control(r: Box<dyn Read + '_>, p: &LockedPackage) -> Result<Control> {
     let mut tar = tar::Archive::new(r);
     for e in tar.entries()? {
         let mut e = e?;
@@ -420,7 +425,7 @@ fn check_control(r: Box<dyn Read + '_>, p: &LockedPackage) -> Result<()> {
                     p.architecture
                 );
             }
-            return Ok(());
+            return Ok(st);
         }
     }
     bail!("no control file in control.tar")
@@ -498,6 +503,151 @@ fn unpack_data(r: Box<dyn Read + '_>, root: &Path) -> Result<u64> {
     Ok(n)
 }
 
+/// Compares two Debian versions as dpkg does (epoch, then upstream, then revision; `~` sorts
+/// before everything, letters before other characters, digit runs numerically).
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    fn split(v: &str) -> (u64, &str, &str) {
+        let (epoch, rest) = match v.split_once(':') {
+            Some((e, r)) if e.bytes().all(|c| c.is_ascii_digit()) => (e.parse().unwrap_or(0), r),
+            _ => (0, v),
+        };
+        match rest.rsplit_once('-') {
+            Some((u, r)) => (epoch, u, r),
+            None => (epoch, rest, ""),
+        }
+    }
+    fn order(c: Option<u8>) -> i32 {
+        match c {
+            None => 0,
+            Some(b'~') => -1,
+            Some(c) if c.is_ascii_digit() => 0,
+            Some(c) if c.is_ascii_alphabetic() => i32::from(c),
+            Some(c) => i32::from(c) + 256,
+        }
+    }
+    fn part(a: &str, b: &str) -> std::cmp::Ordering {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            while (i < a.len() && !a[i].is_ascii_digit()) || (j < b.len() && !b[j].is_ascii_digit())
+            {
+                let (x, y) = (order(a.get(i).copied()), order(b.get(j).copied()));
+                if x != y {
+                    return x.cmp(&y);
+                }
+                i += 1;
+                j += 1;
+            }
+            let (si, sj) = (i, j);
+            while i < a.len() && a[i].is_ascii_digit() {
+                i += 1;
+            }
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            let num = |s: &[u8]| {
+                let t: &[u8] = {
+                    let k = s.iter().position(|&c| c != b'0').unwrap_or(s.len());
+                    &s[k..]
+                };
+                t.to_vec()
+            };
+            let (x, y) = (num(&a[si..i]), num(&b[sj..j]));
+            let c = x.len().cmp(&y.len()).then_with(|| x.cmp(&y));
+            if c != std::cmp::Ordering::Equal {
+                return c;
+            }
+        }
+        std::cmp::Ordering::Equal
+    }
+    let (ea, ua, ra) = split(a);
+    let (eb, ub, rb) = split(b);
+    ea.cmp(&eb)
+        .then_with(|| part(ua, ub))
+        .then_with(|| part(ra, rb))
+}
+
+/// Whether `have` satisfies the relation `op want` (`<<`, `<=`, `=`, `>=`, `>>`).
+fn relation_holds(have: &str, op: &str, want: &str) -> bool {
+    use std::cmp::Ordering::*;
+    let c = compare_versions(have, want);
+    match op {
+        "<<" => c == Less,
+        "<=" | "<" => c != Greater,
+        "=" => c == Equal,
+        ">=" | ">" => c != Less,
+        ">>" => c == Greater,
+        _ => false,
+    }
+}
+
+/// One alternative of a dependency: `name[:arch] [(op version)]`.
+fn parse_alternative(s: &str) -> (String, Option<(String, String)>) {
+    let s = s.trim();
+    let (name, rel) = match s.split_once('(') {
+        Some((n, r)) => (n.trim(), Some(r.trim_end_matches(')').trim())),
+        None => (s, None),
+    };
+    let name = name.split(':').next().unwrap_or(name).to_string();
+    let rel = rel.map(|r| {
+        let op: String = r.chars().take_while(|c| "<>=".contains(*c)).collect();
+        (op.clone(), r[op.len()..].trim().to_string())
+    });
+    (name, rel)
+}
+
+/// Checks that every `Depends` and `Pre-Depends` of the unpacked packages is met by a
+/// locked package (by name and version, or by a `Provides`): a lock edited by hand into one
+/// that cannot be installed is named here. Returns one line per unmet dependency.
+pub fn unmet_dependencies(controls: &[Control]) -> Vec<String> {
+    let mut have: std::collections::BTreeMap<String, Vec<Option<String>>> = Default::default();
+    for c in controls {
+        let name = c.get("Package").cloned().unwrap_or_default();
+        have.entry(name)
+            .or_default()
+            .push(c.get("Version").cloned());
+        for p in c
+            .get("Provides")
+            .map(String::as_str)
+            .unwrap_or("")
+            .split(',')
+        {
+            if p.trim().is_empty() {
+                continue;
+            }
+            let (n, rel) = parse_alternative(p);
+            have.entry(n).or_default().push(rel.map(|(_, v)| v));
+        }
+    }
+    let mut unmet = Vec::new();
+    for c in controls {
+        for field in ["Pre-Depends", "Depends"] {
+            let Some(deps) = c.get(field) else { continue };
+            for group in deps.split(',').filter(|g| !g.trim().is_empty()) {
+                let ok = group.split('|').any(|alt| {
+                    let (n, rel) = parse_alternative(alt);
+                    have.get(&n).is_some_and(|versions| {
+                        versions.iter().any(|v| match (&rel, v) {
+                            (None, _) => true,
+                            (Some((op, want)), Some(v)) => relation_holds(v, op, want),
+                            (Some(_), None) => false,
+                        })
+                    })
+                });
+                if !ok {
+                    unmet.push(format!(
+                        "{} {} {field} `{}`",
+                        c.get("Package").map(String::as_str).unwrap_or("?"),
+                        c.get("Version").map(String::as_str).unwrap_or("?"),
+                        group.trim().replace('\n', " ")
+                    ));
+                }
+            }
+        }
+    }
+    unmet
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,5 +667,51 @@ mod tests {
         assert!(skipped("usr/share/doc/make/copyright"));
         assert!(!skipped("usr/share/docs"));
         assert!(!skipped("usr/share/bison/yacc.c"));
+    }
+
+    #[test]
+    fn versions_compare_as_dpkg_does() {
+        use std::cmp::Ordering::*;
+        for (a, b, want) in [
+            ("1.0", "1.0", Equal),
+            ("1.0", "1.1", Less),
+            ("1:1.0", "2.0", Greater),
+            ("1.0~rc1", "1.0", Less),
+            ("1.0-1", "1.0-1+deb12u1", Less),
+            ("2.36-9+deb12u14", "2.36-9+deb12u4", Greater),
+            ("1.10", "1.9", Greater),
+            ("1.0a", "1.0+", Less),
+            ("12.2.0-14", "12.2.0-14+deb12u1", Less),
+            ("1.01", "1.1", Equal),
+        ] {
+            assert_eq!(compare_versions(a, b), want, "{a} vs {b}");
+        }
+        assert!(relation_holds("2.36-9", ">=", "2.36"));
+        assert!(!relation_holds("2.36-9", ">>", "2.36-9"));
+    }
+
+    #[test]
+    fn unmet_dependencies_are_named() {
+        let c = |s: &str| parse_stanzas(s).remove(0);
+        let set = vec![
+            c(
+                "Package: gcc\nVersion: 4:12.2.0-3\nDepends: cpp (= 4:12.2.0-3), gcc-12 (>= 12.2.0-1~), awk | mawk\n",
+            ),
+            c("Package: cpp\nVersion: 4:12.2.0-3\n"),
+            c("Package: gcc-12\nVersion: 12.2.0-14\nPre-Depends: libc6:any (>= 2.36)\n"),
+            c("Package: mawk\nVersion: 1.3.4\nProvides: awk\n"),
+            c("Package: libc6\nVersion: 2.36-9+deb12u14\n"),
+        ];
+        assert!(unmet_dependencies(&set).is_empty());
+        let mut broken = set.clone();
+        broken.remove(4);
+        broken[1].insert("Version".into(), "4:12.2.0-4".into());
+        assert_eq!(
+            unmet_dependencies(&broken),
+            [
+                "gcc 4:12.2.0-3 Depends `cpp (= 4:12.2.0-3)`",
+                "gcc-12 12.2.0-14 Pre-Depends `libc6:any (>= 2.36)`"
+            ]
+        );
     }
 }

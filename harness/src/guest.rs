@@ -295,8 +295,27 @@ fn ensure_rootfs(
         lock.suite,
         lock.architecture
     );
+    let mut controls = Vec::new();
     for (p, deb) in lock.packages.iter().zip(&debs) {
-        crate::fetch::unpack_deb(deb, p, &tmp)?;
+        match crate::fetch::unpack_deb(deb, p, &tmp) {
+            Ok(c) => controls.push(c),
+            Err(e) => {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        }
+    }
+    let unmet = crate::fetch::unmet_dependencies(&controls);
+    if !unmet.is_empty() {
+        let _ = fs::remove_dir_all(&tmp);
+        bail!(
+            "the lock {} cannot be installed: {} dependenc{} no locked package meets:\n  {}\n\
+             (edited by hand?) re-resolve it with `lockscale guest lock {workload}`",
+            crate::lock::lock_path(repo, workload).display(),
+            unmet.len(),
+            if unmet.len() == 1 { "y" } else { "ies" },
+            unmet.join("\n  ")
+        );
     }
     find_kernel(&tmp).with_context(|| {
         format!(

@@ -107,8 +107,15 @@ fn tar_of(items: &[Item]) -> Vec<u8> {
 
 /// A .deb: `ar` with debian-binary, control.tar.gz and data.tar.<z>.
 fn deb(name: &str, version: &str, arch: &str, z: Z, items: &[Item]) -> Vec<u8> {
-    let control =
-        format!("Package: {name}\nVersion: {version}\nArchitecture: {arch}\nDescription: test\n");
+    // make needs zlib1g, which nothing asks for: the lock's one dependency.
+    let extra = match name {
+        "make" => "Depends: zlib1g (>= 1:1.2), awk | mawk\n",
+        "zlib1g" => "Provides: awk\n",
+        _ => "",
+    };
+    let control = format!(
+        "Package: {name}\nVersion: {version}\nArchitecture: {arch}\n{extra}Description: test\n"
+    );
     let control_tar = tar_of(&[Item::File("./control", control.as_bytes(), 0o644)]);
     let (control_gz, _) = compress(Z::Gz, &control_tar);
     let (data, ext) = compress(z, &tar_of(items));
@@ -215,6 +222,22 @@ fn archive() -> (Vec<(String, Vec<u8>)>, Lock) {
                 "ppc64el",
                 Z::Zst,
                 &[Item::File("./usr/bin/make", b"\x7fELF make", 0o755)],
+            ),
+        ),
+        (
+            "zlib1g",
+            "1:1.2.13.dfsg-1",
+            "ppc64el",
+            deb(
+                "zlib1g",
+                "1:1.2.13.dfsg-1",
+                "ppc64el",
+                Z::Xz,
+                &[Item::File(
+                    "./lib/powerpc64le-linux-gnu/libz.so.1",
+                    b"\x7fELF z",
+                    0o644,
+                )],
             ),
         ),
     ];
@@ -455,7 +478,11 @@ fn builds_from_the_lock_the_same_bytes_twice_and_records_them() {
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(man.lock_sha256, sha256_hex(lock.to_text().as_bytes()));
     assert_eq!(man.suite, "bookworm/ppc64el");
-    assert_eq!(man.packages.len(), 6);
+    assert_eq!(man.packages.len(), 7);
+    assert!(
+        root.join("usr/lib/powerpc64le-linux-gnu/libz.so.1")
+            .is_file()
+    );
     assert!(dir.join("vmlinux-6.1.0-test-powerpc64le").is_file());
     // Record, then build again from nothing: the same bytes, checked against the record.
     let o = build(&s, &[&m], &["--record"]);
@@ -649,6 +676,22 @@ fn a_hand_edited_lock_is_refused_before_anything_is_fetched() {
     );
     std::fs::write(&path, l.to_text()).unwrap();
     refused(&build(&s, &[&m], &[]), &["control file says make 4.3-4.2"]);
+    // A dependency dropped by hand: fetched and unpacked, but not installable.
+    srv.set(
+        &format!("/m/{}", files[i].0),
+        Resp::Body(files[i].1.clone()),
+    );
+    let mut l = lock.clone();
+    l.packages.retain(|p| p.name != "zlib1g");
+    std::fs::write(&path, l.to_text()).unwrap();
+    refused(
+        &build(&s, &[&m], &[]),
+        &[
+            "cannot be installed",
+            "make 4.3-4.1 Depends `zlib1g (>= 1:1.2)`",
+            "guest lock linux-make",
+        ],
+    );
     assert!(
         !lockscale::guest::image_dir(s.path(), Workload::LinuxMake, 2, 2)
             .join("manifest.json")
