@@ -128,6 +128,8 @@ pub fn missing_files(lock: &Lock, mirror: &str) -> Result<Vec<String>> {
         let url = url_of(mirror, &p.filename);
         match agent.head(&url).call() {
             Ok(_) => {}
+            // A server that does not answer HEAD says nothing about the file.
+            Err(ureq::Error::StatusCode(405 | 501)) => {}
             Err(ureq::Error::StatusCode(code)) => {
                 missing.push(format!("{}: {url} (HTTP {code})", p.label()))
             }
