@@ -1,6 +1,6 @@
 //! ppc64emu: a multi-threaded POWER8 pseries system emulator.
 //!
-//! Layers (see ARCHITECTURE.md): `isa` (the instruction table, decoder) → `cpu` (architected
+//! Layers (see docs/architecture.md): `isa` (the instruction table, decoder) → `cpu` (architected
 //! state, interrupts) → `interp` (reference semantics, one function per instruction) and
 //! `jit` (translating tiers) → `engine` (the vCPU and how its code runs) → `softmmu` / `mmu`
 //! (TLB, RAM, hash MMU); `accel` (vCPU threads, kicks, exclusive work) and `sync` (locking

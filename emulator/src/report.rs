@@ -25,7 +25,7 @@
 //!   the upper bound of its power-of-two bucket), `translated_instructions`, `code_bytes`,
 //!   `cache_flushes`; and how blocks were found: `jump_cache_hits`, `block_map_hits`, plus
 //!   `slow_memory_accesses` and `blocks_invalidated` (machine-wide).
-//! - `locks`: per lock site (names of LOCKING.md: `bql.exec_loop`, `bql.hcall`, …)
+//! - `locks`: per lock site (names of docs/locking.md: `bql.exec_loop`, `bql.hcall`, …)
 //!   `acquisitions`, `contended`, `wait_ns`, `max_wait_ns`, `hold_ns` (hold times only with
 //!   `--sync-profile`); sites never taken are left out.
 //! - `lock_table`: the same as a top-N text table (what `--sync-profile` prints).
@@ -63,6 +63,27 @@ pub struct VcpuReport {
     pub final_pc: String,
     pub final_msr: String,
     pub final_lr: String,
+    /// Virtual time (`--clock virtual` only): the vCPU's clock at the end, the thread CPU
+    /// time charged to it, how often it parked (quantum and BQL turn), and its virtual wait
+    /// per lock site.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtual_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parks: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ns: Option<u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub virtual_wait_ns: BTreeMap<&'static str, u64>,
+}
+
+/// The clock a run's guest time is measured on.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClockReport {
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantum_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -78,6 +99,7 @@ pub struct RunReport {
     pub ram_bytes: u64,
     pub pin: &'static str,
     pub sync_profile: bool,
+    pub clock: ClockReport,
     pub exit: String,
     pub host_wall_s: f64,
     pub guest_elapsed_s: f64,
@@ -106,6 +128,7 @@ pub fn exit_name(e: &MachineExit) -> String {
         MachineExit::OsTerm(m) => format!("os-term: {m}"),
         MachineExit::Checkstop(m) => format!("checkstop: {m}"),
         MachineExit::Timeout => "timeout".into(),
+        MachineExit::ClockDiverged(m) => format!("clock-diverged: {m}"),
     }
 }
 
@@ -137,6 +160,15 @@ impl RunReport {
             ram_bytes: cfg.ram_bytes,
             pin: if pinned { "compact" } else { "none" },
             sync_profile: cfg.sync_profile,
+            clock: ClockReport {
+                kind: cfg.clock.as_str(),
+                quantum_ns: match cfg.clock {
+                    crate::machine::pseries::config::ClockMode::Virtual { quantum_ns } => {
+                        Some(quantum_ns)
+                    }
+                    crate::machine::pseries::config::ClockMode::Host => None,
+                },
+            },
             exit: exit_name(exit),
             host_wall_s: host_wall.as_secs_f64(),
             guest_elapsed_s: from_line.unwrap_or(tb_ticks as f64 / tb_hz as f64),

@@ -88,7 +88,7 @@ const ABSENT_PROPS: &[(&str, &str, &str)] = &[
     (
         "/vdevice/vty@71000000",
         "interrupts",
-        "the console is polled (PSERIES.md)",
+        "the console is polled (docs/machine.md)",
     ),
     ("/memory@0", "ibm,associativity", "no NUMA"),
 ];

@@ -1,5 +1,5 @@
 //! The bundled guest on the emulator: every strategy and vCPU count computes the same checksum,
-//! and the run reports hold the lock invariants of LOCKING.md.
+//! and the run reports hold the lock invariants of docs/locking.md.
 
 mod common;
 

@@ -4,7 +4,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::model::{ResultsFile, Run};
+use crate::model::{ClockKind, ResultsFile, Run};
 use crate::stats::{Estimate, median, median_ci_bootstrap, ratio_ci_bootstrap};
 
 /// Confidence level of every interval the harness prints.
@@ -19,7 +19,10 @@ pub struct Point {
     /// Host wall seconds of the successful runs.
     pub walls: Vec<f64>,
     pub failed: usize,
+    /// N greater than the host's cores in a host-time run (never on virtual time).
     pub oversubscribed: bool,
+    /// Every run of the point ran on virtual host time (`--clock virtual`).
+    pub virtual_time: bool,
     /// Median guest time with its interval (None when no run succeeded).
     pub time: Option<Estimate>,
     /// Speedup against N = 1 (of the same variant, or of `--relative-to`).
@@ -113,7 +116,11 @@ pub fn analyze(file: &ResultsFile, relative_to: Option<&str>) -> Result<Analysis
                 times,
                 walls,
                 failed: runs.len() - ok.len(),
-                oversubscribed: runs.iter().any(|r| r.oversubscribed),
+                oversubscribed: runs
+                    .iter()
+                    .any(|r| r.oversubscribed && r.clock.kind == ClockKind::Host),
+                virtual_time: !runs.is_empty()
+                    && runs.iter().all(|r| r.clock.kind == ClockKind::Virtual),
                 speedup: None,
             });
         }

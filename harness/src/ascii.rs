@@ -2,7 +2,7 @@
 //! character and one marker letter per series, and a legend inside the lower right corner.
 //!
 //! Conventions: measured points are upper-case letters, oversubscribed ones (N > host cores)
-//! the same letter in lower case; reference curves use digits as markers and `.` for lines.
+//! the same letter in lower case (never on virtual host time, which says so in the legend); reference curves use digits as markers and `.` for lines.
 //! Where markers of several series fall into one cell the cell shows `X` and a line under the
 //! chart lists the series there, so no curve is hidden behind another.
 
@@ -84,8 +84,15 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-/// Renders the chart; `width` is the total width in characters (≥ 50).
-pub fn render(title: &str, series: &[AsciiSeries], width: usize, height: usize) -> String {
+/// Renders the chart; `width` is the total width in characters (≥ 50); `extra_legend` lines
+/// (e.g. which clock the curves show) go at the foot of the legend.
+pub fn render(
+    title: &str,
+    series: &[AsciiSeries],
+    width: usize,
+    height: usize,
+    extra_legend: &[String],
+) -> String {
     let width = width.max(50);
     let height = height.max(12);
     let label_w = 10;
@@ -238,6 +245,7 @@ pub fn render(title: &str, series: &[AsciiSeries], width: usize, height: usize) 
     if !overlaps.is_empty() {
         legend_lines.push(format!("{OVERLAP_MARKER}: several series (below) "));
     }
+    legend_lines.extend(extra_legend.iter().map(|l| format!("{l} ")));
     for (i, text) in legend_lines.iter().enumerate() {
         let r = rows - 1 - legend_lines.len() + i;
         let chars: Vec<char> = text.chars().collect();
@@ -313,7 +321,13 @@ mod tests {
                 joined: true,
             },
         ];
-        let out = render("Speedup vs a single thread (higher is better):", &s, 80, 25);
+        let out = render(
+            "Speedup vs a single thread (higher is better):",
+            &s,
+            80,
+            25,
+            &[],
+        );
         assert!(out.contains("baseline **B**"), "{out}");
         assert!(out.contains("cputlb-no-bql $$A$$"), "{out}");
         assert!(out.contains("posted baseline ..1.."), "{out}");
@@ -346,6 +360,7 @@ mod tests {
             ],
             80,
             25,
+            &[],
         );
         let listed: Vec<&str> = out.lines().filter(|l| l.starts_with("X at N = ")).collect();
         assert_eq!(
@@ -371,6 +386,7 @@ mod tests {
             ],
             80,
             25,
+            &[],
         );
         assert_eq!(
             apart.lines().filter(|l| l.starts_with("X at N = ")).count(),
@@ -388,8 +404,8 @@ mod tests {
             joined: false,
         };
         let hashes = |out: &str| out.matches('#').count();
-        let apart = render("t", std::slice::from_ref(&s), 80, 25);
-        let joined = render("t", &[AsciiSeries { joined: true, ..s }], 80, 25);
+        let apart = render("t", std::slice::from_ref(&s), 80, 25, &[]);
+        let joined = render("t", &[AsciiSeries { joined: true, ..s }], 80, 25, &[]);
         assert!(
             hashes(&joined) > hashes(&apart) + 20,
             "only the joined one has a line:\n{apart}\n{joined}"

@@ -70,6 +70,39 @@ fn rustc_version(dir: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Marks the shared target directory of revision builds as holding `commit`'s build, and when
+/// it held another revision's, gives the worktree's files a new modification time first.
+///
+/// Every revision's worktree has the same package (same name and version, so the same hash in
+/// cargo's output names), and cargo decides whether it is fresh by comparing source times with
+/// its output's. After building revision B, building A again (its worktree checked out
+/// earlier, its sources older than B's output) would be "fresh" and leave B's binary in
+/// `release/ppc64emu`, which would then be copied as A's: a gate of A against B run a second
+/// time compared B with itself. Touching the sources makes cargo rebuild the workspace's own
+/// crates (the dependencies stay built).
+fn claim_rev_target(target_dir: &Path, worktree: &Path, commit: &str) -> Result<()> {
+    let marker = target_dir.join("lockscale-last-rev");
+    if fs::read_to_string(&marker).ok().as_deref().map(str::trim) == Some(commit) {
+        return Ok(());
+    }
+    let now = std::time::SystemTime::now();
+    for e in walkdir::WalkDir::new(worktree)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || (e.file_name() != ".git" && e.file_name() != "target"))
+    {
+        let e = e.with_context(|| format!("walking {}", worktree.display()))?;
+        if e.file_type().is_file() {
+            fs::File::options()
+                .write(true)
+                .open(e.path())
+                .and_then(|f| f.set_modified(now))
+                .with_context(|| format!("touching {}", e.path().display()))?;
+        }
+    }
+    fs::create_dir_all(target_dir).with_context(|| format!("creating {}", target_dir.display()))?;
+    write_atomic(&marker, commit.as_bytes())
+}
+
 /// Builds the requested variants and returns them in the requested order.
 pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
     check_variants(req.variants)?;
@@ -99,6 +132,9 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
             "{} has no emulator/Cargo.toml: not a lockscale checkout (use --repo)",
             src.display()
         );
+    }
+    if let Some(c) = &commit {
+        claim_rev_target(&target_dir, &src, c)?;
     }
     let out_dir = bin_dir(req.repo, commit.as_deref());
     fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;

@@ -47,12 +47,18 @@ pub fn series(files: &[Labelled], reference: Option<&Reference>) -> Vec<PlotSeri
             } else {
                 format!("{}{v}", f.prefix)
             };
+            let virtual_time = f
+                .analysis
+                .variant_points(v)
+                .filter(|p| p.speedup.is_some())
+                .all(|p| p.virtual_time);
             out.push(PlotSeries {
                 label,
                 variant: v.clone(),
                 kind: f.kind,
                 points,
                 joined: true,
+                virtual_time,
             });
         }
     }
@@ -82,6 +88,7 @@ pub fn series(files: &[Labelled], reference: Option<&Reference>) -> Vec<PlotSeri
                 variant: c.variant.clone(),
                 kind: LineKind::Reference,
                 joined,
+                virtual_time: false,
                 points: c
                     .points
                     .iter()
@@ -98,6 +105,7 @@ pub fn series(files: &[Labelled], reference: Option<&Reference>) -> Vec<PlotSeri
             });
         }
     }
+    crate::clock::label_mixed(&mut out);
     out
 }
 
@@ -110,6 +118,7 @@ pub fn projected_series(prefix: &str, set: &ProjectionSet) -> Vec<PlotSeries> {
             variant: p.variant.clone(),
             kind: LineKind::Projected,
             joined: true,
+            virtual_time: false,
             points: p
                 .points
                 .iter()
@@ -137,11 +146,17 @@ pub fn ascii_chart(series: &[PlotSeries], width: usize) -> String {
             joined: s.joined,
         })
         .collect();
+    // Virtual curves say so in the legend (host-time charts stay as they were).
+    let extra: Vec<String> = crate::clock::caption(series)
+        .filter(|_| series.iter().any(|s| s.virtual_time))
+        .into_iter()
+        .collect();
     ascii::render(
         "Speedup vs a single thread (higher is better):",
         &a,
         width,
         25,
+        &extra,
     )
 }
 
@@ -158,11 +173,21 @@ pub fn write_plot(
         Some(v) => format!("speedup vs {v} at N = 1"),
         None => "speedup T(1)/T(N) (guest time)".to_string(),
     };
+    let clock = crate::clock::caption(series);
+    let title = match &clock {
+        Some(_) if crate::clock::all_virtual(series) => {
+            format!("{title} ({})", crate::clock::VIRTUAL_LABEL)
+        }
+        Some(_) if series.iter().any(|s| s.virtual_time) => format!("{title} (mixed clocks)"),
+        Some(_) => format!("{title} ({})", crate::clock::HOST_LABEL),
+        None => title.to_string(),
+    };
     plot::render(
         path,
         series,
         &PlotOptions {
-            title: title.to_string(),
+            title,
+            clock,
             y_label,
             width: plot::WIDTH,
             height: plot::HEIGHT,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::model::PinPolicy;
+use crate::model::{ClockKind, PinPolicy};
 use crate::workload::Workload;
 
 #[derive(Parser, Debug)]
@@ -60,7 +60,12 @@ and the sweep goes on.\n\nWith no options: builds the three variants, runs N = 1
 path; it is given the qemu-style command line `CMD -M pseries -cpu power8 -accel \
 tcg,thread=multi -smp N -m 1G -nographic -no-reboot -vga none -bios <boot-rom> -kernel <guest> -append \
 \"…\"` (qemu-system-ppc64 accepts it as is) and timed by the guest's result line like ours. \
-Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nSeveral hosts: --plan prints the \
+Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nClock: --clock virtual runs our \
+emulator on virtual host time (`ppc64emu --clock virtual [--quantum D]`): the guest is timed on \
+per-vCPU virtual clocks that advance by each vCPU thread's CPU time, as if every vCPU had a host \
+core of its own, so N above the host's cores is not oversubscribed and N = 16 or 28 can be swept \
+on 2 cores (at a wall-time cost of about N / cores × the guest time). Peers stay on host time. \
+The results file records the clock of the sweep and of every run.\n\nSeveral hosts: --plan prints the \
 points as a job list; --only I/K runs share I of K (e.g. as a Slurm array task); `lockscale \
 merge` combines the files."
     )]
@@ -71,7 +76,8 @@ merge` combines the files."
         long_about = "Draws speedup T(1)/T(N) against N for every variant of every \
 FILE (series are prefixed by the file name when there are several): 95% confidence bars \
 (bootstrap), the ideal line, the host's core count, and oversubscribed points (N > host cores) \
-drawn hollow. --reference posted overlays the curve posted with the per-CPU locks series \
+drawn hollow. The title and legend say which clock the curves show; points on virtual host time \
+(`sweep --clock virtual`) are never oversubscribed. --reference posted overlays the curve posted with the per-CPU locks series \
 (results/reference/posted-curve.json). Failed runs are left out and the plot says how many.\n\n\
 The format follows the extension of -o (.png or .svg; default plots/<name>.png). --ascii \
 prints a terminal chart in the style of the posted one instead."
@@ -85,8 +91,9 @@ prints a terminal chart in the style of the posted one instead."
     #[command(
         long_about = "Compares two results files point by point: the ratio of median \
 guest times NEW/OLD with a 95% bootstrap interval and a two-sided permutation test on the \
-repetitions. Refuses files of different guests or different checksums. -o draws both files' \
-speedup curves in one plot (OLD dashed)."
+repetitions. Refuses files of different guests or different checksums, and a virtual-time sweep \
+beside a host-time one unless --allow-mixed-clocks. -o draws both files' speedup curves in one \
+plot (OLD dashed)."
     )]
     Compare(CompareArgs),
 
@@ -102,7 +109,9 @@ that are not comparable. A markdown summary (for a PR comment) goes to stdout an
 --summary.\n\nFile form: --base OLD.json --candidate NEW.json.\n\nRevision form: --base-rev A \
 --candidate-rev B builds both revisions in git worktrees and runs an interleaved A/B sweep \
 itself (quick guest, N = 1 and 2, 5 repetitions unless told otherwise), writes both results \
-files to --out-dir, then gates them."
+files to --out-dir, then gates them. With --clock virtual [--quantum D] both sides run on virtual \
+host time, so a small runner can gate at N = 16 or 28 (e.g. --cpus 1,16,28).\n\nA virtual-time \
+sweep is not gated against a host-time one unless --allow-mixed-clocks."
     )]
     Gate(GateArgs),
 
@@ -365,6 +374,18 @@ pub struct PlanArgs {
     /// Pinning for every emulator: auto = compact when N ≤ host cores, else none.
     #[arg(long, value_enum, default_value = "auto")]
     pub pin: PinPolicy,
+    /// The clock our emulator measures the guest on: `host` (the host's wall clock; N above
+    /// the host's cores is oversubscribed) or `virtual` (`ppc64emu --clock virtual`: per-vCPU
+    /// virtual clocks advanced by each thread's CPU time, as if every vCPU had a host core of
+    /// its own, so N = 16 or 28 can be swept on a 2-core host). Peers always run on host time.
+    /// Default: host.
+    #[arg(long, value_enum, value_name = "host|virtual")]
+    pub clock: Option<ClockKind>,
+    /// With --clock virtual: how far a vCPU may run ahead of the slowest runnable one, e.g.
+    /// 500us, 2ms, 1000000ns (above 0, at most 1s; default: the emulator's).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true,
+          value_parser = crate::clock::parse_quantum)]
+    pub quantum: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -450,7 +471,7 @@ pub struct ReportArgs {
     /// Speedups against this variant's N = 1 time.
     #[arg(long, value_name = "VARIANT")]
     pub relative_to: Option<String>,
-    /// Lock sites to list per variant (0: none).
+    /// Lock sites to list per variant (0: none); on virtual time also by virtual wait.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
 }
@@ -468,6 +489,9 @@ pub struct CompareArgs {
     /// Also draw both files' speedup curves in one plot (.png or .svg).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Compare a virtual-time sweep with a host-time one (refused without it).
+    #[arg(long)]
+    pub allow_mixed_clocks: bool,
 }
 
 #[derive(Args, Debug)]
@@ -500,6 +524,9 @@ pub struct GateArgs {
     /// Revision form: where the two results files go (default target/lockscale/gate).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// File form: gate a virtual-time sweep against a host-time one (refused without it).
+    #[arg(long)]
+    pub allow_mixed_clocks: bool,
     /// Revision form only: what to run.
     #[command(flatten)]
     pub plan_args: PlanArgs,
@@ -525,6 +552,9 @@ pub struct MergeArgs {
     /// Merge results where a variant was built from different sources.
     #[arg(long)]
     pub allow_mixed_builds: bool,
+    /// Merge virtual-time sweeps with host-time ones (each run keeps its clock).
+    #[arg(long)]
+    pub allow_mixed_clocks: bool,
 }
 
 #[derive(Args, Debug)]

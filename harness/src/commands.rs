@@ -336,6 +336,7 @@ struct Resolved {
     budget_s: Option<f64>,
     memory: &'static str,
     share: Option<Share>,
+    clock: Clock,
 }
 
 fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
@@ -363,6 +364,13 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
     }
     builder::check_variants(&variants)?;
     let peers = parse_pairs(&a.peers, "--peer")?;
+    let clock = crate::clock::from_args(p.clock, p.quantum)?;
+    crate::clock::check_emu_args(a.emu_args.as_deref().unwrap_or(""))?;
+    if clock.kind == ClockKind::Virtual && variants.is_empty() {
+        bail!(
+            "--clock virtual with --variants none: peers run on host time only, so nothing would run on virtual time"
+        );
+    }
     if variants.is_empty() && peers.is_empty() {
         bail!("nothing to run: --variants none needs at least one --peer");
     }
@@ -405,6 +413,7 @@ fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         budget_s,
         memory: preset.memory,
         share: a.only.as_deref().map(parse_share).transpose()?,
+        clock,
     })
 }
 
@@ -432,6 +441,7 @@ fn print_plan(r: &Resolved) {
     println!(
         "# run share I of K on host I: lockscale sweep <same options> --only I/K; then lockscale merge"
     );
+    println!("# clock: {}", crate::clock::describe(&r.clock));
     println!(
         "# point\tvariant\tvcpus\treps{}",
         if r.share.is_some() { "\tin-share" } else { "" }
@@ -550,10 +560,10 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     emulators.extend(peer_cmds);
 
     let stamp = file_stamp(unix_now());
-    let mut name = a
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{}-{stamp}", mode_name(r.mode)));
+    let mut name = a.name.clone().unwrap_or_else(|| match r.clock.kind {
+        ClockKind::Host => format!("{}-{stamp}", mode_name(r.mode)),
+        ClockKind::Virtual => format!("{}-virtual-{stamp}", mode_name(r.mode)),
+    });
     crate::util::check_name(&name).context("--name")?;
     if let Some(s) = r.share
         && a.name.is_none()
@@ -592,6 +602,7 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
             .as_deref()
             .map(|s| s.split_whitespace().map(String::from).collect())
             .unwrap_or_default(),
+        clock: r.clock,
     };
     let mut file = new_results_file(repo, &name, host, config, builds, workload);
     let s = Sweep {
@@ -655,6 +666,8 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
         (a.output.is_some(), "--output"),
         (a.plan, "--plan"),
         (a.emu_args.is_some(), "--emu-args"),
+        (p.clock.is_some(), "--clock"),
+        (p.quantum.is_some(), "--quantum"),
     ]
     .into_iter()
     .filter_map(|(set, n)| set.then_some(n))
@@ -971,7 +984,9 @@ pub fn compare(a: &CompareArgs) -> Result<i32> {
     compare::check_alpha(a.alpha)?;
     let old = load_checked(&a.old, a.workload)?;
     let new = load_checked(&a.new, a.workload)?;
-    let c = compare::compare(&old, &new)?;
+    let clock_note = crate::clock::check_mix(&old, &new, a.allow_mixed_clocks)?;
+    let mut c = compare::compare(&old, &new)?;
+    c.notes.extend(clock_note);
     print!("{}", compare::render_compare(&old, &new, &c, a.alpha));
     if let Some(o) = &a.output {
         let (ao, an) = (analyze(&old, None)?, analyze(&new, None)?);
@@ -1048,6 +1063,8 @@ pub fn gate(repo: &Path, a: &GateArgs) -> Result<i32> {
                 (p.timeout.is_some(), "--timeout"),
                 (p.kernel.is_some(), "--kernel"),
                 (a.out_dir.is_some(), "--out-dir"),
+                (p.clock.is_some(), "--clock"),
+                (p.quantum.is_some(), "--quantum"),
             ]
             .into_iter()
             .filter_map(|(set, n)| set.then_some(n))
@@ -1060,10 +1077,22 @@ pub fn gate(repo: &Path, a: &GateArgs) -> Result<i32> {
             }
             let base = load_checked(b, a.workload)?;
             let cand = load_checked(c, a.workload)?;
-            emit_gate(
-                &compare::gate(&base, &cand, threshold, a.alpha)?,
-                summary.as_deref(),
-            )
+            let outcome = match crate::clock::check_mix(&base, &cand, a.allow_mixed_clocks) {
+                Err(e) => compare::GateOutcome {
+                    exit_code: 2,
+                    markdown: format!("## lockscale gate: REFUSED\n\n{e:#}\n"),
+                },
+                Ok(note) => {
+                    let mut o = compare::gate(&base, &cand, threshold, a.alpha)?;
+                    if let Some(n) = note
+                        && o.exit_code != 2
+                    {
+                        o.markdown.push_str(&format!("\nNote: {n}\n"));
+                    }
+                    o
+                }
+            };
+            emit_gate(&outcome, summary.as_deref())
         }
         (None, None, Some(br), Some(cr)) => {
             gate_revs(repo, a, br, cr, threshold, summary.as_deref())
@@ -1120,6 +1149,7 @@ fn gate_revs(
         .clone()
         .unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     builder::check_variants(&variants)?;
+    let clock = crate::clock::from_args(p.clock, p.quantum)?;
     let cpus = match &p.cpus {
         Some(s) => parse_cpu_list(s)?,
         None => sizes::QUICK_CPUS.to_vec(),
@@ -1212,6 +1242,7 @@ fn gate_revs(
         order: "interleaved".into(),
         share: None,
         emulator_args: Vec::new(),
+        clock,
     };
     let mut file = new_results_file(repo, &name, host, config, builds, workload_info);
     let s = Sweep {
@@ -1475,6 +1506,7 @@ pub fn merge(a: &MergeArgs) -> Result<i32> {
             name,
             allow_mixed_hosts: a.allow_mixed_hosts,
             allow_mixed_builds: a.allow_mixed_builds,
+            allow_mixed_clocks: a.allow_mixed_clocks,
         },
     )?;
     sweep::save(&out, &mut merged)?;

@@ -263,6 +263,7 @@ pub fn render_compare(old: &ResultsFile, new: &ResultsFile, c: &Comparison, alph
         s,
         "Guest time NEW/OLD per point (lower is faster); permutation test, two-sided, α = {alpha}.\n"
     );
+    let _ = writeln!(s, "{}\n", crate::clock::clock_line(old, new));
     let _ = writeln!(
         s,
         "| variant | N | old median s | new median s | change | 95% CI | p | verdict |"
@@ -429,6 +430,7 @@ pub fn gate(
         cand.name,
         threshold * 100.0
     );
+    let _ = writeln!(s, "{}\n", crate::clock::clock_line(base, cand));
     let _ = writeln!(
         s,
         "| variant | N | runs | base median s | candidate median s | change | 95% CI | p (slower) | verdict |"

@@ -10,6 +10,7 @@ pub mod builder;
 pub mod carry;
 pub mod charts;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod compare;
 pub mod fetch;

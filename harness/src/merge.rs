@@ -2,7 +2,8 @@
 //! (`sweep --only I/K`), or repeated sweeps of one configuration, into one file.
 //!
 //! Mixing host types would put numbers from different machines on one curve, so it is refused
-//! unless asked for; so are different builds of one variant and different guests.
+//! unless asked for; so are different builds of one variant, different guests, and virtual-time
+//! sweeps with host-time ones (`--allow-mixed-clocks`).
 
 use std::collections::BTreeSet;
 
@@ -15,6 +16,8 @@ pub struct MergeOptions {
     pub name: String,
     pub allow_mixed_hosts: bool,
     pub allow_mixed_builds: bool,
+    /// Merge virtual-time sweeps with host-time ones (each run keeps its own clock).
+    pub allow_mixed_clocks: bool,
 }
 
 pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> {
@@ -61,6 +64,7 @@ pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> 
     out.merged_from = files.iter().map(|f| f.name.clone()).collect();
     for f in &files[1..] {
         crate::compare::check_comparable(first, f)?;
+        crate::clock::check_mix(first, f, opts.allow_mixed_clocks)?;
         if first.workload.image_sha256 != f.workload.image_sha256 {
             bail!("{} and {} ran different guest images", first.name, f.name);
         }

@@ -111,6 +111,47 @@ pub struct SweepConfig {
     /// `--tlb-flush-mode synced`), after the standard ones.
     #[serde(default)]
     pub emulator_args: Vec<String>,
+    /// The clock our emulator ran on (`sweep --clock`): host time, or virtual host time with
+    /// `quantum_ns` when `--quantum` was given (else the emulator's default, which each run's
+    /// `clock` records). Peers always run on host time. Files without it ran on host time.
+    #[serde(default)]
+    pub clock: Clock,
+}
+
+/// Which clock a guest's elapsed time was measured on.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockKind {
+    /// The host's wall clock: vCPUs share the host's cores (N > cores is oversubscribed).
+    #[default]
+    Host,
+    /// Virtual host time (`ppc64emu --clock virtual`): per-vCPU clocks advanced by each
+    /// thread's CPU time, as if every vCPU had a host core of its own.
+    Virtual,
+}
+
+/// A clock as the emulator's run report and the results file record it:
+/// `{"kind": "host"}` or `{"kind": "virtual", "quantum_ns": 500000}`.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Clock {
+    pub kind: ClockKind,
+    /// Virtual time only: how far (ns) a vCPU may run ahead of the slowest runnable one.
+    /// In a sweep's config, absent when the emulator's default was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantum_ns: Option<u64>,
 }
 
 /// What ran for one variant.
@@ -212,8 +253,13 @@ pub struct Run {
     pub guest_error: Option<String>,
     /// Pinning asked of the emulator: `compact` or `none`.
     pub pin: String,
-    /// N greater than the host's logical cores.
+    /// N greater than the host's logical cores, in a host-time run (always false on virtual
+    /// time, where every vCPU has a virtual core of its own).
     pub oversubscribed: bool,
+    /// The clock the guest time was measured on: from the run report when it says, else the
+    /// one asked for (peers: host). Files without it ran on host time.
+    #[serde(default)]
+    pub clock: Clock,
     /// The emulator's run report (`--report`), stored whole; absent for peers.
     pub report: Option<serde_json::Value>,
     /// Why the report is missing or unreadable, when it is.

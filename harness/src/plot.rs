@@ -3,7 +3,9 @@
 //!
 //! What a reader of the posted chart expects to see: speedup against vCPUs per variant, the
 //! ideal line, 95% confidence bars, and — because points past the host's core count measure
-//! something else — oversubscribed points drawn hollow, with the core count marked.
+//! something else — oversubscribed points drawn hollow, with the core count marked. Curves on
+//! virtual host time (`sweep --clock virtual`) have no oversubscribed points, and the legend
+//! says which clock the curves show.
 
 use std::path::Path;
 use std::sync::Once;
@@ -62,6 +64,8 @@ pub struct PlotSeries {
     pub points: Vec<PlotPoint>,
     /// Whether consecutive points are joined by a line (else markers only).
     pub joined: bool,
+    /// Measured on virtual host time (`--clock virtual`): no point is oversubscribed.
+    pub virtual_time: bool,
 }
 
 pub struct PlotOptions {
@@ -69,8 +73,11 @@ pub struct PlotOptions {
     pub y_label: String,
     pub width: u32,
     pub height: u32,
-    /// Logical cores of the host, drawn as a vertical marker.
+    /// Logical cores of the host, drawn as a vertical marker (not when every measured curve is
+    /// on virtual time, where the host's cores do not limit the curves).
     pub host_cores: Option<u32>,
+    /// Which clock the curves show (clock.rs, `caption`): a legend entry of its own.
+    pub clock: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -187,9 +194,14 @@ where
         .label("ideal (T(1)/T(N) = N)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(120, 120, 120)));
 
-    // Host core count, when some points lie beyond it.
+    // Host core count, when some points lie beyond it and some curve is on host time.
+    let mixed_clocks = series.iter().any(|s| s.virtual_time)
+        && series
+            .iter()
+            .any(|s| !s.virtual_time && matches!(s.kind, LineKind::Solid | LineKind::Dashed));
     if let Some(c) = opts.host_cores
         && (c as f64) < x_data_max as f64
+        && !crate::clock::all_virtual(series)
     {
         let xc = c as f64 + 0.5;
         chart
@@ -214,7 +226,11 @@ where
             .pos(Pos::new(anchor, VPos::Top));
         chart
             .draw_series(std::iter::once(Text::new(
-                format!("host cores = {c}; hollow points oversubscribed"),
+                if mixed_clocks {
+                    format!("host cores = {c}; hollow points oversubscribed (host-time curves)")
+                } else {
+                    format!("host cores = {c}; hollow points oversubscribed")
+                },
                 (x_text, y_max * 0.98),
                 style,
             )))
@@ -344,7 +360,7 @@ where
         chart
             .draw_series(s.points.iter().map(|p| {
                 let at = (p.cpus as f64, p.speedup.value);
-                if p.oversubscribed {
+                if p.oversubscribed && !s.virtual_time {
                     EmptyElement::at(at)
                         + Circle::new((0, 0), 6, WHITE.filled())
                         + Circle::new((0, 0), 6, colour.stroke_width(2))
@@ -355,6 +371,14 @@ where
                 }
             }))
             .map_err(err)?;
+    }
+    // The clock the curves show, as a legend entry without a marker.
+    if let Some(caption) = &opts.clock {
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(err)?
+            .label(caption.as_str())
+            .legend(|(x, y)| EmptyElement::at((x, y)));
     }
     chart
         .configure_series_labels()

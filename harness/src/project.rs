@@ -14,7 +14,7 @@
 //! - cross-vCPU flush jobs: `flush_hcalls` global flushes per run each queue one job on every
 //!   other vCPU, so (N − 1) · flush_hcalls jobs of `flush_hold` seconds each, which the
 //!   strategy routes under the BQL (baseline, per-cpu-lock) or only under the target's TLB lock
-//!   (cputlb-no-bql), per LOCKING.md.
+//!   (cputlb-no-bql), per docs/locking.md.
 //!
 //! The job graph bounds the customers (at most `units` compile jobs run at once) and the host's
 //! cores bound the throughput: T(N) ≥ (all demand) / min(N, cores).
@@ -44,7 +44,7 @@ pub struct ProjectOptions {
     pub fit_max: Option<u32>,
 }
 
-/// Where a strategy runs the flush jobs one vCPU queues on another (LOCKING.md).
+/// Where a strategy runs the flush jobs one vCPU queues on another (docs/locking.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushRoute {
     /// A plain work item: under the BQL (baseline, per-cpu-lock).

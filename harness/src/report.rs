@@ -1,5 +1,6 @@
 //! `lockscale report`: a markdown summary of one sweep — per variant and N the median guest
-//! time with its 95% interval, speedup, efficiency, and the lock sites that waited most.
+//! time with its 95% interval, speedup, efficiency, and the lock sites that waited most (on a
+//! virtual-time sweep also by virtual wait).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -99,6 +100,7 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
         &w.image_sha256.get(..12).unwrap_or(&w.image_sha256),
         w.expected_checksum.as_deref().unwrap_or("none yet")
     );
+    let _ = writeln!(s, "- clock: {}", crate::clock::describe_file(file));
     for (v, b) in a
         .variants
         .iter()
@@ -145,6 +147,9 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
         "| variant | N | runs | median guest s | 95% CI | {speedup_head} | 95% CI | efficiency | median host wall s |"
     );
     let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---|---:|---:|");
+    // Where virtual points sit beside host-time ones (peers, merged files) each is marked.
+    let mark_virtual =
+        a.points.iter().any(|p| p.virtual_time) && a.points.iter().any(|p| !p.virtual_time);
     for p in &a.points {
         let runs = if p.failed > 0 {
             format!("{} (+{} failed)", p.times.len(), p.failed)
@@ -164,10 +169,15 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
         };
         let _ = writeln!(
             s,
-            "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {}{}{} | {} | {} | {} | {} | {} | {} | {} |",
             p.variant,
             p.cpus,
             if p.oversubscribed { "†" } else { "" },
+            if mark_virtual && p.virtual_time {
+                "ᵛ"
+            } else {
+                ""
+            },
             runs,
             t,
             tci,
@@ -184,8 +194,16 @@ pub fn render(file: &ResultsFile, relative_to: Option<&str>, top: usize) -> Resu
             file.host.logical_cores
         );
     }
+    if mark_virtual {
+        let _ = writeln!(
+            s,
+            "\nᵛ {}: guest time on virtual clocks (never oversubscribed); the other points on host time.",
+            crate::clock::VIRTUAL_LABEL
+        );
+    }
     if top > 0 {
         render_locks(&mut s, file, &a, top);
+        render_virtual_waits(&mut s, file, &a, top);
     }
     if !a.failures.is_empty() {
         let _ = writeln!(s, "\n## Failed runs (left out of every figure above)\n");
@@ -264,6 +282,13 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
                 "\nHold times (–) are timed only with `--emu-args \"--sync-profile\"`."
             );
         }
+        if p.virtual_time {
+            let _ = writeln!(
+                s,
+                "\nThese runs were on virtual time: the waits here are host wall time; the virtual \
+                 waits are listed under *Virtual waits*."
+            );
+        }
         let _ = writeln!(s);
     }
     if !any {
@@ -271,5 +296,69 @@ fn render_locks(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
             s,
             "No run report with lock statistics (peers have none; the emulator may not write them yet)."
         );
+    }
+}
+
+/// Per variant at its largest N with virtual runs: the lock sites by virtual wait (the time the
+/// vCPUs' virtual clocks moved to get the lock, `virtual_wait_ns` of the run reports).
+fn render_virtual_waits(s: &mut String, file: &ResultsFile, a: &Analysis, top: usize) {
+    let mut sections = String::new();
+    for v in &a.variants {
+        let Some((p, rows, times)) = a
+            .variant_points(v)
+            .filter(|p| p.virtual_time)
+            .map(|p| {
+                let (rows, times) = crate::clock::virtual_wait_rows(&point_runs(file, p));
+                (p, rows, times)
+            })
+            .filter(|(_, rows, times)| !rows.is_empty() || times.is_some())
+            .last()
+        else {
+            continue;
+        };
+        let _ = writeln!(sections, "### {v}, N = {}\n", p.cpus);
+        if let Some((vt, cpu)) = times {
+            let _ = writeln!(
+                sections,
+                "Per vCPU (median over repetitions): virtual time {:.2} ms, host CPU time {:.2} ms.\n",
+                vt / 1e6,
+                cpu / 1e6
+            );
+        }
+        if rows.is_empty() {
+            let _ = writeln!(sections, "No lock site waited in virtual time.\n");
+            continue;
+        }
+        let _ = writeln!(
+            sections,
+            "| lock site | acquisitions | virtual wait ms | per vCPU ms | % of virtual time | virtual hold ms |"
+        );
+        let _ = writeln!(sections, "|---|---:|---:|---:|---:|---:|");
+        for r in rows.into_iter().take(top) {
+            let _ = writeln!(
+                sections,
+                "| `{}` | {} | {:.2} | {:.2} | {} | {} |",
+                r.site,
+                fmt_opt(r.acquisitions, |x| format!("{x:.0}")),
+                r.wait_ns / 1e6,
+                r.wait_ns / 1e6 / p.cpus.max(1) as f64,
+                fmt_opt(r.share, |x| format!("{:.1}%", x * 100.0)),
+                fmt_opt(r.hold_ns, |x| format!("{:.2}", x / 1e6)),
+            );
+        }
+        let _ = writeln!(sections);
+    }
+    if !sections.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Virtual waits (top {top} sites by virtual wait, median over repetitions, at the largest N)\n"
+        );
+        let _ = writeln!(
+            s,
+            "On virtual host time a vCPU's virtual wait at a lock is how far its clock moved to the \
+             holder's release. Figures are all vCPUs together per run, and that as a share of their \
+             virtual time together.\n"
+        );
+        s.push_str(&sections);
     }
 }

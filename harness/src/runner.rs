@@ -267,6 +267,7 @@ pub fn run_once(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest, started:
         guest_error: None,
         pin: req.pin.clone(),
         oversubscribed: req.oversubscribed,
+        clock: Default::default(),
         report: None,
         report_error: None,
         log: Some(req.log_path.display().to_string()),

@@ -1,9 +1,9 @@
 //! Every number that sizes a sweep lives here, so that calibrating the guest against the real
 //! emulator is a one-file change.
 //!
-//! HARNESS.md asks for a default sweep that finishes in about five minutes on a 2-core machine
-//! (one vCPU ≈ 5 s), a quick sweep of about a minute, and a full sweep whose job graph (at
-//! least 8 × 28 compile units) never limits the speedup.
+//! The targets (docs/harness.md): a default sweep that finishes in about five minutes on a
+//! 2-core machine (one vCPU ≈ 5 s), a quick sweep of about a minute, and a full sweep whose job
+//! graph (at least 8 × 28 compile units) never limits the speedup.
 //!
 //! The default and quick guests are sized for ppc64emu's Cranelift JIT (`--accel jit`, the
 //! emulator's default, which the sweep uses). Measured on the project's shared 2-core machine
@@ -45,7 +45,7 @@
 //! 31–38 M. The work grows as units × size (≈ 1.4 M instructions per unit and size step at
 //! small sizes, 1.8 M at size 400, where the links' sorting grows). Hence:
 //!
-//! - default (then) `units=16 size=40`: T(1) ≈ 5.5 s of CPU, HARNESS.md's T(1) ≈ 5 s. N = 1, 2, 4 ×
+//! - default (then) `units=16 size=40`: T(1) ≈ 5.5 s of CPU, the target's T(1) ≈ 5 s. N = 1, 2, 4 ×
 //!   5 repetitions × 3 strategies (45 runs) is ≈ 3.5 min on a quiet 2-core host and ≈ 6 min
 //!   at load 8 (the sweep warns when it will overshoot its budget). 16 units are four
 //!   directories: 18 compiles, 18 assemblers, 4 directory links and the final link, so the job
@@ -145,7 +145,7 @@ pub const GUEST_MEMORY: &str = "1G";
 // Measurements: workloads/linux/README.md ("Sizes").
 
 /// Guest memory of the Linux guests, as the calibration runs on QEMU had it
-/// (../reference/linux-make-rates.md); the HPT is sized from it (2^24 bytes).
+/// (the reference runs of workloads/linux/README.md); the HPT is sized from it (2^24 bytes).
 pub const LINUX_GUEST_MEMORY: &str = "2G";
 /// `linux-make --quick`: N = 1 and 2, sized so that the sweep of the three strategies and
 /// QEMU stays within about ten minutes on a 2-core host. Measured on the 2-core host (release

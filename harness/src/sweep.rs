@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::model::{PinPolicy, ResultsFile, Run, RunStatus};
+use crate::model::{ClockKind, PinPolicy, ResultsFile, Run, RunStatus};
 use crate::plan::{PlannedRun, in_share, plan};
 use crate::runner::{EmulatorCmd, GuestSpec, RunRequest, run_once};
 use crate::util::{now_rfc3339, write_atomic};
@@ -190,20 +190,25 @@ pub fn execute(s: &Sweep, file: &mut ResultsFile) -> Result<Outcome> {
         ));
         pb.enable_steady_tick(Duration::from_millis(250));
         let stem = format!("{}-n{}-r{}", file_stem(&p.variant), p.cpus, p.rep);
+        // Our emulator runs on the sweep's clock, peers on host time (clock.rs).
+        let clock = crate::clock::asked_for(&file.config.clock, emu.kind);
+        let mut extra_args = crate::clock::emulator_args(&clock);
+        extra_args.extend(file.config.emulator_args.iter().cloned());
         let req = RunRequest {
             cpus: p.cpus,
             rep: p.rep,
             seq: p.seq,
             pin: pin_for(file.config.pin, p.cpus, host_cores).to_string(),
-            oversubscribed: p.cpus > host_cores,
+            oversubscribed: p.cpus > host_cores && clock.kind == ClockKind::Host,
             host_cores,
             timeout_s: file.config.timeout_s,
             report_path: s.work_dir.join(format!("{stem}.json")),
             log_path: s.work_dir.join(format!("{stem}.log")),
             expected_checksum: file.workload.expected_checksum.clone(),
-            extra_args: file.config.emulator_args.clone(),
+            extra_args,
         };
         let mut run = run_once(emu, &s.guest, &req, now_rfc3339());
+        crate::clock::settle_run(&mut run, clock);
         run.log = Some(crate::util::stored_path(&s.repo, &req.log_path));
         if run.status == RunStatus::Ok {
             if file.workload.expected_checksum.is_none() {

@@ -221,6 +221,59 @@ fn build_then_gate_two_revisions() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("## lockscale gate: PASS"));
 
+    // On virtual host time a 2-core runner gates at N = 16 and 28: both sides run with
+    // --clock virtual --quantum, record it, and no point is oversubscribed.
+    let out_dir = s.p("gate-virtual");
+    let mut c = s.cmd();
+    env_clean(&mut c);
+    let o = c
+        .args([
+            "gate",
+            "--base-rev",
+            "HEAD~1",
+            "--candidate-rev",
+            "HEAD",
+            "--variants",
+            "baseline",
+            "--cpus",
+            "16,28",
+            "--clock",
+            "virtual",
+            "--quantum",
+            "1ms",
+            "--out-dir",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("FAIL: 2 regression(s)"),
+        "{}",
+        text(&o)
+    );
+    let virtual_1ms = lockscale::model::Clock {
+        kind: lockscale::model::ClockKind::Virtual,
+        quantum_ns: Some(1_000_000),
+    };
+    let mut sides = 0;
+    for e in std::fs::read_dir(&out_dir).unwrap() {
+        let p = e.unwrap().path();
+        validate(&p);
+        let f = load(&p);
+        assert_eq!(f.config.clock, virtual_1ms, "{}", p.display());
+        assert_eq!(f.config.cpus, [16, 28]);
+        assert!(
+            f.runs
+                .iter()
+                .all(|r| r.clock == virtual_1ms && !r.oversubscribed),
+            "{}",
+            p.display()
+        );
+        sides += 1;
+    }
+    assert_eq!(sides, 3, "base, candidate and the combined file");
+
     // Too few repetitions are refused before anything is built.
     let o = s.run(
         &[

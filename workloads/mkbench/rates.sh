@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run mkbench on QEMU for each N given (default: 1 2 4) and print its event
-# rates next to the Linux reference (shared/reference/linux-make-rates.md:
+# rates next to the Linux reference (the "Linux" rows of README.md, Calibration:
 # make -j N on a POWER8 hash guest, QEMU 7.2, quiet 2-core host).
 #
 # Two rows per N:

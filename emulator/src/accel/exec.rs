@@ -3,6 +3,7 @@
 
 use super::{Accel, Outer};
 use crate::sync::prim::Ordering;
+use crate::sync::vclock;
 use crate::sync::{Site, StatGuard, Strategy};
 
 /// Why a stint of guest code ended.
@@ -76,20 +77,27 @@ fn cpu_exec<S: Strategy, R: VcpuRunner<S>>(accel: &Accel<S, R, R::Devices>, i: u
             v.exit_request.store(false, Ordering::SeqCst);
             return;
         }
-        if let BlockExit::Exception(e) = r.run(accel, i) {
+        let exit = r.run(accel, i);
+        // Virtual time: charge the stint, and park while a quantum ahead of the slowest.
+        vclock::pace();
+        if let BlockExit::Exception(e) = exit {
             let mut b = accel.bql(R::exception_site(&e));
             r.handle_exception(e, accel, i, &mut b);
         }
     }
 }
 
-/// Body of vCPU thread `i` until the machine shuts down.
+/// Body of vCPU thread `i` until the machine shuts down; returns the lock statistics of
+/// this thread (also merged into the machine's).
 pub fn vcpu_thread<S: Strategy, R: VcpuRunner<S>>(
     accel: &Accel<S, R, R::Devices>,
     i: usize,
     r: &mut R,
-) {
+) -> crate::sync::LockStats {
     let v = &accel.vcpus[i];
+    if let Some(vt) = &accel.vtime {
+        vclock::attach(vt, i, 0);
+    }
     let mut outer = accel.enter_outer(i);
     loop {
         accel.wait_io_event(i, &mut outer, || r.has_work(accel, i));
@@ -107,5 +115,6 @@ pub fn vcpu_thread<S: Strategy, R: VcpuRunner<S>>(
         outer = accel.enter_outer(i);
     }
     drop(outer);
-    accel.stats.absorb_thread();
+    vclock::detach();
+    accel.stats.absorb_thread()
 }

@@ -1,5 +1,5 @@
 //! Multi-threaded execution: one host thread per vCPU, kicks, work queues, exclusive sections,
-//! and where each strategy takes which lock (LOCKING.md, "Who takes which lock where").
+//! and where each strategy takes which lock (docs/locking.md, "Who takes which lock where").
 //!
 //! This module knows nothing of the ISA: the machine supplies the vCPU-private side through
 //! [`exec::VcpuRunner`], and work items are closures over the vCPU's private context `C`.
@@ -12,6 +12,7 @@ mod loom_tests;
 pub mod timers;
 
 use crate::sync::prim::{Arc, AtomicBool, AtomicU32, AtomicU64, Condvar, Ordering};
+use crate::sync::vclock::{self, VirtualTime};
 use crate::sync::{Class, Site, StatGuard, StatMutex, StatsSink, Strategy};
 use exclusive::{Exclusive, ExecState};
 use std::collections::VecDeque;
@@ -89,6 +90,8 @@ pub struct Accel<S: Strategy, C, D> {
     /// Set when the machine stops; every vCPU leaves its loop.
     pub shutdown: AtomicBool,
     pub stats: StatsSink,
+    /// The vCPUs' clocks under `--clock virtual` (sync/vclock.rs); `None` on host time.
+    pub vtime: Option<std::sync::Arc<VirtualTime>>,
     _strategy: PhantomData<S>,
 }
 
@@ -129,8 +132,15 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
             exclusive: Exclusive::new(),
             shutdown: AtomicBool::new(false),
             stats: StatsSink::default(),
+            vtime: None,
             _strategy: PhantomData,
         }
+    }
+
+    /// Runs the vCPUs on virtual host time.
+    pub fn with_virtual_time(mut self, vt: std::sync::Arc<VirtualTime>) -> Self {
+        self.vtime = Some(vt);
+        self
     }
 
     #[inline]
@@ -146,19 +156,22 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         }
         let v = &self.vcpus[i];
         if S::BQL_OUTSIDE_GUEST {
-            Self::signal(v);
+            self.signal(v);
         } else {
             // Broadcast under the target's lock so a sleeper between its check and its wait
             // cannot miss it.
             let _g = v.lock.lock(Site::CpuLockRemote);
-            Self::signal(v);
+            self.signal(v);
         }
     }
 
     /// The kick itself: counts it, sets the exit flag and wakes a sleeper. The caller holds
     /// the lock the target sleeps with (the BQL in baseline, the target's CPU lock otherwise),
     /// which every kick site takes in its own way; the count is the same for every strategy.
-    fn signal(v: &VcpuShared<C>) {
+    /// On virtual time the target is stamped with the sender's clock: if it sleeps, it wakes
+    /// then.
+    fn signal(&self, v: &VcpuShared<C>) {
+        vclock::stamp_target(self.vtime.as_ref(), v.index);
         v.counters.kicks.fetch_add(1, Ordering::Relaxed);
         v.exit_request.store(true, Ordering::SeqCst);
         v.halt_cond.notify_all();
@@ -180,7 +193,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         } else {
             let _g = v.lock.lock(Site::CpuLockSetIrq);
             v.interrupt_request.fetch_or(bits, Ordering::SeqCst);
-            Self::signal(v);
+            self.signal(v);
         }
     }
 
@@ -208,7 +221,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
             let mut q = v.lock.lock(Site::CpuLockRemote);
             q.work.push_back(item);
             v.work_pending.store(true, Ordering::SeqCst);
-            Self::signal(v);
+            self.signal(v);
         }
     }
 
@@ -295,7 +308,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                 let mut q = v.lock.lock(Site::CpuLockRemote);
                 q.work.push_back(item);
                 v.work_pending.store(true, Ordering::SeqCst);
-                Self::signal(v);
+                self.signal(v);
                 while !done.load(Ordering::SeqCst) {
                     q.wait(&v.cond, Site::CondRunOnCpu);
                 }
@@ -354,6 +367,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
                     return;
                 }
             }
+            vclock::idle();
             match outer {
                 Outer::Bql(g) => g.wait(&v.halt_cond, Site::BqlIdleWait),
                 Outer::Cpu(g) => g.wait(&v.halt_cond, Site::CondIdle),
@@ -362,7 +376,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         }
     }
 
-    /// Runs vCPU `i`'s queued work with `ctx`, with each strategy's locks (LOCKING.md table).
+    /// Runs vCPU `i`'s queued work with `ctx`, with each strategy's locks (docs/locking.md table).
     pub fn drain_work<'a>(&'a self, i: usize, outer: &mut Outer<'a, C, D>, ctx: &mut C) {
         let v = &self.vcpus[i];
         loop {
@@ -463,7 +477,7 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
         } else {
             let _g = v.lock.lock(Site::CpuLockRemote);
             v.stopped.store(stopped, Ordering::SeqCst);
-            Self::signal(v);
+            self.signal(v);
         }
     }
 

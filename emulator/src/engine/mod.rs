@@ -14,7 +14,7 @@ mod block;
 mod cpu;
 
 pub use block::{DecodedBlock, MAX_BLOCK_INSNS, ends_after};
-pub use cpu::{Cpu, ExecCounters, HostTimeBase, TimeBase};
+pub use cpu::{Cpu, ExecCounters, HostTimeBase, TimeBase, VirtualTimeBase, ns_to_tb, tb_to_ns};
 
 use crate::cpu::{Exception, msr};
 use crate::jit::{Jit, JitReport, JitShared};

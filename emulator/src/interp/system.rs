@@ -350,7 +350,7 @@ pub(super) fn dcbi(c: &mut Cpu, i: Insn) -> Exec {
 }
 
 /// `tlbiel`: invalidate this thread's translations; performed at the next context
-/// synchronisation (LOCKING.md: local flush points).
+/// synchronisation (docs/locking.md: local flushes).
 pub(super) fn tlbiel(c: &mut Cpu, _: Insn) -> Exec {
     supervisor(c)?;
     c.tlb_flush_pending = true;

@@ -9,7 +9,7 @@
 //! by readers with a compare-and-swap, so they are never lost to a concurrent H_PROTECT.
 //!
 //! Every function returns the hcall return code and outputs; when `flush_all_tlbs` is set the
-//! caller must flush every vCPU's TLB (LOCKING.md: global flushes come only from H_REMOVE,
+//! caller must flush every vCPU's TLB (docs/locking.md: global flushes come only from H_REMOVE,
 //! H_BULK_REMOVE and H_PROTECT).
 
 use super::hpte_r;

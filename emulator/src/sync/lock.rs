@@ -3,6 +3,7 @@
 
 use super::prim::{Condvar, Mutex, MutexGuard};
 use super::stats::{self, Site};
+use super::vclock::{self, LockTime, Rule};
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
@@ -103,6 +104,8 @@ pub fn assert_no_locks_held() {
 pub struct StatMutex<T> {
     m: Mutex<T>,
     class: Class,
+    /// The last hold in virtual time (`--clock virtual`; untouched on host time).
+    vt: LockTime,
 }
 
 pub struct StatGuard<'a, T> {
@@ -110,6 +113,10 @@ pub struct StatGuard<'a, T> {
     site: Site,
     class: Class,
     since: Option<Instant>,
+    vt: &'a LockTime,
+    rule: Rule,
+    /// Where the hold began in virtual time (virtual time only).
+    v_since: vclock::HoldStart,
 }
 
 impl<T> StatMutex<T> {
@@ -117,13 +124,27 @@ impl<T> StatMutex<T> {
         Self {
             m: Mutex::new(t),
             class,
+            vt: LockTime::default(),
         }
     }
 
-    /// Locks, counting the acquisition at `site` (and its wait when contended).
+    /// How virtual time charges this lock (vclock.rs): the BQL, which every strategy's
+    /// scaling turns on, is a timeline of busy intervals; the short per-vCPU locks wait
+    /// only inside the last hold.
+    fn rule(&self) -> Rule {
+        if self.class == Class::Bql {
+            Rule::Fifo
+        } else {
+            Rule::Interval
+        }
+    }
+
+    /// Locks, counting the acquisition at `site` (and its wait when contended). On virtual
+    /// time the acquirer's clock also follows the lock's (its virtual wait counted at `site`).
     #[inline]
     pub fn lock(&self, site: Site) -> StatGuard<'_, T> {
         order::acquiring(self.class);
+        let virtual_time = vclock::active();
         let g = match self.m.try_lock() {
             Some(g) => {
                 stats::record_acquire(site, false, 0);
@@ -131,10 +152,21 @@ impl<T> StatMutex<T> {
             }
             None => {
                 let t = Instant::now();
-                let g = self.m.lock();
+                let g = if virtual_time {
+                    vclock::blocking(|| self.m.lock())
+                } else {
+                    self.m.lock()
+                };
                 stats::record_acquire(site, true, stats::since(t));
                 g
             }
+        };
+        let v_since = if virtual_time {
+            let (wait, start) = vclock::acquired(&self.vt, self.rule());
+            stats::record_virtual_wait(site, wait);
+            start
+        } else {
+            vclock::HoldStart::default()
         };
         order::acquired(self.class);
         StatGuard {
@@ -142,6 +174,9 @@ impl<T> StatMutex<T> {
             site,
             class: self.class,
             since: stats::profiling().then(Instant::now),
+            vt: &self.vt,
+            rule: self.rule(),
+            v_since,
         }
     }
 }
@@ -149,11 +184,15 @@ impl<T> StatMutex<T> {
 impl<T> StatGuard<'_, T> {
     /// Sleeps on `cv` (releasing the lock meanwhile), counting the sleep at `sleep_site`.
     /// The hold time excludes the sleep; the reacquisition is counted at the guard's site.
+    /// On virtual time the sleeper is out of the runnable set meanwhile; what wakes it moves
+    /// its clock (`vclock::wake`), not the lock.
     pub fn wait(&mut self, cv: &Condvar, sleep_site: Site) {
         self.end_hold();
         order::released(self.class);
+        self.end_virtual_hold();
         let t = Instant::now();
-        cv.wait(&mut self.g);
+        vclock::blocking(|| cv.wait(&mut self.g));
+        self.v_since = vclock::hold_start(self.vt, self.rule);
         stats::record_acquire(sleep_site, false, 0);
         stats::record_hold(sleep_site, stats::since(t));
         order::acquired(self.class);
@@ -164,13 +203,21 @@ impl<T> StatGuard<'_, T> {
     pub fn wait_for(&mut self, cv: &Condvar, sleep_site: Site, d: std::time::Duration) -> bool {
         self.end_hold();
         order::released(self.class);
+        self.end_virtual_hold();
         let t = Instant::now();
-        let timed_out = cv.wait_for(&mut self.g, d);
+        let timed_out = vclock::blocking(|| cv.wait_for(&mut self.g, d));
+        self.v_since = vclock::hold_start(self.vt, self.rule);
         stats::record_acquire(sleep_site, false, 0);
         stats::record_hold(sleep_site, stats::since(t));
         order::acquired(self.class);
         self.since = stats::profiling().then(Instant::now);
         timed_out
+    }
+
+    /// Ends the hold on virtual time: its hold and (Fifo) arrival at the guard's site.
+    fn end_virtual_hold(&self) {
+        let hold = vclock::released(self.vt, self.rule, self.v_since, self.site);
+        stats::record_virtual_hold(self.site, hold);
     }
 
     fn end_hold(&mut self) {
@@ -184,6 +231,7 @@ impl<T> Drop for StatGuard<'_, T> {
     fn drop(&mut self) {
         self.end_hold();
         order::released(self.class);
+        self.end_virtual_hold();
     }
 }
 

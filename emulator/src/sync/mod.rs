@@ -8,11 +8,12 @@
 pub mod lock;
 pub mod prim;
 pub mod stats;
+pub mod vclock;
 
 pub use lock::{Class, StatGuard, StatMutex};
 pub use stats::{LockStats, Site, SiteStats, StatsSink};
 
-/// Where a locking strategy takes the BQL (LOCKING.md is the specification).
+/// Where a locking strategy takes the BQL (docs/locking.md is the specification).
 pub trait Strategy: Send + Sync + 'static {
     /// Name used on the command line, in `--version` and in run reports.
     const NAME: &'static str;

@@ -84,6 +84,10 @@ pub struct SiteStats {
     pub wait_ns: u64,
     pub max_wait_ns: u64,
     pub hold_ns: u64,
+    /// Virtual time the acquirers' clocks moved to get the lock (`--clock virtual`).
+    pub virtual_wait_ns: u64,
+    /// Virtual time the lock was held from this site.
+    pub virtual_hold_ns: u64,
 }
 
 impl SiteStats {
@@ -93,6 +97,8 @@ impl SiteStats {
         self.wait_ns += o.wait_ns;
         self.max_wait_ns = self.max_wait_ns.max(o.max_wait_ns);
         self.hold_ns += o.hold_ns;
+        self.virtual_wait_ns += o.virtual_wait_ns;
+        self.virtual_hold_ns += o.virtual_hold_ns;
     }
 }
 
@@ -184,6 +190,22 @@ pub fn record_acquire(site: Site, contended: bool, wait_ns: u64) {
     });
 }
 
+/// Records `ns` of virtual wait at `site` (a no-op for 0).
+#[inline]
+pub fn record_virtual_wait(site: Site, ns: u64) {
+    if ns != 0 {
+        LOCAL.with(|l| l.borrow_mut().0[site as usize].virtual_wait_ns += ns);
+    }
+}
+
+/// Records `ns` of virtual hold at `site` (a no-op for 0).
+#[inline]
+pub fn record_virtual_hold(site: Site, ns: u64) {
+    if ns != 0 {
+        LOCAL.with(|l| l.borrow_mut().0[site as usize].virtual_hold_ns += ns);
+    }
+}
+
 #[inline]
 pub fn record_hold(site: Site, hold_ns: u64) {
     LOCAL.with(|l| l.borrow_mut().0[site as usize].hold_ns += hold_ns);
@@ -200,13 +222,14 @@ pub fn take_local() -> LockStats {
 pub struct StatsSink(StdMutex<LockStats>);
 
 impl StatsSink {
-    /// Merges the calling thread's counters into this sink.
-    pub fn absorb_thread(&self) {
+    /// Merges the calling thread's counters into this sink; returns them.
+    pub fn absorb_thread(&self) -> LockStats {
         let local = take_local();
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .merge(&local);
+        local
     }
 
     pub fn snapshot(&self) -> LockStats {
@@ -253,7 +276,9 @@ mod tests {
                 contended: 2,
                 wait_ns: 700,
                 max_wait_ns: 500,
-                hold_ns: 1000
+                hold_ns: 1000,
+                virtual_wait_ns: 0,
+                virtual_hold_ns: 0,
             }
         );
         assert!(s.table(5).contains("bql.hcall"));

@@ -217,6 +217,7 @@ pub fn synthetic(name: &str, times: &[(&str, u32, Vec<f64>)]) -> ResultsFile {
                 guest_error: None,
                 pin: "compact".into(),
                 oversubscribed: false,
+                clock: Clock::default(),
                 report: None,
                 report_error: None,
                 log: None,
@@ -257,6 +258,7 @@ pub fn synthetic(name: &str, times: &[(&str, u32, Vec<f64>)]) -> ResultsFile {
             order: "interleaved".into(),
             share: None,
             emulator_args: vec![],
+            clock: Clock::default(),
         },
         builds: BTreeMap::new(),
         workload: WorkloadInfo {

@@ -26,6 +26,13 @@
 //!   `linux-make/2/2`), or `LINUX-MAKE-ERROR` for the `error` kind.
 //! - `FAKE_EMU_LOG`: file to which every run appends `variant N`.
 //! - `FAKE_EMU_PIDS`: file to which every run appends its process id.
+//! - `FAKE_EMU_ARGV`: file to which every run appends its whole command line.
+//! - `--clock host|virtual` and `--quantum DURATION` are checked as ppc64emu checks them (exit 2
+//!   with a message on bad input; default quantum 500 µs) and echoed into the report's
+//!   `"clock"`; a virtual run's report adds per vCPU `virtual_ns` and `cpu_ns` and per lock site
+//!   `virtual_wait_ns` (in the default report: `bql.hcall` waits longest in virtual time for
+//!   baseline, `bql.exec_loop` for the others, unlike the host-time waits).
+//!   `FAKE_EMU_CLOCK_REPORT=host|virtual|none` makes the report claim another clock (or none).
 //!
 //! The variant is the part of the program name after `ppc64emu-` (tests link the binary under
 //! per-variant names), else `FAKE_EMU_STRATEGY`, else `fake`.
@@ -188,6 +195,35 @@ fn linux_result(smp: u32, jobs: u64, elapsed: f64, fail: Option<&str>) {
     }
 }
 
+/// Bad command-line input, as ppc64emu answers it: a message and exit code 2.
+fn usage(msg: &str) -> ! {
+    eprintln!("ppc64emu: {msg}");
+    std::process::exit(2);
+}
+
+/// `500us`, `2ms`, `1000000ns`, `1s` (ppc64emu's `--quantum`).
+fn parse_duration_ns(v: &str) -> Result<u64, String> {
+    let split = v
+        .find(|c: char| c.is_alphabetic())
+        .ok_or_else(|| format!("'{v}' has no unit (ns, us, ms or s)"))?;
+    let (num, unit) = v.split_at(split);
+    let x: f64 = num
+        .parse()
+        .map_err(|_| format!("'{num}' is not a number"))?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("unknown unit '{unit}'")),
+    };
+    let ns = x * scale;
+    if !ns.is_finite() || ns < 0.0 {
+        return Err(format!("'{v}' is not a duration"));
+    }
+    Ok(ns.round() as u64)
+}
+
 fn failure_for(v: &str, n: u32) -> Option<String> {
     let spec = std::env::var("FAKE_EMU_FAIL").ok()?;
     for rule in spec.split(',') {
@@ -217,6 +253,8 @@ fn main() {
     let mut timeout = None;
     let mut kernel = None;
     let mut initrd = None;
+    let mut clock = "host".to_string();
+    let mut quantum: Option<u64> = None;
     let mut i = 1;
     while i < args.len() {
         let next = args.get(i + 1).cloned().unwrap_or_default();
@@ -227,6 +265,14 @@ fn main() {
             "--timeout" => timeout = next.parse::<f64>().ok(),
             "-kernel" => kernel = Some(next),
             "-initrd" => initrd = Some(next),
+            "--clock" => clock = next,
+            "--quantum" => match parse_duration_ns(&next) {
+                Ok(ns) if ns > 0 && ns <= 1_000_000_000 => quantum = Some(ns),
+                Ok(_) => usage(&format!(
+                    "--quantum {next}: must be above 0 and at most 1 s"
+                )),
+                Err(e) => usage(&format!("--quantum {next}: {e}")),
+            },
             "-M" | "-cpu" | "-accel" | "-m" | "-bios" | "--pin" => {}
             _ => {
                 i += 1;
@@ -234,6 +280,22 @@ fn main() {
             }
         }
         i += 2;
+    }
+    if clock != "host" && clock != "virtual" {
+        usage(&format!("--clock {clock}: expected host or virtual"));
+    }
+    if quantum.is_some() && clock == "host" {
+        usage("--quantum needs --clock virtual");
+    }
+    let virtual_clock = clock == "virtual";
+    let quantum_ns = quantum.unwrap_or(500_000);
+    if let Ok(path) = std::env::var("FAKE_EMU_ARGV")
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    {
+        let _ = writeln!(f, "{}", args.join(" "));
     }
     if let Some(k) = &kernel
         && !std::path::Path::new(k).exists()
@@ -333,13 +395,30 @@ fn main() {
         let mode = std::env::var("FAKE_EMU_REPORT").unwrap_or_else(|_| "full".into());
         let n = smp as u64;
         let profiled = args.iter().any(|a| a == "--sync-profile");
+        // The clock as the report states it (`FAKE_EMU_CLOCK_REPORT` makes it lie or omit it).
+        let claimed = std::env::var("FAKE_EMU_CLOCK_REPORT").unwrap_or_else(|_| clock.clone());
+        let clock_json = match claimed.as_str() {
+            "none" => String::new(),
+            "virtual" => {
+                format!("\"clock\": {{\"kind\": \"virtual\", \"quantum_ns\": {quantum_ns}}}, ")
+            }
+            k => format!("\"clock\": {{\"kind\": \"{k}\"}}, "),
+        };
+        // Virtual waits per lock site (ns), in virtual runs only.
+        let vwait = |ns: u64| {
+            if virtual_clock {
+                format!(", \"virtual_wait_ns\": {ns}")
+            } else {
+                String::new()
+            }
+        };
         let text = match mode.as_str() {
             "none" => None,
             _ if sim.is_some() => {
                 let s = sim.as_ref().expect("simulated");
                 let site = |share: f64| {
                     format!(
-                        "{{\"acquisitions\": {}, \"contended\": {}, \"wait_ns\": {}, \"max_wait_ns\": 0, \"hold_ns\": {}}}",
+                        "{{\"acquisitions\": {}, \"contended\": {}, \"wait_ns\": {}, \"max_wait_ns\": 0, \"hold_ns\": {}{}}}",
                         (cycles as f64 * share) as u64,
                         (s.contended as f64 * share) as u64,
                         (s.wait * share * 1e9) as u64,
@@ -347,11 +426,12 @@ fn main() {
                             (s.hold * share * 1e9) as u64
                         } else {
                             0
-                        }
+                        },
+                        vwait((s.wait * share * 1e9) as u64)
                     )
                 };
                 Some(format!(
-                    "{{\"strategy\": \"{v}\", \"smp\": {smp}, \"sync_profile\": {profiled}, \"guest_elapsed_s\": {elapsed}, \"locks\": {{\
+                    "{{\"strategy\": \"{v}\", \"smp\": {smp}, \"sync_profile\": {profiled}, {clock_json}\"guest_elapsed_s\": {elapsed}, \"locks\": {{\
                      \"bql.exec_loop\": {}, \"bql.hcall\": {}, \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000, \"hold_ns\": 0}}}}}}",
                     site(0.7),
                     site(0.3)
@@ -365,17 +445,44 @@ fn main() {
                 } else {
                     1_000_000 * n
                 };
+                // Per vCPU: its virtual clock at the end (the guest time) and 90% of it in
+                // thread CPU time, in virtual runs.
+                let vtimes = |i: u32| {
+                    if virtual_clock {
+                        let vt = (elapsed * 1e9) as u64 - i as u64;
+                        format!(", \"virtual_ns\": {vt}, \"cpu_ns\": {}", vt / 10 * 9)
+                    } else {
+                        String::new()
+                    }
+                };
                 let vcpus: Vec<String> = (0..smp)
-                    .map(|i| format!("{{\"index\": {i}, \"insns\": {}}}", 1_000_000 + i))
+                    .map(|i| {
+                        format!(
+                            "{{\"index\": {i}, \"insns\": {}{}}}",
+                            1_000_000 + i,
+                            vtimes(i)
+                        )
+                    })
                     .collect();
+                // In virtual time baseline waits longest at bql.hcall, the others at
+                // bql.exec_loop: the other way round from their host-time waits.
+                let (vw_exec, vw_hcall) = if v == "baseline" {
+                    (3_000_000 * n, 5_000_000 * n)
+                } else {
+                    (3_000_000 * n, 500_000 * n)
+                };
                 Some(format!(
-                    "{{\"strategy\": \"{v}\", \"tlb_flush_mode\": \"async\", \"accel\": \"jit\", \"smp\": {smp}, \"sync_profile\": {profiled}, \
+                    "{{\"strategy\": \"{v}\", \"tlb_flush_mode\": \"async\", \"accel\": \"jit\", \"smp\": {smp}, \"sync_profile\": {profiled}, {clock_json}\
                      \"host_wall_s\": {elapsed}, \"guest_elapsed_s\": {elapsed}, \"vcpus\": [{}], \"locks\": {{\
-                     \"bql.exec_loop\": {{\"acquisitions\": {a}, \"contended\": {c}, \"wait_ns\": {bql_wait}, \"max_wait_ns\": 50000, \"hold_ns\": 9000000}}, \
-                     \"bql.hcall\": {{\"acquisitions\": {a2}, \"contended\": {c2}, \"wait_ns\": 2000000, \"max_wait_ns\": 20000, \"hold_ns\": 3000000}}, \
-                     \"bql.tlb_flush_item\": {{\"acquisitions\": 100, \"contended\": 5, \"wait_ns\": 100000, \"max_wait_ns\": 9000, \"hold_ns\": 200000}}, \
-                     \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000}}}}}}",
+                     \"bql.exec_loop\": {{\"acquisitions\": {a}, \"contended\": {c}, \"wait_ns\": {bql_wait}, \"max_wait_ns\": 50000, \"hold_ns\": 9000000{}}}, \
+                     \"bql.hcall\": {{\"acquisitions\": {a2}, \"contended\": {c2}, \"wait_ns\": 2000000, \"max_wait_ns\": 20000, \"hold_ns\": 3000000{}}}, \
+                     \"bql.tlb_flush_item\": {{\"acquisitions\": 100, \"contended\": 5, \"wait_ns\": 100000, \"max_wait_ns\": 9000, \"hold_ns\": 200000{}}}, \
+                     \"cpu_lock\": {{\"acquisitions\": 5000, \"contended\": 2, \"wait_ns\": 1000{}}}}}}}",
                     vcpus.join(", "),
+                    vwait(vw_exec),
+                    vwait(vw_hcall),
+                    vwait(100_000 * n),
+                    vwait(0),
                     a = 1000 * n,
                     c = 100 * n,
                     a2 = 3000 * n,

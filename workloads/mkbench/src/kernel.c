@@ -294,6 +294,8 @@ static struct {
 } js;
 
 static u64 opt_jobs, opt_units = 6, opt_size = 400, opt_seed = 1;
+/* closed=K: the closed-form loop instead of make (see closed_loop) */
+static u64 opt_closed;
 static u64 t_start, t_end;
 static u64 base_cnt[NCOUNT];
 static volatile u32 go;
@@ -849,6 +851,8 @@ static void parse_bootargs(void)
 			opt_size = parse_num(eq);
 		else if (!strcmp(w, "seed"))
 			opt_seed = parse_num(eq);
+		else if (!strcmp(w, "closed"))
+			opt_closed = parse_num(eq);
 		else if (!strcmp(w, "bulk"))
 			cfg.have_bulk = cfg.have_bulk && parse_num(eq);
 		else if (!strcmp(w, "inject"))
@@ -867,7 +871,7 @@ static void parse_bootargs(void)
 		opt_units = 1;
 	if (!opt_size)
 		opt_size = 1;
-	if (opt_units > 2000)
+	if (opt_units > 2000 && !opt_closed)
 		opt_units = 2000;
 }
 
@@ -883,6 +887,65 @@ static void cpu_setup(struct percpu *pc)
 	tick_start(pc);
 }
 
+/*
+ * closed=K: a workload whose speedup has a closed form.  The units rounds are
+ * dealt out to the CPUs (round r to CPU r mod N); a round computes for size
+ * thousand steps without touching memory (time C), then makes K H_PAGE_INIT
+ * calls that copy a 4 KB page, each done by the hypervisor under its global
+ * lock (time S in all).  With only the lock shared, N CPUs finish in
+ * max(T1/N, rounds*S): the speedup is min(N, (C+S)/S).  The checksum sums
+ * each round's result, so it does not depend on which CPU ran the round.
+ */
+static u8 closed_page[MAX_CPUS][2][PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
+static volatile u64 closed_sum[MAX_CPUS];
+static volatile u32 closed_done;
+
+static void closed_loop(struct percpu *pc) __attribute__((noreturn));
+static void closed_loop(struct percpu *pc)
+{
+	u64 sum = 0;
+
+	while (!go)
+		idle_wait(pc);
+	for (u64 r = pc->index; r < opt_units; r += cfg.ncpus) {
+		u64 x = mix64(opt_seed + r);
+
+		for (u64 i = 0; i < opt_size * 1000; i++)
+			x = x * 6364136223846793005UL + (x >> 29) + i;
+		for (u64 k = 0; k < opt_closed; k++) {
+			u64 io[10] = { H_PAGE_INIT, H_COPY_PAGE,
+				       (u64)closed_page[pc->index][(k + 1) & 1],
+				       (u64)closed_page[pc->index][k & 1] };
+
+			hcall(pc, io);
+			if (io[0] != H_SUCCESS)
+				panic("H_PAGE_INIT failed: %ld", (long)io[0]);
+		}
+		sum += x;
+	}
+	closed_sum[pc->index] = sum;
+	lwsync();
+	if (atomic_inc32(&closed_done) == cfg.ncpus) {
+		u64 c[NCOUNT], hcalls = 0, checksum = 0;
+
+		t_end = mftb();
+		sync();
+		for (u32 i = 0; i < cfg.ncpus; i++)
+			checksum += closed_sum[i];
+		sum_counters(c);
+		for (u32 i = C_HC_ENTER; i <= C_HC_OTHER; i++)
+			hcalls += c[i] - base_cnt[i];
+		printk("MKBENCH-RESULT cpus=%u jobs=%lu units=%lu size=%lu checksum=0x%016lx "
+		       "elapsed_tb=%lu tb_hz=%lu faults=0 hcalls=%lu flush_hcalls=0 ipis=0 "
+		       "ticks=0 closed=%lu\n",
+		       cfg.ncpus, opt_jobs, opt_units, opt_size, checksum, t_end - t_start,
+		       cfg.tb_hz, hcalls, opt_closed);
+		power_off();
+	}
+	for (;;)
+		idle_wait(pc);
+}
+
 void kmain_secondary(u64 index);
 void kmain_secondary(u64 index)
 {
@@ -891,6 +954,8 @@ void kmain_secondary(u64 index)
 	cpu_setup(pc);
 	sync();
 	pc->online = 1;
+	if (opt_closed)
+		closed_loop(pc);
 	scheduler(pc);
 }
 
@@ -965,10 +1030,15 @@ void kmain_boot(const void *fdt)
 	parse_bootargs();
 	cpu_setup(pc);
 	mm_init();
-	build_dag();
-	printk("mkbench: jobs=%lu units=%lu size=%lu seed=%lu: %u compiles (%u repeated), "
-	       "%u directory links, 1 final link\n", opt_jobs, opt_units, opt_size, opt_seed,
-	       js.nunits, js.nverify, js.ndirs);
+	if (opt_closed) {
+		printk("mkbench: closed form: %lu rounds of %lu k steps and %lu H_PAGE_INIT\n",
+		       opt_units, opt_size, opt_closed);
+	} else {
+		build_dag();
+		printk("mkbench: jobs=%lu units=%lu size=%lu seed=%lu: %u compiles (%u repeated), "
+		       "%u directory links, 1 final link\n", opt_jobs, opt_units, opt_size,
+		       opt_seed, js.nunits, js.nverify, js.ndirs);
+	}
 	start_secondaries();
 
 	sum_counters(base_cnt);
@@ -977,5 +1047,7 @@ void kmain_boot(const void *fdt)
 	go = 1;
 	for (u32 i = 1; i < cfg.ncpus; i++)
 		send_ipi(pc, i);
+	if (opt_closed)
+		closed_loop(pc);
 	scheduler(pc);
 }

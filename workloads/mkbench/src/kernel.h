@@ -17,6 +17,7 @@
 #define H_CPPR			0x68
 #define H_IPI			0x6c
 #define H_XIRR			0x74
+#define H_PAGE_INIT		0x2c
 #define H_CEDE			0xe0
 #define H_PROD			0xe8
 #define H_BULK_REMOVE		0x124
@@ -32,6 +33,10 @@
 #define H_NOT_FOUND		(-7)
 
 /* hypercall flags */
+/* H_PAGE_INIT flags */
+#define H_ZERO_PAGE		(1UL << (63 - 48))
+#define H_COPY_PAGE		(1UL << (63 - 49))
+
 #define H_AVPN			(1UL << (63 - 32))
 #define H_BULK_REQUEST		0x4000000000000000UL
 #define H_BULK_RESPONSE		0x8000000000000000UL

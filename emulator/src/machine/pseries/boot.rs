@@ -1,7 +1,7 @@
 //! Runs the machine: guest RAM and HPT, one thread per vCPU on the exec loop of `accel`, the
 //! I/O thread with the decrementer timers, and the devices under the BQL of the strategy `S`.
 
-use super::config::{AccelMode, MachineConfig, PinMode, TlbFlushMode};
+use super::config::{AccelMode, ClockMode, MachineConfig, PinMode, TlbFlushMode};
 use super::console::{ConsoleLines, ConsoleSink, MKBENCH_RESULT, ResultLine};
 use super::devices::Devices;
 use super::hcall;
@@ -11,12 +11,15 @@ use super::vcpu::{MachineAccel, PseriesVcpu, VcpuCounters, irq};
 use super::{MachineExit, PseriesDevices};
 use crate::accel::Accel;
 use crate::accel::exec::vcpu_thread;
-use crate::accel::timers::Timers;
-use crate::engine::{Cpu, Engine, EngineConfig, HostTimeBase, TierKind, TimeBase};
+use crate::accel::timers::{TimerClock, Timers};
+use crate::engine::{
+    Cpu, Engine, EngineConfig, HostTimeBase, TierKind, TimeBase, VirtualTimeBase, ns_to_tb,
+};
 use crate::mmu::SystemSpace;
 use crate::mmu::hpt::Hpt;
 use crate::report::RunReport;
 use crate::softmmu::GuestRam;
+use crate::sync::vclock::VirtualTime;
 use crate::sync::{Site, StatMutex, Strategy};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
@@ -29,7 +32,7 @@ pub use super::console::Console;
 pub struct Shared {
     pub ram: Arc<GuestRam>,
     pub hpt: Arc<Hpt>,
-    pub timebase: Arc<HostTimeBase>,
+    pub timebase: Arc<dyn TimeBase>,
     pub timers: Timers,
     /// The TLB lock of each vCPU: taken by the owner to flush, and by whoever else writes it.
     pub tlb_locks: Vec<StatMutex<()>>,
@@ -130,13 +133,27 @@ pub fn run_with<S: Strategy>(
     plan.apply(&*ram)
         .map_err(|e| anyhow::anyhow!("boot image does not fit in RAM: {e:?}"))?;
     let hpt = Arc::new(Hpt::new(plan.hpt_shift).map_err(|e| anyhow::anyhow!("{e}"))?);
-    let timebase = Arc::new(HostTimeBase::new());
+    let vtime = match config.clock {
+        ClockMode::Virtual { quantum_ns } => Some(VirtualTime::new(n, quantum_ns)),
+        ClockMode::Host => None,
+    };
+    let (timebase, timer_clock): (Arc<dyn TimeBase>, TimerClock) = match &vtime {
+        Some(vt) => (
+            Arc::new(VirtualTimeBase(vt.clone())),
+            TimerClock::Virtual(vt.clone()),
+        ),
+        None => {
+            let tb = HostTimeBase::new();
+            let start = tb.start();
+            (Arc::new(tb), TimerClock::Host(start))
+        }
+    };
     let (end, woken) = RunEnd::new();
     let shared = Arc::new(Shared {
         ram: ram.clone(),
         hpt: hpt.clone(),
         timebase: timebase.clone(),
-        timers: Timers::new(n),
+        timers: Timers::new(n, timer_clock),
         tlb_locks: (0..n)
             .map(|_| StatMutex::new((), crate::sync::Class::Leaf))
             .collect(),
@@ -156,7 +173,7 @@ pub fn run_with<S: Strategy>(
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default(),
     );
-    let accel: Arc<MachineAccel<S>> = Arc::new(Accel::new(
+    let mut accel = Accel::new(
         n,
         Devices {
             dev,
@@ -165,7 +182,18 @@ pub fn run_with<S: Strategy>(
                 ConsoleLines::new(vec![Box::new(ResultLine::new(MKBENCH_RESULT))]),
             ),
         },
-    ));
+    );
+    if let Some(vt) = &vtime {
+        accel = accel.with_virtual_time(vt.clone());
+        // Clocks that break their own bound end the run rather than give a number.
+        let weak = Arc::downgrade(&shared);
+        vt.set_on_failure(move |why| {
+            if let Some(shared) = weak.upgrade() {
+                shared.end.finish(MachineExit::ClockDiverged(why));
+            }
+        });
+    }
+    let accel: Arc<MachineAccel<S>> = Arc::new(accel);
     for v in &accel.vcpus[1..] {
         v.stopped.store(true, Ordering::SeqCst);
     }
@@ -229,8 +257,8 @@ pub fn run_with<S: Strategy>(
                         counters: VcpuCounters::default(),
                         halted_since: None,
                     };
-                    vcpu_thread(&*accel, i, &mut v);
-                    v
+                    let locks = vcpu_thread(&*accel, i, &mut v);
+                    (v, locks)
                 })
                 .expect("spawn vCPU thread")
         })
@@ -246,7 +274,11 @@ pub fn run_with<S: Strategy>(
                         continue;
                     }
                     let b = accel.bql(Site::BqlIoThread);
-                    for i in expired {
+                    for (i, deadline) in expired {
+                        // On virtual time the vCPU wakes at its deadline.
+                        if let Some(vt) = &accel.vtime {
+                            vt.stamp_wake(i, deadline);
+                        }
                         accel.set_irq(i, irq::DEC, &b);
                     }
                 }
@@ -272,7 +304,7 @@ pub fn run_with<S: Strategy>(
         shared.end.finish(MachineExit::Timeout);
     }
     accel.request_shutdown(&accel.bql(Site::BqlMain));
-    let vcpus: Vec<PseriesVcpu> = vcpu_threads
+    let vcpus: Vec<(PseriesVcpu, crate::sync::LockStats)> = vcpu_threads
         .into_iter()
         .map(|t| t.join().expect("vCPU thread panicked"))
         .collect();
@@ -288,7 +320,10 @@ pub fn run_with<S: Strategy>(
     drop(b);
     accel.stats.absorb_thread();
     let locks = accel.stats.snapshot();
-    let tb_elapsed = timebase.now();
+    let tb_elapsed = match &vtime {
+        Some(vt) => ns_to_tb(vt.max_clock()),
+        None => timebase.now(),
+    };
     let report = RunReport::new::<S>(
         config,
         n,
@@ -301,7 +336,7 @@ pub fn run_with<S: Strategy>(
         &locks,
         vcpus
             .iter()
-            .map(|v| vcpu_report(v, &accel.vcpus[v.index]))
+            .map(|(v, l)| vcpu_report(v, &accel.vcpus[v.index], vtime.as_deref(), l))
             .collect(),
         pin,
     );

@@ -105,6 +105,10 @@ pub fn exit_status(exit: &MachineExit, timeout: Option<std::time::Duration>) -> 
             eprintln!("ppc64emu: checkstop: {why}");
             EXIT_CHECKSTOP
         }
+        MachineExit::ClockDiverged(why) => {
+            eprintln!("ppc64emu: error: {why}");
+            EXIT_HOST_ERROR
+        }
         MachineExit::Timeout => {
             let secs = timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
             eprintln!("ppc64emu: guest did not power off within {secs} s (--timeout)");

@@ -1,6 +1,6 @@
 //! The system emulator's configuration and its command-line parser.
 //!
-//! Scripts written for `qemu-system-ppc64` run unchanged for the pseries subset (PSERIES.md),
+//! Scripts written for `qemu-system-ppc64` run unchanged for the pseries subset (docs/machine.md),
 //! so QEMU's options keep QEMU's spelling and value syntax; our own options are `--long`
 //! (`--name=value` works too). Anything else is refused with a message naming it.
 
@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// How a global TLB flush reaches the other vCPUs (LOCKING.md).
+/// How a global TLB flush reaches the other vCPUs (docs/locking.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlbFlushMode {
     /// Self now, others queued, nobody waits (QEMU 7.1-9.0, the posted chart).
@@ -44,6 +44,52 @@ impl AccelMode {
             AccelMode::Interp => "interp",
         }
     }
+}
+
+/// Which clock the guest's time and the lock statistics run on (`--clock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockMode {
+    /// The host's: guest time is wall time.
+    Host,
+    /// Virtual host time (sync/vclock.rs): every vCPU as if on a core of its own; no vCPU
+    /// more than `quantum_ns` ahead of the slowest runnable one.
+    Virtual { quantum_ns: u64 },
+}
+
+/// The default quantum of virtual time (docs/locking.md gives the measured trade-off).
+pub const DEFAULT_QUANTUM_NS: u64 = 500_000;
+
+impl ClockMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockMode::Host => "host",
+            ClockMode::Virtual { .. } => "virtual",
+        }
+    }
+}
+
+/// Parses a duration: a number with ns, us, ms or s (`500us`, `2ms`, `0.5ms`).
+pub fn parse_duration_ns(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    let split = v
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(|| format!("'{v}' has no unit (ns, us, ms or s)"))?;
+    let (num, unit) = v.split_at(split);
+    let x: f64 = num
+        .parse()
+        .map_err(|_| format!("'{num}' is not a number"))?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("unknown unit '{unit}' (ns, us, ms or s)")),
+    };
+    let ns = x * scale;
+    if !ns.is_finite() || ns < 0.0 {
+        return Err(format!("'{v}' is not a duration"));
+    }
+    Ok(ns.round() as u64)
 }
 
 /// Pinning of vCPU threads to host cores.
@@ -87,6 +133,8 @@ pub struct MachineConfig {
     /// Code bytes of a vCPU's JIT module after which the whole code cache is flushed.
     pub jit_cache_limit: u64,
     pub sync_profile: bool,
+    /// `--clock`/`--quantum`.
+    pub clock: ClockMode,
     pub timeout: Option<Duration>,
     /// Write the device tree the machine would boot with, then exit.
     pub dump_dtb: Option<PathBuf>,
@@ -168,6 +216,7 @@ impl Default for MachineConfig {
             jit_promote: crate::jit::DEFAULT_PROMOTE_THRESHOLD,
             jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
             sync_profile: false,
+            clock: ClockMode::Host,
             timeout: None,
             dump_dtb: None,
             pin: PinMode::None,
@@ -233,6 +282,8 @@ const VALUED: &[&str] = &[
     "append",
     "report",
     "tlb-flush-mode",
+    "clock",
+    "quantum",
     "timeout",
     "dump-dtb",
     "pin",
@@ -246,6 +297,8 @@ const VALUED: &[&str] = &[
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     let mut cfg = MachineConfig::default();
+    // `--quantum` may come before `--clock virtual`.
+    let mut quantum: Option<u64> = None;
     let mut i = 0;
     while i < args.len() {
         let raw = args[i].as_str();
@@ -366,6 +419,29 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                     }
                 }
             }
+            "clock" => {
+                cfg.clock = match (v, cfg.clock) {
+                    ("host", _) => ClockMode::Host,
+                    ("virtual", ClockMode::Virtual { quantum_ns }) => {
+                        ClockMode::Virtual { quantum_ns }
+                    }
+                    ("virtual", ClockMode::Host) => ClockMode::Virtual {
+                        quantum_ns: quantum.unwrap_or(DEFAULT_QUANTUM_NS),
+                    },
+                    _ => return err(format!("--clock {v}: expected host or virtual")),
+                }
+            }
+            "quantum" => {
+                let ns =
+                    parse_duration_ns(v).map_err(|e| UsageError(format!("--quantum {v}: {e}")))?;
+                if ns == 0 || ns > 1_000_000_000 {
+                    return err(format!("--quantum {v}: must be above 0 and at most 1 s"));
+                }
+                quantum = Some(ns);
+                if let ClockMode::Virtual { quantum_ns } = &mut cfg.clock {
+                    *quantum_ns = ns;
+                }
+            }
             "timeout" => {
                 let secs: f64 = v.parse().map_err(|_| {
                     UsageError(format!("--timeout {v}: expected a number of seconds"))
@@ -386,6 +462,9 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             }
             _ => unreachable!(),
         }
+    }
+    if quantum.is_some() && cfg.clock == ClockMode::Host {
+        return err("--quantum needs --clock virtual");
     }
     Ok(Command::Run(Box::new(cfg)))
 }
@@ -693,6 +772,11 @@ Ours:
   --jit-cache-limit BYTES   flush the whole code cache when a vCPU's translated code
                         passes BYTES (suffixes K, M, G: KiB, MiB, GiB; default 1G)
   --sync-profile        time lock waits and holds (counts are always kept)
+  --clock host|virtual  guest time from the host's clock (default), or virtual host time:
+                        each vCPU's clock runs on its thread's CPU time, locks and hand-offs
+                        carry clocks, as if every vCPU had a host core of its own
+  --quantum DURATION    virtual time: how far (ns, us, ms, s) a vCPU may run ahead of the
+                        slowest runnable one (default 500us; at most 1s)
   --timeout SECS        stop the guest after SECS seconds
   --dump-dtb FILE       write the device tree the machine would boot with, and exit
   --pin compact|none    pin vCPU i to host core i (compact) or not (default none)

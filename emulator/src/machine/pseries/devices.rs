@@ -154,7 +154,7 @@ impl PseriesVcpu {
         }
     }
 
-    /// `tlb_flush_all_cpus` of the configured mode (LOCKING.md): the others get queued jobs;
+    /// `tlb_flush_all_cpus` of the configured mode (docs/locking.md): the others get queued jobs;
     /// the source flushes itself now (async) or as exclusive work (synced, synced-exit).
     fn flush_all_cpus<S: Strategy>(&mut self, accel: &MachineAccel<S>) {
         for j in (0..accel.vcpus.len()).filter(|&j| j != self.index) {

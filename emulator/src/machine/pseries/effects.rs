@@ -44,7 +44,7 @@ pub trait MachineEffects {
     /// RTAS ibm,os-term: the guest gave up with `message`; the emulator exits non-zero.
     fn os_term(&mut self, message: String);
 
-    /// Flush every vCPU's whole TLB: an HPT hcall invalidated a translation (LOCKING.md).
+    /// Flush every vCPU's whole TLB: an HPT hcall invalidated a translation (docs/locking.md).
     fn flush_all_tlbs(&mut self);
 
     /// H_SET_MODE(LE): set or clear `LPCR[ILE]` on every vCPU, and for vCPUs started later.

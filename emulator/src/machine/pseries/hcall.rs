@@ -18,7 +18,7 @@ pub use crate::papr::*;
 use crate::softmmu::GuestRam;
 use std::sync::Arc;
 
-/// The lock a hypercall runs under (LOCKING.md). All of them take the BQL today: they touch
+/// The lock a hypercall runs under (docs/locking.md). All of them take the BQL today: they touch
 /// device state, or (the HPT calls) serialise with each other there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HcallLock {

@@ -1,6 +1,6 @@
 //! Boot images → a plan of what to write into guest RAM and how the boot CPU starts.
 //!
-//! Placement is QEMU 7.2's pseries placement, so one image runs on both (PSERIES.md):
+//! Placement is QEMU 7.2's pseries placement, so one image runs on both (docs/machine.md):
 //! - every PT_LOAD of `-kernel` at `(p_paddr & 0x0fffffff) + 0x400000`; execution starts at
 //!   the lowest loaded address (not `e_entry`), r3 = FDT, r4 = that address, r5 = 0,
 //!   MSR = SF|ME;

@@ -128,4 +128,6 @@ pub enum MachineExit {
     Checkstop(String),
     /// `--timeout` expired.
     Timeout,
+    /// Virtual time broke its own rules (a bug): no number is reported.
+    ClockDiverged(String),
 }

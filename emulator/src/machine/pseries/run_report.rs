@@ -7,6 +7,8 @@ use std::sync::atomic::Ordering;
 pub(super) fn vcpu_report(
     v: &PseriesVcpu,
     shared: &crate::accel::VcpuShared<PseriesVcpu>,
+    vtime: Option<&crate::sync::vclock::VirtualTime>,
+    locks: &crate::sync::LockStats,
 ) -> VcpuReport {
     let cpu = &v.engine.cpu;
     let t = &cpu.mmu.tlb.counters;
@@ -35,5 +37,15 @@ pub(super) fn vcpu_report(
         final_msr: format!("{:#x}", v.engine.cpu.st.msr),
         final_lr: format!("{:#x}", v.engine.cpu.st.lr),
         jit: v.engine.jit_report(),
+        virtual_ns: vtime.map(|vt| vt.clock(v.index)),
+        cpu_ns: vtime.map(|vt| vt.cpu_ns(v.index)),
+        parks: vtime.map(|vt| vt.parks(v.index)),
+        idle_ns: vtime.map(|vt| vt.idle_ns(v.index)),
+        virtual_wait_ns: locks
+            .to_map()
+            .into_iter()
+            .filter(|(_, s)| s.virtual_wait_ns > 0)
+            .map(|(k, s)| (k, s.virtual_wait_ns))
+            .collect(),
     }
 }

@@ -10,7 +10,7 @@ use crate::accel::Accel;
 use crate::accel::exec::{BlockExit, VcpuRunner};
 use crate::cpu::interrupt::{Interrupt, Pending};
 use crate::cpu::msr;
-use crate::engine::{Cpu, Engine, HostTimeBase, SystemExit};
+use crate::engine::{Cpu, Engine, SystemExit, tb_to_ns};
 use crate::interp::events;
 use crate::sync::{Site, StatGuard, Strategy};
 use std::sync::Arc;
@@ -71,13 +71,15 @@ impl PseriesVcpu {
         self.counters.self_flushes += 1;
     }
 
-    /// The guest wrote DEC: re-arm this vCPU's timer for the moment it turns negative.
+    /// The guest wrote DEC: re-arm this vCPU's timer for the moment it turns negative
+    /// (timebase ticks after the write, on the machine's clock).
     pub(super) fn rearm_decrementer(&mut self) {
-        let dec = self.engine.cpu.st.dec_value as u32 as i32;
+        let st = &self.engine.cpu.st;
+        let dec = st.dec_value as u32 as i32;
         let ticks = if dec < 0 { 0 } else { dec as u64 + 1 };
-        let at = Instant::now()
-            + Duration::from_nanos(ticks.saturating_mul(1000) / (HostTimeBase::HZ / 1_000_000));
-        self.shared.timers.arm(self.index, at);
+        self.shared
+            .timers
+            .arm(self.index, tb_to_ns(st.dec_tb.wrapping_add(ticks)));
     }
 
     /// The decrementer interrupt is a level (POWER8): pending while DEC is negative, so it is

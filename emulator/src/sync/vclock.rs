@@ -1,0 +1,991 @@
+//! Virtual host time (`--clock virtual`): every vCPU runs on a clock of its own, as if its
+//! thread had a host core to itself, whatever the host's core count.
+//!
+//! The rules (docs/locking.md, "Virtual host time"):
+//! - **Clock.** A vCPU's clock advances by its thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`),
+//!   charged at *sync points*: lock operations, returns from guest code, timebase reads. Time
+//!   blocked, parked or descheduled is not CPU time and never counts; the CPU time spent
+//!   inside a contended acquire (the mutex's spinning) is discarded.
+//! - **Locks.** The BQL is a FIFO queue in virtual time, resolved late ([`Rule::Fifo`]):
+//!   each hold is recorded at its release as (arrival clock, CPU time held); once every
+//!   busy vCPU's clock has passed an arrival (nobody can still arrive before it), the
+//!   queue is served in arrival order — start = max(arrival, the previous hold's end) —
+//!   and the difference is added to the holder's clock at its next sync point. This is
+//!   the "weave" of a bound-weave simulator: the real acquisition order on a small host
+//!   is not the virtual one, and ordering acquisitions for real (a vCPU waits until every
+//!   vCPU with a smaller clock has passed) costs a context switch per acquisition whose
+//!   cache refill then inflates the very hold it orders; placing each hold in the first
+//!   free gap of a timeline instead fragments it (a hold that fits no gap is pushed far).
+//!   Other locks are short and owned by one vCPU most of the time: an acquirer waits only
+//!   when its clock falls inside the last holder's hold ([`Rule::Interval`]) — a plain max
+//!   would drag every kicked target to its sender's clock.
+//! - **Hand-offs.** A kick, interrupt or queued work stamps the target with the sender's clock;
+//!   a vCPU that was idle (halted, stopped) wakes at that stamp ([`wake`]). A running target
+//!   is not moved: it keeps executing until it reaches the item, as it would on its own core.
+//! - **Quantum.** No vCPU runs more than `quantum` ahead of the slowest runnable one; a vCPU
+//!   that gets ahead parks at its next return from guest code ([`pace`]).
+//! - **Idle.** Idle vCPUs leave the minimum; the I/O thread fires their timers when the
+//!   runnable minimum reaches the deadline, or at once when nobody is runnable (time jumps).
+//! - **Guest time.** The timebase is the reader's clock, made monotonic across vCPUs by a
+//!   global maximum of the values returned ([`VirtualTime::tb_ns`]); the reader's own clock
+//!   is not advanced by it (that would drag every vCPU to the fastest one).
+//!
+//! Threads of the machine that are not vCPUs (the I/O thread, the main thread) have no clock:
+//! their lock operations neither wait nor stamp.
+
+use super::stats::{self, Site};
+use parking_lot::{Condvar, Mutex};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// How a lock charges virtual wait to its acquirer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// A FIFO queue in virtual time, resolved once every busy vCPU has passed an arrival.
+    Fifo,
+    /// Wait only when the acquirer's clock falls within the last holder's hold.
+    Interval,
+}
+
+/// The virtual-time state of a lock: the last holder's hold (Interval); the queue of
+/// holds not yet served (Fifo). Virtual ns.
+#[derive(Default)]
+pub struct LockTime {
+    acquired_at: AtomicU64,
+    free_at: AtomicU64,
+    /// Fifo: the arrival clock of the current holder (`u64::MAX`, or 0 before first use,
+    /// when free): arrivals up to it may still be recorded.
+    holder_since: AtomicU64,
+    fifo: Mutex<FifoQueue>,
+}
+
+#[derive(Default)]
+struct FifoQueue {
+    /// Recorded holds, by arrival.
+    arrivals: std::collections::BinaryHeap<std::cmp::Reverse<Arrival>>,
+    /// Where the last served hold ended.
+    free: u64,
+}
+
+/// One hold of a Fifo lock.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Arrival {
+    at: u64,
+    vcpu: usize,
+    hold: u64,
+    /// The holder's applied waits when it arrived (its clock already held those).
+    applied: u64,
+    site: u8,
+}
+
+/// A hold as the guard keeps it (virtual time only).
+#[derive(Clone, Copy, Default)]
+pub struct HoldStart {
+    clock: u64,
+    applied: u64,
+}
+
+const RUN: u8 = 0;
+/// Parked by the quantum: still runnable.
+const PACE: u8 = 2;
+/// Blocked in a lock or condition variable: out of the minimum the runnable vCPUs wait for
+/// (it may wait for one of them), but it comes back at its clock, so the machine's time
+/// (timers) waits for it.
+const OUT: u8 = 3;
+/// Halted or stopped: out of every minimum until something wakes it.
+const IDLE: u8 = 4;
+
+/// A stint of guest code is at most 65,536 instructions; one that lasts longer than this
+/// in CPU time means the pacing is broken, not a slow block.
+const MAX_STINT_NS: u64 = 50_000_000;
+
+/// Longest real sleep of a parked vCPU before it checks again (a safety net: wake-ups are
+/// targeted, see [`VirtualTime::poke`]).
+const PARK_RECHECK: Duration = Duration::from_millis(2);
+/// Shortest timed sleep of a parked vCPU (below it the sleep costs more than it saves).
+const MIN_PARK: Duration = Duration::from_micros(20);
+
+#[repr(align(64))]
+struct Slot {
+    /// Virtual ns as of the last sync point; `last_cpu` is the thread's CPU time then, so a
+    /// running vCPU's live clock is `clock + (its CPU time now - last_cpu)` ([`Slot::live`]).
+    /// A sync stores `last_cpu` before `clock`; a reader loads `clock` first: a torn read
+    /// can only under-estimate.
+    clock: AtomicU64,
+    last_cpu: AtomicU64,
+    /// The thread's CPU-time clock id (-1: unknown, e.g. a test's hand-driven clock).
+    cpu_clock: AtomicI32,
+    state: AtomicU8,
+    /// Largest send stamp of hand-offs to this vCPU since it last woke.
+    wake_at: AtomicU64,
+    cpu_ns: AtomicU64,
+    /// Times parked by the quantum (host-side waits; they do not advance the clock).
+    parks: AtomicU64,
+    /// Virtual time spent idle: the jumps to the stamps that woke it.
+    idle_ns: AtomicU64,
+    /// Fifo waits: served (resolved) and added to the clock (applied), and those served
+    /// but not yet added, by lock site.
+    resolved: AtomicU64,
+    applied: AtomicU64,
+    has_pending: std::sync::atomic::AtomicBool,
+    pending: [AtomicU64; Site::COUNT],
+    cv: Condvar,
+}
+
+impl Slot {
+    /// The clock now: for a running vCPU, the published clock plus the CPU time its thread
+    /// used since (read through its CPU-time clock id).
+    fn live(&self) -> u64 {
+        let c = self.clock.load(Ordering::SeqCst);
+        let id = self.cpu_clock.load(Ordering::SeqCst);
+        if id < 0 || self.state.load(Ordering::SeqCst) != RUN {
+            return c;
+        }
+        let last = self.last_cpu.load(Ordering::SeqCst);
+        c + cpu_ns_of(id).saturating_sub(last)
+    }
+}
+
+/// The clocks of one machine's vCPUs.
+pub struct VirtualTime {
+    quantum_ns: u64,
+    slots: Box<[Slot]>,
+    /// The largest timebase value (as ns) returned to any reader.
+    tb_max_ns: AtomicU64,
+    /// vCPUs parked by [`pace`], and the lowest clock any of them waits for: a publisher
+    /// wakes one only when its clock crosses it, or when it leaves the runnable set.
+    parked: AtomicUsize,
+    wake_threshold: AtomicU64,
+    park_lock: Mutex<()>,
+    failure: OnceLock<String>,
+    on_failure: OnceLock<Box<dyn Fn(String) + Send + Sync>>,
+}
+
+impl VirtualTime {
+    pub fn new(n: usize, quantum_ns: u64) -> Arc<Self> {
+        Arc::new(Self {
+            quantum_ns,
+            slots: (0..n)
+                .map(|_| Slot {
+                    clock: AtomicU64::new(0),
+                    last_cpu: AtomicU64::new(0),
+                    cpu_clock: AtomicI32::new(-1),
+                    state: AtomicU8::new(IDLE),
+                    wake_at: AtomicU64::new(0),
+                    cpu_ns: AtomicU64::new(0),
+                    parks: AtomicU64::new(0),
+                    idle_ns: AtomicU64::new(0),
+                    resolved: AtomicU64::new(0),
+                    applied: AtomicU64::new(0),
+                    has_pending: std::sync::atomic::AtomicBool::new(false),
+                    pending: std::array::from_fn(|_| AtomicU64::new(0)),
+                    cv: Condvar::new(),
+                })
+                .collect(),
+            tb_max_ns: AtomicU64::new(0),
+            parked: AtomicUsize::new(0),
+            wake_threshold: AtomicU64::new(u64::MAX),
+            park_lock: Mutex::new(()),
+            failure: OnceLock::new(),
+            on_failure: OnceLock::new(),
+        })
+    }
+
+    pub fn quantum_ns(&self) -> u64 {
+        self.quantum_ns
+    }
+
+    /// Called once with the first failure (clocks diverged beyond the quantum): the machine
+    /// ends the run with it rather than report a number.
+    pub fn set_on_failure(&self, f: impl Fn(String) + Send + Sync + 'static) {
+        let _ = self.on_failure.set(Box::new(f));
+    }
+
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+
+    fn fail(&self, msg: String) {
+        if self.failure.set(msg.clone()).is_ok()
+            && let Some(f) = self.on_failure.get()
+        {
+            f(msg);
+        }
+    }
+
+    /// vCPU `i`'s clock (ns of virtual time).
+    pub fn clock(&self, i: usize) -> u64 {
+        self.slots[i].clock.load(Ordering::SeqCst)
+    }
+
+    /// vCPU `i`'s thread CPU time charged to its clock.
+    pub fn cpu_ns(&self, i: usize) -> u64 {
+        self.slots[i].cpu_ns.load(Ordering::Relaxed)
+    }
+
+    /// The smallest (clock, index) of the runnable vCPUs, if any is runnable.
+    pub fn min_runnable(&self) -> Option<(u64, usize)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.state.load(Ordering::SeqCst) < OUT)
+            .map(|(i, s)| (s.clock.load(Ordering::SeqCst), i))
+            .min()
+    }
+
+    /// The machine's time for its timers: the smallest clock of the vCPUs that are not idle
+    /// (blocked ones included: they resume at their clock); `None` when all are idle.
+    pub fn min_busy(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) != IDLE)
+            .map(|s| s.clock.load(Ordering::SeqCst))
+            .min()
+    }
+
+    /// The latest clock of any vCPU (what the machine's time has reached).
+    pub fn max_clock(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| s.clock.load(Ordering::SeqCst))
+            .max()
+            .unwrap_or(0)
+            .max(self.tb_max_ns.load(Ordering::SeqCst))
+    }
+
+    /// A timebase read, as ns: the calling vCPU's clock, never below a value already
+    /// returned to any vCPU. A thread without a clock reads the machine's latest time.
+    pub fn tb_ns(self: &Arc<Self>) -> u64 {
+        let own = match now() {
+            Some(c) => c,
+            None => self.max_clock(),
+        };
+        self.tb_max_ns.fetch_max(own, Ordering::SeqCst).max(own)
+    }
+
+    /// Stamps a hand-off to vCPU `i` sent at `at` (a kick, an interrupt, work, a timer).
+    pub fn stamp_wake(&self, i: usize, at: u64) {
+        self.slots[i].wake_at.fetch_max(at, Ordering::SeqCst);
+    }
+
+    /// The runnable vCPUs other than `i` whose clock is below `bound(j)`, judged by the
+    /// published clock first and, only where that is below, by the live one (a running
+    /// vCPU publishes only at sync points). `Err` carries how far the slowest is behind.
+    fn behind(&self, i: usize, bound: impl Fn(usize) -> u64) -> Result<(), u64> {
+        let mut worst = 0;
+        for (j, s) in self.slots.iter().enumerate() {
+            if j == i || s.state.load(Ordering::SeqCst) >= OUT {
+                continue;
+            }
+            let b = bound(j);
+            if s.clock.load(Ordering::SeqCst) >= b {
+                continue;
+            }
+            let live = s.live();
+            if live < b {
+                worst = worst.max(b - live);
+            }
+        }
+        if worst == 0 { Ok(()) } else { Err(worst) }
+    }
+
+    /// vCPU `i` is at most a quantum ahead of every runnable vCPU.
+    fn pace_ok(&self, i: usize) -> Result<(), u64> {
+        let floor = self.clock(i).saturating_sub(self.quantum_ns);
+        self.behind(i, |_| floor)
+    }
+
+    /// Wakes the parked vCPU waiting for the lowest clock (its condition holds first).
+    /// Called when a clock crosses [`VirtualTime::wake_threshold`] or a vCPU leaves the
+    /// runnable set; costs one load when nobody is parked.
+    fn poke(&self) {
+        if self.parked.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let _g = self.park_lock.lock();
+        if let Some(s) = self
+            .slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) == PACE)
+            .min_by_key(|s| s.clock.load(Ordering::SeqCst))
+        {
+            s.cv.notify_one();
+        }
+    }
+
+    /// The lowest clock a parked vCPU waits for the others to reach; the caller holds
+    /// `park_lock`.
+    fn update_threshold(&self) {
+        let t = self
+            .slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) == PACE)
+            .map(|s| s.clock.load(Ordering::SeqCst).saturating_sub(self.quantum_ns))
+            .min()
+            .unwrap_or(u64::MAX);
+        self.wake_threshold.store(t, Ordering::SeqCst);
+    }
+
+    /// Parks vCPU `i` while it is more than a quantum ahead. A publisher whose clock
+    /// crosses the threshold wakes it ([`VirtualTime::poke`]); a running vCPU that gets
+    /// there between its sync points does not, so the sleep is bounded by how far behind
+    /// the slowest one is. Leaving, it wakes the next parked vCPU to look again.
+    fn park_while_ahead(&self, i: usize) {
+        if self.pace_ok(i).is_ok() {
+            return;
+        }
+        let s = &self.slots[i];
+        let mut g = self.park_lock.lock();
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        s.state.store(PACE, Ordering::SeqCst);
+        s.parks.fetch_add(1, Ordering::Relaxed);
+        self.update_threshold();
+        while let Err(deficit) = self.pace_ok(i) {
+            let sleep = Duration::from_nanos(deficit).clamp(MIN_PARK, PARK_RECHECK);
+            s.cv.wait_for(&mut g, sleep);
+        }
+        s.state.store(RUN, Ordering::SeqCst);
+        self.parked.fetch_sub(1, Ordering::SeqCst);
+        self.update_threshold();
+        if let Some(next) = self
+            .slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::SeqCst) == PACE)
+            .min_by_key(|s| s.clock.load(Ordering::SeqCst))
+        {
+            next.cv.notify_one();
+        }
+    }
+
+    /// How many times vCPU `i` parked (quantum).
+    pub fn parks(&self, i: usize) -> u64 {
+        self.slots[i].parks.load(Ordering::Relaxed)
+    }
+
+    /// Virtual time vCPU `i` spent idle (halted or stopped, until what woke it was sent).
+    pub fn idle_ns(&self, i: usize) -> u64 {
+        self.slots[i].idle_ns.load(Ordering::Relaxed)
+    }
+}
+
+/// The vCPU whose thread this is.
+struct Current {
+    vt: Arc<VirtualTime>,
+    i: usize,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    /// The next [`blocking`] wait is an idle one ([`idle`]).
+    static IDLE_NEXT: Cell<bool> = const { Cell::new(false) };
+    /// Tests: a CPU clock advanced by hand ([`burn`]) instead of the thread's.
+    #[cfg(test)]
+    static MANUAL_CPU: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+fn thread_cpu_ns() -> u64 {
+    #[cfg(test)]
+    if let Some(t) = MANUAL_CPU.get() {
+        return t;
+    }
+    cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time of the clock `id` (this thread's, or another's from `pthread_getcpuclockid`).
+fn cpu_ns_of(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; an id that is no longer valid (a thread
+    // that ended) makes the call fail and leave `ts` at 0, which reads as "no progress".
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The calling thread's CPU-time clock id, for other threads to read; -1 in tests that
+/// drive the clock by hand.
+fn own_cpu_clock() -> libc::clockid_t {
+    #[cfg(test)]
+    if MANUAL_CPU.get().is_some() {
+        return -1;
+    }
+    let mut id: libc::clockid_t = -1;
+    // SAFETY: `id` is a valid out-pointer and `pthread_self()` names the calling thread.
+    if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) } != 0 {
+        return -1;
+    }
+    id
+}
+
+/// Whether the calling thread is a vCPU on virtual time.
+#[inline(always)]
+pub fn active() -> bool {
+    ACTIVE.get()
+}
+
+/// Makes the calling thread vCPU `i` of `vt`, runnable from clock `start` on.
+pub fn attach(vt: &Arc<VirtualTime>, i: usize, start: u64) {
+    let s = &vt.slots[i];
+    s.clock.fetch_max(start, Ordering::SeqCst);
+    s.last_cpu.store(thread_cpu_ns(), Ordering::SeqCst);
+    s.cpu_clock.store(own_cpu_clock(), Ordering::SeqCst);
+    IDLE_NEXT.set(false);
+    s.state.store(RUN, Ordering::SeqCst);
+    CURRENT.with(|c| *c.borrow_mut() = Some(Current { vt: vt.clone(), i }));
+    ACTIVE.set(true);
+}
+
+/// The calling vCPU thread ends: its clock leaves the minimum.
+pub fn detach() {
+    if !active() {
+        return;
+    }
+    sync();
+    let cur = CURRENT.with(|c| c.borrow_mut().take());
+    ACTIVE.set(false);
+    if let Some(cur) = cur {
+        cur.vt.slots[cur.i].cpu_clock.store(-1, Ordering::SeqCst);
+        cur.vt.slots[cur.i].state.store(IDLE, Ordering::SeqCst);
+        cur.vt.poke();
+    }
+}
+
+fn with_current<R>(f: impl FnOnce(&mut Current) -> R) -> Option<R> {
+    if !active() {
+        return None;
+    }
+    CURRENT.with(|c| c.borrow_mut().as_mut().map(f))
+}
+
+/// Charges the CPU time since the last sync point to the calling vCPU's clock and publishes
+/// it; returns the clock (`None` off virtual time).
+pub fn sync() -> Option<u64> {
+    let vt = with_current(|cur| {
+        let now = thread_cpu_ns();
+        let s = &cur.vt.slots[cur.i];
+        let d = now.saturating_sub(s.last_cpu.load(Ordering::Relaxed));
+        s.last_cpu.store(now, Ordering::SeqCst);
+        s.cpu_ns.fetch_add(d, Ordering::Relaxed);
+        let d = d + take_pending(s);
+        let old = s.clock.fetch_add(d, Ordering::SeqCst);
+        (cur.vt.clone(), old, old + d)
+    })?;
+    let (vt, old, c) = (vt.0, vt.1, vt.2);
+    let t = vt.wake_threshold.load(Ordering::SeqCst);
+    if old < t && c >= t {
+        vt.poke();
+    }
+    Some(c)
+}
+
+/// The Fifo waits served for this vCPU since the last sync, recorded at their sites (the
+/// calling thread is the slot's vCPU); returns their sum.
+fn take_pending(s: &Slot) -> u64 {
+    if !s.has_pending.swap(false, Ordering::SeqCst) {
+        return 0;
+    }
+    let mut sum = 0;
+    for (site, p) in Site::ALL.iter().zip(&s.pending) {
+        let w = p.swap(0, Ordering::SeqCst);
+        if w != 0 {
+            stats::record_virtual_wait(*site, w);
+            sum += w;
+        }
+    }
+    s.applied.fetch_add(sum, Ordering::SeqCst);
+    sum
+}
+
+/// The calling vCPU's clock, synced.
+pub fn now() -> Option<u64> {
+    sync()
+}
+
+/// The calling vCPU's clock as of its last sync point (a stamp for hand-offs; no syscall).
+#[inline]
+pub fn stamp() -> Option<u64> {
+    with_current(|cur| cur.vt.slots[cur.i].clock.load(Ordering::SeqCst))
+}
+
+/// Drops the CPU time since the last sync point (spent spinning in an acquire or parking).
+fn discard() {
+    with_current(|cur| {
+        cur.vt.slots[cur.i]
+            .last_cpu
+            .store(thread_cpu_ns(), Ordering::SeqCst)
+    });
+}
+
+/// Moves the calling vCPU's clock to at least `t`; returns how far it moved (virtual wait).
+fn advance_to(t: u64) -> u64 {
+    with_current(|cur| {
+        let prev = cur.vt.slots[cur.i].clock.fetch_max(t, Ordering::SeqCst);
+        t.saturating_sub(prev)
+    })
+    .unwrap_or(0)
+}
+
+/// Runs `f`, which blocks the thread (a contended lock, a condition variable), with the
+/// calling vCPU out of the runnable set; its CPU time is discarded.
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    let cur = with_current(|cur| (cur.vt.clone(), cur.i));
+    let Some((vt, i)) = cur else {
+        return f();
+    };
+    sync();
+    let state = if IDLE_NEXT.replace(false) { IDLE } else { OUT };
+    vt.slots[i].state.store(state, Ordering::SeqCst);
+    vt.poke();
+    let r = f();
+    vt.slots[i].state.store(RUN, Ordering::SeqCst);
+    discard();
+    if state == IDLE {
+        wake();
+    }
+    r
+}
+
+/// The calling vCPU's next blocking wait is idle (halted or stopped): until it wakes, the
+/// machine's time does not wait for it, and it wakes at the stamp of what woke it
+/// ([`wake`]).
+pub fn idle() {
+    if active() {
+        IDLE_NEXT.set(true);
+    }
+}
+
+/// The calling vCPU wakes from an idle wait: its clock jumps to the latest stamp of what
+/// woke it (it was idle until then).
+pub fn wake() -> u64 {
+    with_current(|cur| {
+        let s = &cur.vt.slots[cur.i];
+        let at = s.wake_at.swap(0, Ordering::SeqCst);
+        let prev = s.clock.fetch_max(at, Ordering::SeqCst);
+        let jump = at.saturating_sub(prev);
+        s.idle_ns.fetch_add(jump, Ordering::Relaxed);
+        jump
+    })
+    .unwrap_or(0)
+}
+
+/// Stamps a hand-off to vCPU `i` with the calling vCPU's clock.
+#[inline]
+pub fn stamp_target(vt: Option<&Arc<VirtualTime>>, i: usize) {
+    if let (Some(vt), Some(at)) = (vt, stamp()) {
+        vt.stamp_wake(i, at);
+    }
+}
+
+/// At a return from guest code: syncs, then parks while the calling vCPU is more than a
+/// quantum ahead of the slowest runnable one. Fails the run when it is ahead by more than a
+/// quantum plus the longest possible stint (the pacing is broken).
+pub fn pace() {
+    let Some((vt, i)) = with_current(|cur| (cur.vt.clone(), cur.i)) else {
+        return;
+    };
+    let Some(c) = sync() else { return };
+    if let Some((m, _)) = vt.min_runnable() {
+        let ahead = c.saturating_sub(m);
+        if ahead > vt.quantum_ns.saturating_add(MAX_STINT_NS) {
+            vt.fail(format!(
+                "virtual clocks diverged: vCPU {i} is {ahead} ns ahead of the slowest runnable \
+                 vCPU (quantum {} ns)",
+                vt.quantum_ns
+            ));
+        }
+    }
+    vt.park_while_ahead(i);
+    discard();
+}
+
+/// After acquiring a lock: for an Interval lock, the acquirer waits (its clock moves)
+/// when its clock falls inside the last hold; returns that wait. A Fifo lock's wait comes
+/// later ([`released`]). Returns what the guard keeps for [`released`].
+pub fn acquired(t: &LockTime, rule: Rule) -> (u64, HoldStart) {
+    let Some(start) = with_current(|cur| {
+        let s = &cur.vt.slots[cur.i];
+        HoldStart {
+            clock: s.clock.load(Ordering::SeqCst),
+            applied: s.applied.load(Ordering::SeqCst),
+        }
+    }) else {
+        return (0, HoldStart::default());
+    };
+    match rule {
+        Rule::Fifo => {
+            t.holder_since.store(start.clock, Ordering::SeqCst);
+            (0, start)
+        }
+        Rule::Interval => {
+            let free = t.free_at.load(Ordering::SeqCst);
+            let c = start.clock;
+            let wait = if c >= t.acquired_at.load(Ordering::SeqCst) && c < free {
+                advance_to(free)
+            } else {
+                0
+            };
+            let clock = c + wait;
+            t.acquired_at.store(clock, Ordering::SeqCst);
+            (wait, HoldStart { clock, ..start })
+        }
+    }
+}
+
+/// The start of a hold of `t` that resumes after a condition-variable wait.
+pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
+    let start = with_current(|cur| {
+        let s = &cur.vt.slots[cur.i];
+        HoldStart {
+            clock: s.clock.load(Ordering::SeqCst),
+            applied: s.applied.load(Ordering::SeqCst),
+        }
+    })
+    .unwrap_or_default();
+    if rule == Rule::Fifo && active() {
+        t.holder_since.store(start.clock, Ordering::SeqCst);
+    }
+    start
+}
+
+/// Before releasing a lock held since `since` (at `site`): ends the hold at the releaser's
+/// clock and returns its length in virtual ns (0 off virtual time). A Fifo lock records
+/// the hold (CPU time only: waits applied meanwhile are not part of it) and serves the
+/// queue as far as it can.
+pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
+    let Some(c) = sync() else { return 0 };
+    match rule {
+        Rule::Interval => {
+            t.free_at.fetch_max(c, Ordering::SeqCst);
+            c.saturating_sub(since.clock)
+        }
+        Rule::Fifo => {
+            let (vt, i) = with_current(|cur| (cur.vt.clone(), cur.i)).expect("synced");
+            let applied = vt.slots[i].applied.load(Ordering::SeqCst);
+            let hold = c
+                .saturating_sub(since.clock)
+                .saturating_sub(applied.saturating_sub(since.applied));
+            let mut q = t.fifo.lock();
+            q.arrivals.push(std::cmp::Reverse(Arrival {
+                at: since.clock,
+                vcpu: i,
+                hold,
+                applied: since.applied,
+                site: site as u8,
+            }));
+            t.holder_since.store(u64::MAX, Ordering::SeqCst);
+            vt.serve(&mut q, t);
+            hold
+        }
+    }
+}
+
+impl VirtualTime {
+    /// Serves the arrivals no vCPU can still arrive before: those at or below every busy
+    /// vCPU's clock and the current holder's arrival. Each waits for the previous hold's
+    /// end; the wait goes to its vCPU's pending waits.
+    fn serve(&self, q: &mut FifoQueue, t: &LockTime) {
+        let floor = self
+            .min_busy()
+            .unwrap_or(u64::MAX)
+            .min(t.holder_since.load(Ordering::SeqCst));
+        while let Some(&std::cmp::Reverse(a)) = q.arrivals.peek() {
+            if a.at > floor {
+                break;
+            }
+            q.arrivals.pop();
+            let s = &self.slots[a.vcpu];
+            // Waits served for this vCPU after it arrived push its arrival back too.
+            let shift = s.resolved.load(Ordering::SeqCst).saturating_sub(a.applied);
+            let at = a.at + shift;
+            let start = at.max(q.free);
+            q.free = start + a.hold;
+            let wait = start - at;
+            if wait != 0 {
+                s.resolved.fetch_add(wait, Ordering::SeqCst);
+                s.pending[a.site as usize].fetch_add(wait, Ordering::SeqCst);
+                s.has_pending.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Tests: replaces the calling thread's CPU clock by one advanced with [`burn`].
+#[cfg(test)]
+pub fn manual_cpu_clock() {
+    MANUAL_CPU.set(Some(0));
+}
+
+/// Tests: the calling thread "computes" for `ns` of CPU time.
+#[cfg(test)]
+pub fn burn(ns: u64) {
+    MANUAL_CPU.set(Some(MANUAL_CPU.get().unwrap_or(0) + ns));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    fn on_vcpu<R: Send + 'static>(
+        vt: &Arc<VirtualTime>,
+        i: usize,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> std::thread::JoinHandle<R> {
+        let vt = vt.clone();
+        std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&vt, i, 0);
+            let r = f();
+            detach();
+            r
+        })
+    }
+
+    #[test]
+    fn the_clock_counts_cpu_time_not_blocked_time() {
+        let vt = VirtualTime::new(1, 1_000_000);
+        let h = on_vcpu(&vt, 0, || {
+            burn(700);
+            assert_eq!(sync(), Some(700));
+            // CPU time burnt while blocked (a spinning acquire) is not charged.
+            blocking(|| burn(5_000));
+            burn(300);
+            sync().unwrap()
+        });
+        assert_eq!(h.join().unwrap(), 1_000);
+        assert_eq!(vt.cpu_ns(0), 1_000);
+    }
+
+    #[test]
+    fn the_timebase_is_monotonic_across_vcpus() {
+        let vt = VirtualTime::new(2, 1_000_000_000);
+        let ahead = on_vcpu(&vt, 0, || {
+            burn(5_000);
+            tb_ns_of_current()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(ahead, 5_000);
+        // vCPU 1 is at 1,000 ns, behind: it must not see time go back, and its own clock
+        // is not dragged forward by the read.
+        let vt2 = vt.clone();
+        let (read, own) = on_vcpu(&vt, 1, move || {
+            burn(1_000);
+            let r = vt2.tb_ns();
+            (r, stamp().unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(read, 5_000);
+        assert_eq!(own, 1_000);
+    }
+
+    fn tb_ns_of_current() -> u64 {
+        with_current(|cur| cur.vt.clone()).unwrap().tb_ns()
+    }
+
+    #[test]
+    fn an_idle_vcpu_jumps_to_the_stamp_that_wakes_it() {
+        let vt = VirtualTime::new(2, 1_000_000);
+        let vt2 = vt.clone();
+        let h = on_vcpu(&vt, 1, move || {
+            burn(100);
+            sync();
+            // Woken by a hand-off sent at 40 µs (an IPI, a timer).
+            vt2.stamp_wake(1, 40_000);
+            let jumped = wake();
+            (jumped, stamp().unwrap())
+        });
+        assert_eq!(h.join().unwrap(), (39_900, 40_000));
+        // A stamp in its past does not move it back.
+        let vt3 = vt.clone();
+        let h = on_vcpu(&vt, 1, move || {
+            vt3.stamp_wake(1, 10);
+            (wake(), stamp().unwrap())
+        });
+        assert_eq!(h.join().unwrap(), (0, 40_000));
+    }
+
+    #[test]
+    fn acquiring_takes_the_max_of_own_clock_and_release() {
+        let vt = VirtualTime::new(2, 1_000_000_000);
+        let lock = Arc::new(LockTime::default());
+        let l = lock.clone();
+        on_vcpu(&vt, 0, move || {
+            burn(10_000);
+            acquired(&l, Rule::Max);
+            burn(2_000);
+            released(&l);
+        })
+        .join()
+        .unwrap();
+        let l = lock.clone();
+        let (wait, clock) = on_vcpu(&vt, 1, move || {
+            burn(3_000);
+            sync();
+            let w = acquired(&l, Rule::Max);
+            (w, stamp().unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!((wait, clock), (9_000, 12_000));
+    }
+
+    #[test]
+    fn the_interval_rule_waits_only_inside_the_last_hold() {
+        let vt = VirtualTime::new(2, 1_000_000_000);
+        let lock = Arc::new(LockTime::default());
+        let l = lock.clone();
+        on_vcpu(&vt, 0, move || {
+            burn(10_000);
+            sync();
+            acquired(&l, Rule::Interval);
+            burn(2_000);
+            released(&l);
+        })
+        .join()
+        .unwrap();
+        // Before the hold began: on its own core it would have had the lock first.
+        let l = lock.clone();
+        let before = on_vcpu(&vt, 1, move || {
+            burn(3_000);
+            sync();
+            acquired(&l, Rule::Interval)
+        });
+        assert_eq!(before.join().unwrap(), 0);
+        // Inside the hold [10 µs, 12 µs): waits for its end (a fresh vCPU 1 at 11 µs).
+        lock.acquired_at.store(10_000, Ordering::SeqCst);
+        lock.free_at.store(12_000, Ordering::SeqCst);
+        let l = lock.clone();
+        let inside = on_vcpu(&VirtualTime::new(2, 1_000_000_000), 1, move || {
+            burn(11_000);
+            sync();
+            acquired(&l, Rule::Interval)
+        });
+        assert_eq!(inside.join().unwrap(), 1_000);
+    }
+
+    #[test]
+    fn a_vcpu_ahead_by_more_than_the_quantum_parks_until_the_slowest_catches_up() {
+        let vt = VirtualTime::new(2, 10_000);
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let start = Arc::new(Barrier::new(2));
+        let (o, b) = (order.clone(), start.clone());
+        let vt_fast = vt.clone();
+        let fast = std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&vt_fast, 0, 0);
+            b.wait();
+            burn(50_000);
+            pace();
+            // Allowed on only once vCPU 1 reached 40 µs.
+            o.lock().unwrap().push(("fast resumed", vt_fast.clock(1)));
+            detach();
+        });
+        let (o, b) = (order.clone(), start.clone());
+        let vt_slow = vt.clone();
+        let slow = std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&vt_slow, 1, 0);
+            b.wait();
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(5));
+                burn(5_000);
+                o.lock().unwrap().push(("slow at", sync().unwrap()));
+            }
+            detach();
+        });
+        fast.join().unwrap();
+        slow.join().unwrap();
+        let order = order.lock().unwrap();
+        let resumed = order
+            .iter()
+            .position(|(w, _)| *w == "fast resumed")
+            .unwrap();
+        assert!(
+            order[resumed].1 >= 40_000,
+            "the fast vCPU resumed when the slow one was at {} ns: {order:?}",
+            order[resumed].1
+        );
+        assert!(vt.failure().is_none());
+    }
+
+    #[test]
+    fn the_gate_grants_in_clock_order() {
+        // vCPU 0 is behind (clock 1 µs) and still running; vCPU 1 (clock 5 µs) wants the
+        // lock: it gets its turn only once vCPU 0 has passed 5 µs.
+        let vt = VirtualTime::new(2, 1_000_000_000);
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ready = Arc::new(Barrier::new(2));
+        let (l, r, v) = (log.clone(), ready.clone(), vt.clone());
+        let behind = std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&v, 0, 0);
+            burn(1_000);
+            sync();
+            r.wait();
+            std::thread::sleep(Duration::from_millis(30));
+            burn(6_000);
+            l.lock().unwrap().push("behind passed 5 us");
+            sync();
+            std::thread::sleep(Duration::from_millis(30));
+            detach();
+        });
+        let (l, r, v) = (log.clone(), ready.clone(), vt.clone());
+        let ahead = std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&v, 1, 0);
+            burn(5_000);
+            sync();
+            r.wait();
+            gate();
+            l.lock().unwrap().push("ahead got its turn");
+            detach();
+        });
+        behind.join().unwrap();
+        ahead.join().unwrap();
+        assert_eq!(
+            *log.lock().unwrap(),
+            vec!["behind passed 5 us", "ahead got its turn"]
+        );
+    }
+
+    #[test]
+    fn diverging_beyond_the_quantum_fails_the_run() {
+        let vt = VirtualTime::new(2, 1_000);
+        let failed = Arc::new(std::sync::Mutex::new(None));
+        let f = failed.clone();
+        vt.set_on_failure(move |m| *f.lock().unwrap() = Some(m));
+        // vCPU 1 is runnable at clock 0 (attached on this thread, never advancing); vCPU 0
+        // comes back from a stint far beyond quantum + the longest stint.
+        attach_other(&vt, 1);
+        let v = vt.clone();
+        let h = std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&v, 0, 0);
+            burn(MAX_STINT_NS + 10_000);
+            // pace would park forever waiting for vCPU 1: run it with vCPU 1 leaving.
+            let v2 = v.clone();
+            let leaver = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                v2.slots[1].state.store(OUT, Ordering::SeqCst);
+                v2.poke();
+            });
+            pace();
+            leaver.join().unwrap();
+            detach();
+        });
+        h.join().unwrap();
+        let msg = failed.lock().unwrap().clone().expect("the run failed");
+        assert!(msg.contains("diverged"), "{msg}");
+        assert_eq!(vt.failure(), Some(msg.as_str()));
+    }
+
+    fn attach_other(vt: &Arc<VirtualTime>, i: usize) {
+        vt.slots[i].state.store(RUN, Ordering::SeqCst);
+    }
+}
