@@ -486,6 +486,9 @@ fn unpack_data(r: Box<dyn Read + '_>, root: &Path) -> Result<u64> {
                     .context("a hard link without a target")?
                     .into_owned();
                 let target = member_path(&target)?.context("a hard link to the root")?;
+                if skipped(&target) {
+                    continue; // its file was left out, so is the link
+                }
                 let p = tree.clear(&rel)?;
                 let src = root.join(&target);
                 match fs::symlink_metadata(&src) {
