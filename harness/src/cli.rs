@@ -226,7 +226,7 @@ pub struct GuestBuildArgs {
     pub mirror: Vec<String>,
     /// Also try snapshot.debian.org, after the mirrors: at TIMESTAMP (e.g. 20261204T000000Z),
     /// or without one at the time the lock was resolved.
-    #[arg(long, value_name = "TIMESTAMP", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "TIMESTAMP", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub snapshot: Option<String>,
     /// Record the image's SHA-256 beside the lock (images.json), for this lock and inputs.
     #[arg(long)]
