@@ -143,26 +143,59 @@ both exist); -o also draws the measured curves with the projected ones dashed."
 
 #[derive(Subcommand, Debug)]
 pub enum GuestCommand {
-    /// Build (or check the cached) guest image of a Linux workload.
+    /// Build (or check the cached) guest image of a Linux workload from its package lock.
     #[command(
-        long_about = "Builds the kernel and initramfs of a Linux workload from Debian's \
-ppc64el packages: `mmdebstrap --variant=extract` unpacks linux-image-powerpc64le, \
-busybox-static, make, gcc, binutils and libc6-dev (and their dependencies) into \
-target/guest-cache/debian-ppc64el/ without running anything of them or touching the host's apt; \
-the initramfs (that tree without docs, modules and sanitizer runtimes, workloads/linux/init.sh \
-as /init, the generated project under /proj) goes to target/guest-cache/<workload>/u<U>-s<S>/ \
-with a manifest.json (packages and versions, kernel and image SHA-256). A cached image is \
-checked against its manifest and reused; --force rebuilds it. Prints the kernel, initramfs and \
-manifest paths. Needs mmdebstrap (apt-get install mmdebstrap) the first time. `sweep --workload \
-linux-make` builds the image it needs by itself."
+        long_about = "Builds the kernel and initramfs of a Linux workload from exactly the Debian \
+ppc64el packages its committed lock names (workloads/linux/packages.lock for linux-make, \
+workloads/kernel/packages.lock for kernel-make): each file is fetched by its pool path from the \
+mirrors (--mirror, in order; default the host's apt source), checked against the lock's SHA-256, \
+kept in target/guest-cache/debs/ and unpacked by the harness itself (no apt, dpkg or mmdebstrap); \
+nothing is resolved at build time. The initramfs (that tree without docs, modules and sanitizer \
+runtimes, workloads/linux/init.sh as /init, the generated project under /proj) goes to \
+target/guest-cache/<workload>/u<U>-s<S>/ with the kernel and a manifest.json (packages and \
+versions, the lock's SHA-256, kernel and image SHA-256). The image's SHA-256 is checked against \
+the one recorded beside the lock (images.json; --record writes it). A cached image is checked \
+against its manifest and the lock and reused; --force rebuilds it. Ends with the line `image \
+PATH sha256 HEX`. `sweep --workload linux-make` builds the image it needs by itself."
     )]
     Build(GuestBuildArgs),
+
+    /// Re-resolve a workload's packages and rewrite its lock, printing what changed.
+    #[command(
+        long_about = "Resolves the workload's packages again from a Debian suite, given by its \
+codename (default bookworm; never an alias such as stable), with the host's apt in a private \
+directory (the host's apt is untouched; the archive's signatures are checked with the host's \
+keyring), takes each file's pool path, size and SHA-256 from the signed index, checks that the \
+mirror serves every file, and rewrites workloads/…/packages.lock. Prints every change \
+(package: old → new). A lock update changes the guest: commit it deliberately, and re-record the \
+image SHA-256s (guest build --record). Needs apt-get (Debian/Ubuntu); building needs none."
+    )]
+    Lock(GuestLockArgs),
+
+    /// Write a built image, its kernel, manifest and lock into one file (a tar).
+    #[command(
+        long_about = "Writes the image of a workload and size (building it first when it is not \
+cached) with its kernel, manifest and the lock it was built from into one tar file, so that a \
+host without a mirror (a many-core box, a Slurm node, CI) can run the same bytes after `lockscale \
+guest import FILE`."
+    )]
+    Export(GuestExportArgs),
+
+    /// Check an exported image and install it into the guest cache.
+    #[command(
+        long_about = "Checks a file written by `guest export`: every member's size and SHA-256 \
+against its header, the manifest against the files, the lock against this checkout's lock, the \
+image's inputs (/init, the project) against this checkout's, and the image against the SHA-256 \
+recorded beside the lock. Only then installs it into target/guest-cache/<workload>/u<U>-s<S>/, \
+where `sweep` finds it without reaching a mirror. A corrupt, truncated or foreign file is \
+refused (exit 2) and the cache is left as it was."
+    )]
+    Import(GuestImportArgs),
 }
 
+/// Which image of a workload: the preset of a sweep mode or explicit sizes.
 #[derive(Args, Debug)]
-pub struct GuestBuildArgs {
-    /// The workload (linux-make or kernel-make).
-    pub workload: Workload,
+pub struct ImageSizeArgs {
     /// The size of `sweep --quick`.
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
@@ -175,10 +208,61 @@ pub struct GuestBuildArgs {
     /// Functions per file (overrides the preset).
     #[arg(long)]
     pub size: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct GuestBuildArgs {
+    /// The workload (linux-make or kernel-make).
+    pub workload: Workload,
+    #[command(flatten)]
+    pub image: ImageSizeArgs,
     /// Rebuild the image even when the cached one checks out (kernel-make: and configure its
     /// kernel tree again, in a guest on ppc64emu, 10–20 minutes).
     #[arg(long)]
     pub force: bool,
+    /// A Debian mirror's base URL (e.g. http://deb.debian.org/debian) to fetch the locked
+    /// files from; repeat to give fallbacks, tried in order (default: the host's apt source).
+    #[arg(long, value_name = "URL")]
+    pub mirror: Vec<String>,
+    /// Also try snapshot.debian.org, after the mirrors: at TIMESTAMP (e.g. 20261204T000000Z),
+    /// or without one at the time the lock was resolved.
+    #[arg(long, value_name = "TIMESTAMP", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub snapshot: Option<String>,
+    /// Record the image's SHA-256 beside the lock (images.json), for this lock and inputs.
+    #[arg(long)]
+    pub record: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct GuestLockArgs {
+    /// The workload (linux-make or kernel-make).
+    pub workload: Workload,
+    /// The Debian suite's codename (bookworm, trixie, …; not stable/testing).
+    #[arg(long, default_value = crate::lock::DEFAULT_SUITE)]
+    pub suite: String,
+    /// The mirror to resolve from (default: the host's apt source).
+    #[arg(long, value_name = "URL")]
+    pub mirror: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct GuestExportArgs {
+    /// The workload (linux-make or kernel-make).
+    pub workload: Workload,
+    #[command(flatten)]
+    pub image: ImageSizeArgs,
+    /// The file to write (a tar).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Mirrors to build from when the image is not cached (as `guest build --mirror`).
+    #[arg(long, value_name = "URL")]
+    pub mirror: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct GuestImportArgs {
+    /// A file written by `lockscale guest export`.
+    pub file: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -236,8 +236,14 @@ fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
             size.units,
             size.size,
             false,
+            &guest::Sources::default(),
             &mut configure_on_ours(repo, g.no_build),
         )?;
+        if let guest::RecordCheck::NotRecorded(why) = guest::check_record(repo, &img.manifest)? {
+            eprintln!(
+                "lockscale: note: {why} (the image's SHA-256 is not checked against a record)"
+            );
+        }
         let kernel = g.kernel.unwrap_or_else(|| img.kernel.clone());
         if !kernel.is_file() {
             bail!("kernel {} not found (pass --kernel PATH)", kernel.display());
@@ -1284,42 +1290,51 @@ fn check_guest_size(workload: Workload, overridden: bool, g: sizes::GuestSize) -
     Ok(())
 }
 
+/// The units and size of `guest build`/`export`'s image.
+fn image_size(workload: Workload, a: &crate::cli::ImageSizeArgs) -> Result<(u32, u32)> {
+    if !workload.is_linux() {
+        bail!("{workload} is bundled (workloads/mkbench/mkbench.elf): there is no image to build");
+    }
+    let mode = if a.quick {
+        Mode::Quick
+    } else if a.full {
+        Mode::Full
+    } else {
+        Mode::Default
+    };
+    let p = sizes::preset(workload, mode, host::logical_cores());
+    let (units, size) = (
+        a.units.unwrap_or(p.guest.units),
+        a.size.unwrap_or(p.guest.size),
+    );
+    check_guest_size(
+        workload,
+        a.units.is_some() || a.size.is_some(),
+        sizes::GuestSize {
+            units,
+            size,
+            seed: p.guest.seed,
+        },
+    )?;
+    Ok((units, size))
+}
+
 pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
     match c {
         GuestCommand::Build(a) => {
-            if !a.workload.is_linux() {
-                bail!(
-                    "{} is bundled (workloads/mkbench/mkbench.elf): there is no image to build",
-                    a.workload
-                );
-            }
-            let mode = if a.quick {
-                Mode::Quick
-            } else if a.full {
-                Mode::Full
-            } else {
-                Mode::Default
+            let (units, size) = image_size(a.workload, &a.image)?;
+            let started = std::time::Instant::now();
+            let sources = guest::Sources {
+                mirrors: a.mirror.clone(),
+                snapshot: a.snapshot.clone(),
             };
-            let p = sizes::preset(a.workload, mode, host::logical_cores());
-            let (units, size) = (
-                a.units.unwrap_or(p.guest.units),
-                a.size.unwrap_or(p.guest.size),
-            );
-            check_guest_size(
-                a.workload,
-                a.units.is_some() || a.size.is_some(),
-                sizes::GuestSize {
-                    units,
-                    size,
-                    seed: p.guest.seed,
-                },
-            )?;
             let img = guest::ensure_image(
                 repo,
                 a.workload,
                 units,
                 size,
                 a.force,
+                &sources,
                 &mut configure_on_ours(repo, false),
             )?;
             let m = &img.manifest;
@@ -1335,12 +1350,135 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 _ => format!("{} files × {} functions", m.units, m.size),
             };
             eprintln!(
-                "lockscale: {} image, {what}, {} packages from Debian {}, {} MB",
+                "lockscale: {} image, {what}, {} packages from Debian {} (lock {}), {} MB, {:.1} s",
                 m.workload,
                 m.packages.len(),
                 m.suite,
-                m.initrd_bytes / 1_000_000
+                &m.lock_sha256[..m.lock_sha256.len().min(12)],
+                m.initrd_bytes / 1_000_000,
+                started.elapsed().as_secs_f64()
             );
+            let check = if a.record {
+                guest::ImageRecords::load(repo, a.workload)?.check(m)
+            } else {
+                guest::check_record(repo, m)?
+            };
+            match check {
+                guest::RecordCheck::Matches => eprintln!(
+                    "lockscale: the image is the one recorded in {}",
+                    guest::images_path(repo, a.workload).display()
+                ),
+                guest::RecordCheck::NotRecorded(why) if !a.record => eprintln!(
+                    "lockscale: note: {why} ({}); `lockscale guest build {} --record` writes it",
+                    guest::images_path(repo, a.workload).display(),
+                    a.workload
+                ),
+                _ => {
+                    let path = guest::ImageRecords::record(repo, m)?;
+                    eprintln!(
+                        "lockscale: recorded the image's SHA-256 in {}",
+                        path.display()
+                    );
+                }
+            }
+            println!("image {} sha256 {}", img.initrd.display(), m.initrd_sha256);
+            Ok(0)
+        }
+        GuestCommand::Lock(a) => {
+            if !a.workload.is_linux() {
+                bail!("{} is bundled: it has no package lock", a.workload);
+            }
+            let mirror = a
+                .mirror
+                .clone()
+                .or_else(guest::host_debian_mirror)
+                .unwrap_or_else(|| guest::FALLBACK_MIRROR.into());
+            let new = crate::lock::resolve(a.workload, &a.suite, &mirror)?;
+            let path = crate::lock::lock_path(repo, a.workload);
+            let old = match std::fs::read_to_string(&path) {
+                Ok(text) => match crate::lock::Lock::parse(&text, a.workload, "the old lock") {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        eprintln!("lockscale: the old lock does not read ({e:#}); replacing it");
+                        None
+                    }
+                },
+                Err(_) => None,
+            };
+            match &old {
+                Some(o) if o.same_packages(&new) => {
+                    println!(
+                        "{}: unchanged ({} packages from {}); the file is kept as it was",
+                        path.display(),
+                        new.packages.len(),
+                        new.suite
+                    );
+                    return Ok(0);
+                }
+                Some(o) => {
+                    let changes = crate::lock::diff(o, &new);
+                    if o.suite != new.suite {
+                        println!("suite: {} → {}", o.suite, new.suite);
+                    }
+                    for c in &changes {
+                        println!("{c}");
+                    }
+                    if changes.is_empty() && o.suite == new.suite {
+                        println!("(same packages; the requested list or the suites changed)");
+                    }
+                }
+                None => {
+                    for p in &new.packages {
+                        println!("{}: added ({})", p.name, p.version);
+                    }
+                }
+            }
+            crate::util::write_atomic(&path, new.to_text().as_bytes())?;
+            eprintln!(
+                "lockscale: wrote {} ({} packages from Debian {}, SHA-256 {}); commit it, then \
+                 build and record the images (`lockscale guest build {} --record`)",
+                path.display(),
+                new.packages.len(),
+                new.suite,
+                crate::util::sha256_hex(new.to_text().as_bytes()),
+                a.workload
+            );
+            Ok(0)
+        }
+        GuestCommand::Export(a) => {
+            let (units, size) = image_size(a.workload, &a.image)?;
+            let sources = guest::Sources {
+                mirrors: a.mirror.clone(),
+                snapshot: None,
+            };
+            let img = guest::ensure_image(
+                repo,
+                a.workload,
+                units,
+                size,
+                false,
+                &sources,
+                &mut configure_on_ours(repo, false),
+            )?;
+            guest::check_record(repo, &img.manifest)?;
+            let out = user_path(&a.output);
+            crate::carry::export(repo, &img, &out)?;
+            println!(
+                "export {} image sha256 {} lock sha256 {}",
+                out.display(),
+                img.manifest.initrd_sha256,
+                img.manifest.lock_sha256
+            );
+            Ok(0)
+        }
+        GuestCommand::Import(a) => {
+            let img = crate::carry::import(repo, &user_path(&a.file))?;
+            let m = &img.manifest;
+            eprintln!(
+                "lockscale: installed the {} image ({} × {}) built from lock {}",
+                m.workload, m.units, m.size, m.lock_sha256
+            );
+            println!("image {} sha256 {}", img.initrd.display(), m.initrd_sha256);
             Ok(0)
         }
     }

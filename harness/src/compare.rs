@@ -67,6 +67,27 @@ pub fn check_comparable(old: &ResultsFile, new: &ResultsFile) -> Result<Vec<Stri
     if a.image_sha256 != b.image_sha256 {
         notes.push("the guest images differ (different image hashes)".into());
     }
+    let lock_of = |w: &crate::model::WorkloadInfo| {
+        w.manifest
+            .as_ref()
+            .map(|m| m.lock_sha256.clone())
+            .filter(|s| !s.is_empty())
+    };
+    match (lock_of(a), lock_of(b)) {
+        (Some(x), Some(y)) if x != y => notes.push(format!(
+            "warning: the guests were built from different package locks (lock SHA-256 {} vs {}): \
+             different guests (compiler, libc, kernel), not only different emulators",
+            &x[..12.min(x.len())],
+            &y[..12.min(y.len())]
+        )),
+        (Some(_), None) | (None, Some(_)) if a.manifest.is_some() || b.manifest.is_some() => notes
+            .push(
+                "warning: one of the guests records no package lock (built before guests were \
+                 locked): they may be different guests"
+                    .into(),
+            ),
+        _ => {}
+    }
     if !crate::host::same_type(&old.host, &new.host) {
         notes.push(format!(
             "different host types: {} vs {}",

@@ -1,42 +1,44 @@
 //! Linux guest images, built from nothing in one command (`lockscale guest build linux-make`,
 //! also run by `sweep` when the image is missing):
 //!
-//! 1. `mmdebstrap --variant=extract` of Debian's ppc64el packages ([`PACKAGES`]) into
-//!    `target/guest-cache/debian-ppc64el/rootfs`: the packages are unpacked, nothing of them
-//!    runs, and the host's apt configuration is not touched (mmdebstrap keeps its own).
+//! 1. The workload's committed lock (lock.rs: workloads/linux/packages.lock, or
+//!    workloads/kernel/packages.lock for kernel-make) names every Debian ppc64el package by
+//!    version, pool path and SHA-256. Exactly those files are fetched from the mirrors
+//!    (fetch.rs; cached in `target/guest-cache/debs/`) and unpacked by the harness itself into
+//!    `target/guest-cache/debian-ppc64el/rootfs`: nothing of them runs, nothing is resolved at
+//!    build time, no apt or dpkg is needed.
 //! 2. An initramfs (newc cpio, written with the `cpio` crate) of that tree without what a
 //!    compile never reads (docs, modules, sanitizer runtimes, LTO), plus workloads/linux/init.sh
 //!    as /init and the workload's project under /proj, in
-//!    `target/guest-cache/<workload>/u<U>-s<S>/initrd.cpio`.
-//! 3. A manifest next to it (packages and versions, kernel and image SHA-256) that every
-//!    results file of a sweep records.
+//!    `target/guest-cache/<workload>/u<U>-s<S>/initrd.cpio`, with the kernel beside it.
+//! 3. A manifest next to it (packages and versions, the lock's SHA-256, kernel and image
+//!    SHA-256) that every results file of a sweep records; the image's SHA-256 is checked
+//!    against the one recorded beside the lock (`images.json`, [`ImageRecords`]).
 //!
 //! kernel-make's tree is configured once, in a guest, before its image is written
 //! ([`ensure_prepared`], prepared.rs): the image holds the configured tree and every run starts
-//! at the timed make.
+//! at the timed make, so its bytes follow from the lock and the configure run's archive.
 //!
 //! Nothing downloaded is committed. Every archive entry has uid 0, mtime 0 (the configured
-//! files: the ranks of their mtimes) and a fixed order, so the same packages, project and
+//! files: the ranks of their mtimes) and a fixed order, so the same lock, project and
 //! configuration give the same image bytes.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel_tree::{self, KernelTree};
+use crate::lock::Lock;
 use crate::prepared::{self, Entry};
 use crate::sizes;
 use crate::util::{now_rfc3339, sha256_file, stored_path, write_atomic};
 use crate::workload::Workload;
 
-/// The Debian suite the packages come from.
-pub const SUITE: &str = "stable";
 /// What the guest needs: the kernel, a shell and its tools, and a C toolchain.
 pub const PACKAGES: &[&str] = &[
     "linux-image-powerpc64le",
@@ -65,7 +67,7 @@ pub const KERNEL_PACKAGES: &[&str] = &[
     "linux-source-6.1",
 ];
 /// The Debian suite of `linux-source-6.1` (the 6.1 long-term kernel of Debian 12), added to
-/// [`SUITE`] for the kernel-make image.
+/// the lock's suite when kernel-make is locked from another one (lock.rs).
 pub const KERNEL_SOURCE_SUITE: &str = "bookworm";
 /// The guest's /init, shared by the Linux workloads.
 pub const INIT_SCRIPT: &str = "workloads/linux/init.sh";
@@ -82,8 +84,14 @@ pub struct PackageVersion {
 pub struct GuestManifest {
     /// `linux-make` or `kernel-make`.
     pub workload: String,
-    /// Debian suite and architecture, e.g. `stable/ppc64el`.
+    /// Debian suite (codename) and architecture of the lock, e.g. `bookworm/ppc64el`.
     pub suite: String,
+    /// The lock the image was built from (workloads/…/packages.lock) and its SHA-256: two
+    /// sweeps with different lock hashes ran different guests.
+    #[serde(default)]
+    pub lock: String,
+    #[serde(default)]
+    pub lock_sha256: String,
     /// Every package unpacked into the root file system (the requested ones and their
     /// dependencies), sorted by name.
     pub packages: Vec<PackageVersion>,
@@ -175,17 +183,9 @@ fn rootfs_dir(repo: &Path, workload: Workload) -> PathBuf {
     package_dir(repo, workload).join("rootfs")
 }
 
-fn packages_list(repo: &Path, workload: Workload) -> PathBuf {
-    package_dir(repo, workload).join("packages.txt")
-}
-
-/// The packages mmdebstrap unpacks for a workload.
-fn packages_of(workload: Workload) -> Vec<&'static str> {
-    let mut v = PACKAGES.to_vec();
-    if workload == Workload::KernelMake {
-        v.extend(KERNEL_PACKAGES);
-    }
-    v
+/// Holds the [`Lock::packages_digest`] the unpacked tree was made from.
+fn rootfs_stamp(repo: &Path, workload: Workload) -> PathBuf {
+    package_dir(repo, workload).join("packages.digest")
 }
 
 /// Where the image of a workload and size lives.
@@ -195,14 +195,16 @@ pub fn image_dir(repo: &Path, workload: Workload, units: u32, size: u32) -> Path
         .join(format!("u{units}-s{size}"))
 }
 
-fn need_tool(name: &str, why: &str) -> Result<PathBuf> {
-    crate::runner::find_in_path(name)
-        .with_context(|| format!("{name} not found: {why} needs it; install it with `apt-get install {name}` (Debian/Ubuntu)"))
+/// Where fetches and imports are staged: beside the cache, never in it, so that a failure
+/// leaves the cache as it was.
+pub fn staging_dir(repo: &Path, what: &str) -> PathBuf {
+    repo.join("target")
+        .join(format!(".lockscale-{what}-{}", std::process::id()))
 }
 
 /// The Debian archive the host's apt already uses (first URI that is not a security archive),
 /// so that the packages come from where this machine's packages come from.
-fn host_debian_mirror() -> Option<String> {
+pub fn host_debian_mirror() -> Option<String> {
     let mut uris = Vec::new();
     if let Ok(dir) = fs::read_dir("/etc/apt/sources.list.d") {
         let mut files: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
@@ -230,83 +232,104 @@ fn host_debian_mirror() -> Option<String> {
             }
         }
     }
-    uris.into_iter().find(|u| !u.contains("-security"))
+    uris.into_iter()
+        .find(|u| !u.contains("-security") && u.contains("debian"))
 }
 
-/// Unpacks the packages into the cache, unless already there. Returns the root directory.
-fn ensure_rootfs(repo: &Path, workload: Workload) -> Result<PathBuf> {
+/// Debian's own redirector, when the host has no Debian source of its own.
+pub const FALLBACK_MIRROR: &str = "http://deb.debian.org/debian";
+/// snapshot.debian.org's base for a timestamp (`--snapshot`).
+pub const SNAPSHOT_BASE: &str = "https://snapshot.debian.org/archive/debian";
+
+/// Where `guest build` fetches locked files from.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    /// `--mirror` URLs in order; none: the host's apt source (or Debian's redirector).
+    pub mirrors: Vec<String>,
+    /// `--snapshot[=TIMESTAMP]`: snapshot.debian.org at TIMESTAMP, or at the lock's own
+    /// (`Some("")`), tried after the mirrors.
+    pub snapshot: Option<String>,
+}
+
+impl Sources {
+    /// The base URLs to try, in order.
+    pub fn urls(&self, lock: &Lock) -> Vec<String> {
+        let mut v = self.mirrors.clone();
+        if v.is_empty() {
+            v.push(host_debian_mirror().unwrap_or_else(|| FALLBACK_MIRROR.into()));
+        }
+        if let Some(t) = &self.snapshot {
+            let t = if t.is_empty() { &lock.snapshot } else { t };
+            v.push(format!("{SNAPSHOT_BASE}/{t}"));
+        }
+        v
+    }
+}
+
+/// The locked packages, fetched (fetch.rs) and unpacked into the cache, unless the tree there
+/// was unpacked from the same packages. Returns the root directory.
+fn ensure_rootfs(
+    repo: &Path,
+    workload: Workload,
+    lock: &Lock,
+    sources: &Sources,
+) -> Result<PathBuf> {
     let root = rootfs_dir(repo, workload);
-    let list = packages_list(repo, workload);
-    let packages = packages_of(workload);
-    if find_kernel(&root).is_ok() && list.is_file() {
+    let stamp = rootfs_stamp(repo, workload);
+    let digest = lock.packages_digest();
+    if find_kernel(&root).is_ok() && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == digest) {
         return Ok(root);
     }
-    need_tool(
-        "mmdebstrap",
-        "building a Linux guest image (it unpacks Debian's ppc64el packages)",
-    )?;
+    let cache = cache_root(repo);
+    let staging = staging_dir(repo, "fetch");
+    let debs =
+        crate::fetch::fetch_locked(lock, workload.name(), &sources.urls(lock), &cache, &staging)?;
     let tmp = root.with_extension("tmp");
     if tmp.exists() {
         fs::remove_dir_all(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
     }
-    fs::create_dir_all(tmp.parent().expect("cache dir")).ok();
-    let list_tmp = list.with_extension("tmp");
-    let mut cmd = Command::new("mmdebstrap");
-    cmd.arg("--variant=extract")
-        .arg("--arch=ppc64el")
-        .arg(format!("--include={}", packages.join(",")))
-        .args(
-            ["doc", "man", "locale", "info"]
-                .map(|d| format!("--dpkgopt=path-exclude=/usr/share/{d}/*")),
-        )
-        // The .deb files mmdebstrap fetched name every package and version (name_version_arch.deb).
-        .arg(format!(
-            "--extract-hook=ls \"$1\"/var/cache/apt/archives/ > '{}'",
-            list_tmp.display()
-        ))
-        .arg(SUITE)
-        .arg(&tmp);
-    let mirror = host_debian_mirror();
-    if workload == Workload::KernelMake {
-        // Both suites, as full source lines (a bare URI would take the suite argument's only).
-        let uri = mirror.unwrap_or_else(|| "http://deb.debian.org/debian".into());
-        for suite in [SUITE, KERNEL_SOURCE_SUITE] {
-            cmd.arg(format!("deb {uri} {suite} main"));
-        }
-    } else if let Some(m) = mirror {
-        cmd.arg(m);
-    }
+    fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     eprintln!(
-        "lockscale: unpacking Debian {SUITE} ppc64el packages ({}) with mmdebstrap…",
-        packages.join(", ")
+        "lockscale: unpacking {} locked Debian {} {} packages…",
+        lock.packages.len(),
+        lock.suite,
+        lock.architecture
     );
-    // mmdebstrap's progress goes to stderr, keeping stdout for results.
-    let status = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(std::io::stderr().as_fd_owned()?))
-        .status()
-        .context("starting mmdebstrap")?;
-    if !status.success() {
-        bail!("mmdebstrap failed ({status}); see its messages above");
+    let mut controls = Vec::new();
+    for (p, deb) in lock.packages.iter().zip(&debs) {
+        match crate::fetch::unpack_deb(deb, p, &tmp) {
+            Ok(c) => controls.push(c),
+            Err(e) => {
+                let _ = fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        }
     }
+    let unmet = crate::fetch::unmet_dependencies(&controls);
+    if !unmet.is_empty() {
+        let _ = fs::remove_dir_all(&tmp);
+        bail!(
+            "the lock {} cannot be installed: {} dependenc{} no locked package meets:\n  {}\n\
+             (edited by hand?) re-resolve it with `lockscale guest lock {workload}`",
+            crate::lock::lock_path(repo, workload).display(),
+            unmet.len(),
+            if unmet.len() == 1 { "y" } else { "ies" },
+            unmet.join("\n  ")
+        );
+    }
+    find_kernel(&tmp).with_context(|| {
+        format!(
+            "the locked packages hold no kernel; the lock {} is not a guest's",
+            crate::lock::lock_path(repo, workload).display()
+        )
+    })?;
+    let _ = fs::remove_file(&stamp);
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("removing {}", root.display()))?;
     }
     fs::rename(&tmp, &root)?;
-    fs::rename(&list_tmp, &list)?;
-    find_kernel(&root)?;
+    write_atomic(&stamp, format!("{digest}\n").as_bytes())?;
     Ok(root)
-}
-
-trait StderrFd {
-    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd>;
-}
-
-impl StderrFd for std::io::Stderr {
-    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd> {
-        use std::os::fd::AsFd;
-        Ok(self.as_fd().try_clone_to_owned()?)
-    }
 }
 
 /// The kernel of the unpacked tree: `boot/vmlinux-<version>`.
@@ -326,23 +349,15 @@ fn find_kernel(root: &Path) -> Result<PathBuf> {
         .with_context(|| format!("no vmlinux-* in {}", boot.display()))
 }
 
-/// Parses the list of fetched `.deb` file names (`name_version_arch.deb`, `:` written `%3a`).
-pub fn parse_package_list(text: &str) -> Vec<PackageVersion> {
-    let mut v: Vec<PackageVersion> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_suffix(".deb"))
-        .filter_map(|stem| {
-            let mut parts = stem.splitn(3, '_');
-            let name = parts.next()?;
-            let version = parts.next()?;
-            Some(PackageVersion {
-                name: name.to_string(),
-                version: version.replace("%3a", ":").replace("%3A", ":"),
-            })
+/// The image's package list, from its lock.
+pub fn packages_of_lock(lock: &Lock) -> Vec<PackageVersion> {
+    lock.packages
+        .iter()
+        .map(|p| PackageVersion {
+            name: p.name.clone(),
+            version: p.version.clone(),
         })
-        .collect();
-    v.sort_by(|a, b| a.name.cmp(&b.name));
-    v
+        .collect()
 }
 
 /// Parts of the unpacked tree that no compile reads: leaving them out keeps the initramfs
@@ -871,8 +886,10 @@ pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> 
 /// configure image (the kernel-make image of `project`, with [`configure_params`]) booted by
 /// `boot`, its console turned into files (prepared.rs) and cached in
 /// `target/guest-cache/kernel-make/prepared/`.
+#[allow(clippy::too_many_arguments)]
 fn ensure_prepared(
     repo: &Path,
+    lock: &Lock,
     root: &Path,
     kernel: &Path,
     project: &mut Project,
@@ -890,7 +907,7 @@ fn ensure_prepared(
         tree.fragment_sha256.as_str(),
         &tree.files.join("\n"),
         &configure_params(),
-        &fs::read_to_string(packages_list(repo, Workload::KernelMake))?,
+        &lock.packages_digest(),
     ] {
         key.extend(crate::util::sha256_hex(part.as_bytes()).into_bytes());
     }
@@ -956,34 +973,181 @@ fn ensure_prepared(
     Ok(info)
 }
 
-/// The image of a workload and size: the cached one when its manifest checks out, else built
-/// (`force` rebuilds, kernel-make's configuration included; the unpacked packages are reused
-/// either way). `boot` runs kernel-make's configure image when its configuration is not cached.
+/// The SHA-256s a workload's images are expected to have, committed beside its lock
+/// (`images.json`): one entry per size, valid for one lock, one set of image inputs (/init,
+/// the project) and, for kernel-make, one configure run's archive.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageRecords {
+    pub format: String,
+    pub images: Vec<ImageRecord>,
+}
+
+/// The format of `images.json`.
+pub const IMAGES_FORMAT: &str = "lockscale.guest-images/1";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageRecord {
+    pub workload: String,
+    pub units: u32,
+    pub size: u32,
+    pub lock_sha256: String,
+    pub inputs_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared_archive_sha256: Option<String>,
+    pub kernel_sha256: String,
+    pub initrd_sha256: String,
+    pub initrd_bytes: u64,
+    /// When it was recorded (UTC, RFC 3339).
+    pub recorded: String,
+}
+
+/// Where a workload's image records live: beside its lock.
+pub fn images_path(repo: &Path, workload: Workload) -> PathBuf {
+    crate::lock::lock_path(repo, workload).with_file_name("images.json")
+}
+
+impl ImageRecords {
+    pub fn load(repo: &Path, workload: Workload) -> Result<ImageRecords> {
+        let path = images_path(repo, workload);
+        let Ok(text) = fs::read_to_string(&path) else {
+            return Ok(ImageRecords {
+                format: IMAGES_FORMAT.into(),
+                images: vec![],
+            });
+        };
+        let r: ImageRecords = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a list of image hashes", path.display()))?;
+        if r.format != IMAGES_FORMAT {
+            bail!(
+                "{}: format {:?}, expected {IMAGES_FORMAT:?}",
+                path.display(),
+                r.format
+            );
+        }
+        Ok(r)
+    }
+
+    fn find(&self, m: &GuestManifest) -> Option<&ImageRecord> {
+        self.images
+            .iter()
+            .find(|r| r.workload == m.workload && r.units == m.units && r.size == m.size)
+    }
+
+    /// Whether an image is the recorded one.
+    pub fn check(&self, m: &GuestManifest) -> RecordCheck {
+        let Some(r) = self.find(m) else {
+            return RecordCheck::NotRecorded("no SHA-256 is recorded for this image yet".into());
+        };
+        let prepared = m.prepared.as_ref().map(|p| p.archive_sha256.clone());
+        if r.lock_sha256 != m.lock_sha256 {
+            return RecordCheck::NotRecorded("the recorded SHA-256 is of another lock".into());
+        }
+        if r.inputs_sha256 != m.inputs_sha256 {
+            return RecordCheck::NotRecorded(
+                "the recorded SHA-256 is of another /init or project".into(),
+            );
+        }
+        if r.prepared_archive_sha256 != prepared {
+            return RecordCheck::NotRecorded(
+                "the recorded SHA-256 is of another configure run".into(),
+            );
+        }
+        if (r.initrd_sha256.as_str(), r.kernel_sha256.as_str())
+            != (m.initrd_sha256.as_str(), m.kernel_sha256.as_str())
+        {
+            return RecordCheck::Differs(r.initrd_sha256.clone());
+        }
+        RecordCheck::Matches
+    }
+
+    /// Records (or replaces) the entry of an image and writes the file.
+    pub fn record(repo: &Path, m: &GuestManifest) -> Result<PathBuf> {
+        let workload = Workload::from_name(&m.workload).context("unknown workload")?;
+        let mut r = ImageRecords::load(repo, workload)?;
+        r.images
+            .retain(|x| !(x.workload == m.workload && x.units == m.units && x.size == m.size));
+        r.images.push(ImageRecord {
+            workload: m.workload.clone(),
+            units: m.units,
+            size: m.size,
+            lock_sha256: m.lock_sha256.clone(),
+            inputs_sha256: m.inputs_sha256.clone(),
+            prepared_archive_sha256: m.prepared.as_ref().map(|p| p.archive_sha256.clone()),
+            kernel_sha256: m.kernel_sha256.clone(),
+            initrd_sha256: m.initrd_sha256.clone(),
+            initrd_bytes: m.initrd_bytes,
+            recorded: now_rfc3339(),
+        });
+        r.images
+            .sort_by_key(|x| (x.workload.clone(), x.units, x.size));
+        let path = images_path(repo, workload);
+        let mut text = serde_json::to_string_pretty(&r)?;
+        text.push('\n');
+        write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// An image against its record.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordCheck {
+    /// The recorded SHA-256, for the same lock and inputs.
+    Matches,
+    /// Nothing recorded for this lock and these inputs (why).
+    NotRecorded(String),
+    /// Same lock and inputs, another image (the recorded SHA-256).
+    Differs(String),
+}
+
+/// The image of a workload and size: the cached one when its manifest checks out and it was
+/// built from the committed lock, else built from the lock's packages, fetched from
+/// `sources` (`force` rebuilds, kernel-make's configuration included; the unpacked packages
+/// are reused either way). `boot` runs kernel-make's configure image when its configuration is
+/// not cached. A cached image that is not the one recorded beside the lock is rebuilt; the
+/// callers check the result against the record ([`check_record`]).
 pub fn ensure_image(
     repo: &Path,
     workload: Workload,
     units: u32,
     size: u32,
     force: bool,
+    sources: &Sources,
     boot: &mut Boot,
 ) -> Result<GuestImage> {
     if workload == Workload::Mkbench {
         bail!("{workload} is not a Linux guest: it needs no image");
     }
+    let (lock, lock_sha) = Lock::load(repo, workload)?;
+    let records = ImageRecords::load(repo, workload)?;
     let dir = image_dir(repo, workload, units, size);
     let inputs = inputs_sha256(repo, workload, units, size)?;
     if !force && let Some(img) = load_checked(repo, &dir)? {
-        if img.manifest.inputs_sha256 == inputs {
+        let check = records.check(&img.manifest);
+        if img.manifest.inputs_sha256 != inputs {
+            eprintln!(
+                "lockscale: {} was built from another /init or project generator; rebuilding",
+                img.initrd.display()
+            );
+        } else if img.manifest.lock_sha256 != lock_sha {
+            eprintln!(
+                "lockscale: {} was built from another package lock than {}; rebuilding",
+                img.initrd.display(),
+                crate::lock::lock_path(repo, workload).display()
+            );
+        } else if let RecordCheck::Differs(want) = &check {
+            eprintln!(
+                "lockscale: {} is not the image recorded in {} (SHA-256 {want}); rebuilding",
+                img.initrd.display(),
+                images_path(repo, workload).display()
+            );
+        } else {
             return Ok(img);
         }
-        eprintln!(
-            "lockscale: {} was built from another /init or project generator; rebuilding",
-            img.initrd.display()
-        );
     }
-    let root = ensure_rootfs(repo, workload)?;
-    let kernel = find_kernel(&root)?;
-    let packages = parse_package_list(&fs::read_to_string(packages_list(repo, workload))?);
+    let root = ensure_rootfs(repo, workload, &lock, sources)?;
+    let built_kernel = find_kernel(&root)?;
     let tree = match workload {
         Workload::KernelMake => Some(kernel_tree::ensure_tree(repo, &root)?),
         _ => None,
@@ -992,8 +1156,9 @@ pub fn ensure_image(
     let prepared = match workload {
         Workload::KernelMake => Some(ensure_prepared(
             repo,
+            &lock,
             &root,
-            &kernel,
+            &built_kernel,
             &mut project,
             units,
             force,
@@ -1003,6 +1168,8 @@ pub fn ensure_image(
     };
     let nodes = collect_entries(repo, &root, &project)?;
     fs::create_dir_all(&dir)?;
+    // Without a manifest, a half-written directory is never taken for an image.
+    let _ = fs::remove_file(dir.join("manifest.json"));
     let ipath = dir.join("initrd.cpio");
     let tmp = dir.join(".initrd.cpio.tmp");
     eprintln!(
@@ -1012,10 +1179,24 @@ pub fn ensure_image(
     );
     let entries = write_cpio(&tmp, &nodes)?;
     fs::rename(&tmp, &ipath)?;
+    // The kernel goes beside the image, so that the image directory is the whole guest
+    // (`guest export` carries it).
+    let kernel = dir.join(built_kernel.file_name().expect("vmlinux-*"));
+    for e in fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+        if e.file_name().to_string_lossy().starts_with("vmlinux-") {
+            fs::remove_file(e.path())?;
+        }
+    }
+    if fs::hard_link(&built_kernel, &kernel).is_err() {
+        fs::copy(&built_kernel, &kernel)
+            .with_context(|| format!("copying the kernel to {}", kernel.display()))?;
+    }
     let manifest = GuestManifest {
         workload: workload.name().into(),
-        suite: format!("{SUITE}/ppc64el"),
-        packages,
+        suite: format!("{}/{}", lock.suite, lock.architecture),
+        lock: stored_path(repo, &crate::lock::lock_path(repo, workload)),
+        lock_sha256: lock_sha,
+        packages: packages_of_lock(&lock),
         kernel: stored_path(repo, &kernel),
         kernel_sha256: sha256_file(&kernel)?,
         initrd: stored_path(repo, &ipath),
@@ -1028,9 +1209,7 @@ pub fn ensure_image(
         inputs_sha256: inputs,
         prepared,
     };
-    let mut text = serde_json::to_string_pretty(&manifest)?;
-    text.push('\n');
-    write_atomic(&dir.join("manifest.json"), text.as_bytes())?;
+    write_manifest(&dir, &manifest)?;
     Ok(GuestImage {
         kernel,
         initrd: ipath,
@@ -1038,29 +1217,44 @@ pub fn ensure_image(
     })
 }
 
+/// Checks an image against the SHA-256 recorded beside its lock: an error when the record is
+/// for the same lock and inputs but names another image; else what the record says.
+pub fn check_record(repo: &Path, m: &GuestManifest) -> Result<RecordCheck> {
+    let workload = Workload::from_name(&m.workload).context("unknown workload")?;
+    let check = ImageRecords::load(repo, workload)?.check(m);
+    if let RecordCheck::Differs(want) = &check {
+        bail!(
+            "the image {} has SHA-256 {}, but {} records {want} for the same lock and inputs: \
+             the image writer changed (then record the new one with `lockscale guest build \
+             {workload} --record` and commit it) or the build is not reproducible",
+            m.initrd,
+            m.initrd_sha256,
+            images_path(repo, workload).display()
+        );
+    }
+    Ok(check)
+}
+
+/// Writes an image's manifest.json.
+pub fn write_manifest(dir: &Path, m: &GuestManifest) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(m)?;
+    text.push('\n');
+    write_atomic(&dir.join("manifest.json"), text.as_bytes())
+}
+
+/// Reads and checks the cached image of a workload and size, if there is one.
+pub fn cached_image(
+    repo: &Path,
+    workload: Workload,
+    units: u32,
+    size: u32,
+) -> Result<Option<GuestImage>> {
+    load_checked(repo, &image_dir(repo, workload, units, size))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn package_list_names_and_versions() {
-        let v = parse_package_list(
-            "make_4.4.1-2_ppc64el.deb\nbusybox-static_1%3a1.37.0-6+b9_ppc64el.deb\nnot-a-deb\n",
-        );
-        assert_eq!(
-            v,
-            vec![
-                PackageVersion {
-                    name: "busybox-static".into(),
-                    version: "1:1.37.0-6+b9".into()
-                },
-                PackageVersion {
-                    name: "make".into(),
-                    version: "4.4.1-2".into()
-                },
-            ]
-        );
-    }
 
     #[test]
     fn exclusions_match_whole_components() {

@@ -15,7 +15,12 @@ use lockscale::workload::Workload;
 /// Copies the image's inputs (/init, the kernel configuration fragment) into the scratch
 /// repository and writes a cached image whose manifest checks out. Returns its initramfs.
 fn fake_image(s: &Scratch, workload: Workload, units: u32, size: u32) -> PathBuf {
-    for f in [guest::INIT_SCRIPT, lockscale::kernel_tree::FRAGMENT] {
+    for f in [
+        guest::INIT_SCRIPT,
+        lockscale::kernel_tree::FRAGMENT,
+        "workloads/linux/packages.lock",
+        "workloads/kernel/packages.lock",
+    ] {
         std::fs::create_dir_all(s.p(f).parent().unwrap()).unwrap();
         std::fs::copy(workspace().join(f), s.p(f)).unwrap();
     }
@@ -27,7 +32,9 @@ fn fake_image(s: &Scratch, workload: Workload, units: u32, size: u32) -> PathBuf
     std::fs::write(&kernel, b"kernel stand-in").unwrap();
     let m = GuestManifest {
         workload: workload.name().into(),
-        suite: "stable/ppc64el".into(),
+        suite: "bookworm/ppc64el".into(),
+        lock: stored_path(s.path(), &lockscale::lock::lock_path(s.path(), workload)),
+        lock_sha256: sha256_file(&lockscale::lock::lock_path(s.path(), workload)).unwrap(),
         packages: vec![],
         kernel: stored_path(s.path(), &kernel),
         kernel_sha256: sha256_file(&kernel).unwrap(),

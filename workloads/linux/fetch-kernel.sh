@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Fetches Debian's ppc64el kernel (the linux-image-powerpc64le package of Debian stable) into
-# target/guest-cache/linux/ and prints the path of its vmlinux. Nothing is committed: the
-# kernel is Debian's binary and is downloaded at set-up time.
+# Fetches Debian's ppc64el kernel (the linux-image-powerpc64le package of Debian bookworm, the
+# suite of the Linux workloads' lock; SUITE=… for another codename) into target/guest-cache/linux/
+# and prints the path of its vmlinux. Nothing is committed: the kernel is Debian's binary and is
+# downloaded at set-up time. This one is resolved, not locked: the Linux workloads' locked kernel
+# lies beside their image after `lockscale guest build linux-make --quick`
+# (target/guest-cache/linux-make/u2-s2/vmlinux-*).
 # Needs: mmdebstrap (Debian package). Uses the Debian archive this machine's apt uses.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${DEST:-$top/target/guest-cache/linux}
-suite=${SUITE:-stable}
+suite=${SUITE:-bookworm}
 mirror=$({ sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null; awk '/^deb /{print $2}' /etc/apt/sources.list 2>/dev/null; } | tr ' ' '\n' | grep -v -- "-security" | head -1 || true)
 [ -n "$mirror" ] || { echo "fetch-kernel: no Debian archive configured for apt" >&2; exit 1; }
 if ! ls "$dest"/boot/vmlinux-* >/dev/null 2>&1; then
