@@ -565,16 +565,6 @@ fn discard() {
     });
 }
 
-/// Moves the calling vCPU's clock to at least `t`; returns how far it moved (virtual wait).
-#[cfg(test)]
-fn advance_to(t: u64) -> u64 {
-    with_current(|cur| {
-        let prev = cur.vt.slots[cur.i].clock.fetch_max(t, Ordering::SeqCst);
-        t.saturating_sub(prev)
-    })
-    .unwrap_or(0)
-}
-
 /// Runs `f`, which blocks the thread (a contended lock, a condition variable), with the
 /// calling vCPU out of the runnable set; its CPU time is discarded.
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
