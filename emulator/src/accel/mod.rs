@@ -463,6 +463,9 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
     /// Stops every vCPU loop (power-off, os-term, timeout); the caller holds the BQL.
     pub fn request_shutdown(&self, _bql: &StatGuard<'_, D>) {
         self.shutdown.store(true, Ordering::SeqCst);
+        if let Some(vt) = &self.vtime {
+            vt.stop();
+        }
         for i in 0..self.vcpus.len() {
             self.kick(i);
         }

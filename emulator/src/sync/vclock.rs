@@ -182,6 +182,8 @@ pub struct VirtualTime {
     park_lock: Mutex<()>,
     failure: OnceLock<String>,
     on_failure: OnceLock<Box<dyn Fn(String) + Send + Sync>>,
+    /// The machine is shutting down: nobody parks any more.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl VirtualTime {
@@ -212,6 +214,7 @@ impl VirtualTime {
             park_lock: Mutex::new(()),
             failure: OnceLock::new(),
             on_failure: OnceLock::new(),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -382,6 +385,9 @@ impl VirtualTime {
         s.parks.fetch_add(1, Ordering::Relaxed);
         self.update_threshold();
         while let Err(deficit) = self.pace_ok(i) {
+            if self.stopping.load(Ordering::SeqCst) {
+                break;
+            }
             let sleep = Duration::from_nanos(deficit).clamp(MIN_PARK, PARK_RECHECK);
             s.cv.wait_for(&mut g, sleep);
         }
@@ -395,6 +401,16 @@ impl VirtualTime {
             .min_by_key(|s| s.clock.load(Ordering::SeqCst))
         {
             next.cv.notify_one();
+        }
+    }
+
+    /// The machine stops (power-off, timeout, a failure): parked vCPUs leave at once, so
+    /// that every vCPU thread can see the shutdown.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let _g = self.park_lock.lock();
+        for s in self.slots.iter() {
+            s.cv.notify_all();
         }
     }
 
