@@ -162,7 +162,7 @@ impl<T> StatMutex<T> {
             }
         };
         let v_since = if virtual_time {
-            vclock::acquired(&self.vt, self.rule(), site)
+            vclock::hold_start(&self.vt, self.rule())
         } else {
             vclock::HoldStart::default()
         };

@@ -19,7 +19,7 @@
 //!   The other locks (CPU locks, TLB locks, work queues, the timer list, the exclusive-
 //!   section lock) are held for well under a microsecond, mostly by their own vCPU: their
 //!   holds are measured but no wait is charged ([`Rule::Untimed`]). Charging a wait when
-//!   the acquirer's clock fell inside the last hold ([`Rule::Interval`]) was tried: clocks
+//!   the acquirer's clock fell inside the last hold (an "interval" rule) was tried: clocks
 //!   that differ by up to a quantum plus unserved queue waits made it fire on holds that
 //!   never overlapped, and the waits fed back through the BQL's holds without bound.
 //! - **Hand-offs.** A kick, interrupt or queued work stamps the target with the sender's clock;
@@ -50,16 +50,12 @@ pub enum Rule {
     Fifo,
     /// Holds are measured, no wait is charged (see the module doc).
     Untimed,
-    /// Wait only when the acquirer's clock falls within the last holder's hold.
-    Interval,
 }
 
-/// The virtual-time state of a lock: the last holder's hold (Interval); the queue of
-/// holds not yet served (Fifo). Virtual ns.
+/// The virtual-time state of a lock: the queue of holds not yet served (Fifo), in
+/// virtual ns.
 #[derive(Default)]
 pub struct LockTime {
-    acquired_at: AtomicU64,
-    free_at: AtomicU64,
     /// Fifo: the arrival clock of the current holder (`u64::MAX`, or 0 before first use,
     /// when free): arrivals up to it may still be recorded.
     holder_since: AtomicU64,
@@ -662,38 +658,6 @@ pub fn pace() {
     discard();
 }
 
-/// After acquiring a lock at `site`: returns where the hold starts, for [`released`]. An
-/// Interval lock charges a wait when the acquirer's clock falls inside the last hold; a
-/// Fifo lock's wait comes when its queue is served. Either reaches the clock at the next
-/// return from guest code ([`pace`]): a wait added inside another lock's hold would
-/// lengthen that hold, and that lock's next acquirer would inherit it.
-pub fn acquired(t: &LockTime, rule: Rule, site: Site) -> HoldStart {
-    let Some(start) = with_current(|cur| {
-        let s = &cur.vt.slots[cur.i];
-        HoldStart {
-            clock: s.clock.load(Ordering::SeqCst),
-            applied: s.applied.load(Ordering::SeqCst),
-        }
-    }) else {
-        return HoldStart::default();
-    };
-    match rule {
-        Rule::Fifo => t.holder_since.store(start.clock, Ordering::SeqCst),
-        Rule::Interval => {
-            let c = start.clock;
-            let (from, free) = (
-                t.acquired_at.swap(c, Ordering::SeqCst),
-                t.free_at.load(Ordering::SeqCst),
-            );
-            if c >= from && c < free {
-                with_current(|cur| defer_wait(&cur.vt.slots[cur.i], site, free - c));
-            }
-        }
-        Rule::Untimed => {}
-    }
-    start
-}
-
 /// Adds a wait at `site` to the slot's pending waits.
 fn defer_wait(s: &Slot, site: Site, ns: u64) {
     s.resolved.fetch_add(ns, Ordering::SeqCst);
@@ -701,7 +665,11 @@ fn defer_wait(s: &Slot, site: Site, ns: u64) {
     s.has_pending.store(true, Ordering::SeqCst);
 }
 
-/// The start of a hold of `t` that resumes after a condition-variable wait.
+/// Where a hold of `t` starts (after acquiring it, or after a condition-variable wait
+/// gave it back): what the guard keeps for [`released`]. A Fifo lock's wait comes when
+/// its queue is served and reaches the clock at the next return from guest code
+/// ([`pace`]): a wait added inside another lock's hold would lengthen that hold, and that
+/// lock's next acquirer would inherit it.
 pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
     let start = with_current(|cur| {
         let s = &cur.vt.slots[cur.i];
@@ -724,10 +692,6 @@ pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
 pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
     let Some(c) = sync() else { return 0 };
     match rule {
-        Rule::Interval => {
-            t.free_at.fetch_max(c, Ordering::SeqCst);
-            c.saturating_sub(since.clock)
-        }
         Rule::Untimed => c.saturating_sub(since.clock),
         Rule::Fifo => {
             let (vt, i) = with_current(|cur| (cur.vt.clone(), cur.i)).expect("synced");
@@ -895,7 +859,7 @@ mod tests {
         on_vcpu(&vt, 1, move || {
             burn(11_000);
             sync();
-            let since = acquired(&l, Rule::Fifo, Site::BqlHcall);
+            let since = hold_start(&l, Rule::Fifo);
             burn(1_000);
             released(&l, Rule::Fifo, since, Site::BqlHcall)
         })
@@ -906,7 +870,7 @@ mod tests {
         on_vcpu(&vt, 0, move || {
             burn(10_000);
             sync();
-            let since = acquired(&l, Rule::Fifo, Site::BqlHcall);
+            let since = hold_start(&l, Rule::Fifo);
             burn(2_000);
             released(&l, Rule::Fifo, since, Site::BqlHcall)
         })
@@ -950,55 +914,13 @@ mod tests {
         on_vcpu(&vt, 1, move || {
             burn(7_000);
             sync();
-            let since = acquired(&l, Rule::Fifo, Site::BqlHcall);
+            let since = hold_start(&l, Rule::Fifo);
             burn(1_000);
             released(&l, Rule::Fifo, since, Site::BqlHcall);
         })
         .join()
         .unwrap();
         assert_eq!(lock.fifo.lock().arrivals.len(), 1, "served too early");
-    }
-
-    #[test]
-    fn the_interval_rule_waits_only_inside_the_last_hold() {
-        let vt = VirtualTime::new(2, 1_000_000_000);
-        let lock = Arc::new(LockTime::default());
-        let l = lock.clone();
-        on_vcpu(&vt, 0, move || {
-            burn(10_000);
-            sync();
-            let since = acquired(&l, Rule::Interval, Site::WorkQueue);
-            burn(2_000);
-            released(&l, Rule::Interval, since, Site::WorkQueue);
-        })
-        .join()
-        .unwrap();
-        // Before the hold began: on its own core it would have had the lock first.
-        let l = lock.clone();
-        let v = vt.clone();
-        let before = on_vcpu(&vt, 1, move || {
-            burn(3_000);
-            sync();
-            acquired(&l, Rule::Interval, Site::WorkQueue);
-            v.slots[1].pending[Site::WorkQueue as usize].load(Ordering::SeqCst)
-        });
-        assert_eq!(before.join().unwrap(), 0);
-        // Inside the hold [10 µs, 12 µs): waits for its end (a fresh vCPU 1 at 11 µs).
-        lock.acquired_at.store(10_000, Ordering::SeqCst);
-        lock.free_at.store(12_000, Ordering::SeqCst);
-        let l = lock.clone();
-        let fresh = VirtualTime::new(2, 1_000_000_000);
-        let v = fresh.clone();
-        let inside = on_vcpu(&fresh, 1, move || {
-            burn(11_000);
-            sync();
-            acquired(&l, Rule::Interval, Site::WorkQueue);
-            // The wait reaches the clock at the next return from guest code.
-            let pending = v.slots[1].pending[Site::WorkQueue as usize].load(Ordering::SeqCst);
-            pace();
-            (pending, stamp().unwrap())
-        });
-        assert_eq!(inside.join().unwrap(), (1_000, 12_000));
     }
 
     #[test]
