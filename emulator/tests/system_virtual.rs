@@ -1,6 +1,7 @@
 //! Virtual host time on the bundled guest (`--clock virtual`, emulator/src/sync/vclock.rs):
 //! the same results as host time and the lock invariants of docs/locking.md in the virtual
-//! runs. The closed form at small N: tests/system_closed_form.rs.
+//! runs. The closed form is a benchmark, not a test (its speedups are timings):
+//! scripts/virtual-validate closed.
 
 mod common;
 
