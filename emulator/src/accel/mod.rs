@@ -185,13 +185,28 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
     }
 
     /// ORs interrupt bits into vCPU `i` and kicks it (`ppc_set_irq`): the caller holds the BQL.
-    pub fn set_irq(&self, i: usize, bits: u32, _bql: &StatGuard<'_, D>) {
+    pub fn set_irq(&self, i: usize, bits: u32, bql: &StatGuard<'_, D>) {
+        self.set_irq_at(i, bits, None, bql);
+    }
+
+    /// As [`Accel::set_irq`], and on virtual time the target wakes no earlier than `at` (a
+    /// timer's deadline; the I/O thread has no clock of its own). The stamp is set under
+    /// the lock the target sleeps with, as a kick's is: a vCPU about to sleep drops stamps
+    /// sent before it checked for work.
+    pub fn set_irq_at(&self, i: usize, bits: u32, at: Option<u64>, _bql: &StatGuard<'_, D>) {
         let v = &self.vcpus[i];
+        let stamp = || {
+            if let (Some(vt), Some(at)) = (&self.vtime, at) {
+                vt.stamp_wake(i, at);
+            }
+        };
         if S::BQL_OUTSIDE_GUEST {
+            stamp();
             v.interrupt_request.fetch_or(bits, Ordering::SeqCst);
             self.kick(i);
         } else {
             let _g = v.lock.lock(Site::CpuLockSetIrq);
+            stamp();
             v.interrupt_request.fetch_or(bits, Ordering::SeqCst);
             self.signal(v);
         }

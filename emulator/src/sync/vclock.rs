@@ -147,9 +147,20 @@ impl Slot {
     fn pace_clock(&self) -> Option<u64> {
         match self.state.load(Ordering::SeqCst) {
             st if st < OUT => Some(self.clock.load(Ordering::SeqCst)),
-            IDLE => Some(self.deadline.load(Ordering::SeqCst)).filter(|&d| d != u64::MAX),
+            IDLE => self
+                .woken_at()
+                .or(Some(self.deadline.load(Ordering::SeqCst)).filter(|&d| d != u64::MAX)),
             _ => None,
         }
+    }
+
+    /// An idle vCPU that has been sent a wake-up its thread has not taken yet: where it
+    /// stands once it runs. Until then it is runnable, not idle: without this, the moment
+    /// between a wake-up and its thread running looks like "everybody idle", and the
+    /// machine's time would jump to the farthest timer (docs/locking.md).
+    fn woken_at(&self) -> Option<u64> {
+        let w = self.wake_at.load(Ordering::SeqCst);
+        (w != 0).then(|| w.max(self.clock.load(Ordering::SeqCst)))
     }
 
     /// The clock now: for a running vCPU, the published clock plus the CPU time its thread
@@ -268,9 +279,36 @@ impl VirtualTime {
     pub fn min_busy(&self) -> Option<u64> {
         self.slots
             .iter()
-            .filter(|s| s.state.load(Ordering::SeqCst) != IDLE)
-            .map(|s| s.clock.load(Ordering::SeqCst))
+            .filter_map(|s| match s.state.load(Ordering::SeqCst) {
+                IDLE => s.woken_at(),
+                _ => Some(s.clock.load(Ordering::SeqCst)),
+            })
             .min()
+    }
+
+    /// Every vCPU's clock state, one line each: what a divergence or a stall report shows.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            let state = match s.state.load(Ordering::SeqCst) {
+                RUN => "run",
+                PACE => "parked",
+                OUT => "blocked",
+                _ => "idle",
+            };
+            let opt = |v: u64, none: u64| {
+                if v == none { "-".to_string() } else { v.to_string() }
+            };
+            out += &format!(
+                "  vCPU {i}: {state} clock {} ns, wake stamp {}, timer {}, waits served {} applied {}\n",
+                s.clock.load(Ordering::SeqCst),
+                opt(s.wake_at.load(Ordering::SeqCst), 0),
+                opt(s.deadline.load(Ordering::SeqCst), u64::MAX),
+                s.resolved.load(Ordering::SeqCst),
+                s.applied.load(Ordering::SeqCst),
+            );
+        }
+        out
     }
 
     /// The latest clock of any vCPU (what the machine's time has reached).
@@ -586,6 +624,12 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     };
     sync();
     let state = if IDLE_NEXT.replace(false) { IDLE } else { OUT };
+    if state == IDLE {
+        // Wake-ups sent before now were received running (the sender held the lock this
+        // vCPU sleeps with, so it checked their effect before deciding to sleep): a stale
+        // stamp would make it count as woken.
+        vt.slots[i].wake_at.store(0, Ordering::SeqCst);
+    }
     vt.slots[i].state.store(state, Ordering::SeqCst);
     vt.poke();
     let r = f();
@@ -649,8 +693,9 @@ pub fn pace() {
         {
             vt.fail(format!(
                 "virtual clocks diverged: vCPU {i} is {ahead} ns ahead of the slowest runnable \
-                 vCPU (quantum {} ns)",
-                vt.quantum_ns
+                 vCPU (quantum {} ns)\n{}",
+                vt.quantum_ns,
+                vt.describe()
             ));
         }
     }

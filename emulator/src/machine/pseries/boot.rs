@@ -276,10 +276,7 @@ pub fn run_with<S: Strategy>(
                     let b = accel.bql(Site::BqlIoThread);
                     for (i, deadline) in expired {
                         // On virtual time the vCPU wakes at its deadline.
-                        if let Some(vt) = &accel.vtime {
-                            vt.stamp_wake(i, deadline);
-                        }
-                        accel.set_irq(i, irq::DEC, &b);
+                        accel.set_irq_at(i, irq::DEC, Some(deadline), &b);
                     }
                 }
                 accel.stats.absorb_thread();
@@ -302,6 +299,10 @@ pub fn run_with<S: Strategy>(
     };
     if timed_out {
         shared.end.finish(MachineExit::Timeout);
+        // A virtual run that times out may have stalled on its clocks: show them.
+        if let Some(vt) = &vtime {
+            eprintln!("ppc64emu: timed out; virtual clocks:\n{}", vt.describe());
+        }
     }
     accel.request_shutdown(&accel.bql(Site::BqlMain));
     let vcpus: Vec<(PseriesVcpu, crate::sync::LockStats)> = vcpu_threads
