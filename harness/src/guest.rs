@@ -882,11 +882,17 @@ pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> 
     Ok(crate::util::sha256_hex(&all))
 }
 
-/// The configured kernel tree's files: the cached configuration when its key matches, else a
-/// configure image (the kernel-make image of `project`, with [`configure_params`]) booted by
-/// `boot`, its console turned into files (prepared.rs) and cached in
-/// `target/guest-cache/kernel-make/prepared/`.
-#[allow(clippy::too_many_arguments)]
+/// The configured kernel tree's files: the committed configuration
+/// (`workloads/kernel/prepared.cpio.gz` and `prepared.json`, [`prepared_paths`]) when its key
+/// matches, else a configure image (the kernel-make image of `project`, with
+/// [`configure_params`]) booted by `boot`, its console turned into files (prepared.rs) and
+/// written there, to be committed.
+///
+/// Why committed rather than cached: two configure runs write the same files with the same
+/// contents, but the parallel make finishes them in another order, and their mtime ranks —
+/// which make reads, so they are part of the image — differ. The archive is the configure
+/// step's lock: with it, the image's bytes follow from what the repository holds, and a fresh
+/// machine skips the 10–20 minutes of configuring. `--force` rebuilds the image, not this.
 fn ensure_prepared(
     repo: &Path,
     lock: &Lock,
@@ -894,7 +900,6 @@ fn ensure_prepared(
     kernel: &Path,
     project: &mut Project,
     units: u32,
-    force: bool,
     boot: &mut Boot,
 ) -> Result<PreparedInfo> {
     let dir = cache_root(repo)
@@ -912,17 +917,32 @@ fn ensure_prepared(
         key.extend(crate::util::sha256_hex(part.as_bytes()).into_bytes());
     }
     let key = crate::util::sha256_hex(&key);
-    let (archive_path, info_path) = (dir.join("prepared.cpio.gz"), dir.join("prepared.json"));
-    if !force
-        && let Ok(text) = fs::read(&info_path)
-        && let Ok(info) = serde_json::from_slice::<PreparedInfo>(&text)
-        && info.key == key
-        && archive_path.is_file()
-        && sha256_file(&archive_path)? == info.archive_sha256
-    {
-        project.prepared = prepared::unpack(&fs::read(&archive_path)?)
-            .with_context(|| format!("reading {}", archive_path.display()))?;
-        return Ok(info);
+    let (archive_path, info_path) = prepared_paths(repo);
+    if let Ok(text) = fs::read(&info_path) {
+        let info = serde_json::from_slice::<PreparedInfo>(&text)
+            .with_context(|| format!("{} is not a configuration record", info_path.display()))?;
+        if info.key == key {
+            let sha = sha256_file(&archive_path)
+                .with_context(|| format!("reading {}", archive_path.display()))?;
+            if sha != info.archive_sha256 {
+                bail!(
+                    "{} has SHA-256 {sha}, but {} records {}: restore it from the repository \
+                     (git checkout -- {}), or delete both files to configure the tree again",
+                    archive_path.display(),
+                    info_path.display(),
+                    info.archive_sha256,
+                    archive_path.display()
+                );
+            }
+            project.prepared = prepared::unpack(&fs::read(&archive_path)?)
+                .with_context(|| format!("reading {}", archive_path.display()))?;
+            return Ok(info);
+        }
+        eprintln!(
+            "lockscale: {} is for another kernel tree, fragment or package lock: configuring \
+             the tree again (10–20 min)",
+            info_path.display()
+        );
     }
     fs::create_dir_all(&dir)?;
     let mut nodes = collect_entries(repo, root, project)?;
@@ -963,14 +983,27 @@ fn ensure_prepared(
         when: now_rfc3339(),
     };
     write_atomic(&archive_path, &archive)?;
-    write_atomic(&info_path, serde_json::to_string_pretty(&info)?.as_bytes())?;
+    let mut text = serde_json::to_string_pretty(&info)?;
+    text.push('\n');
+    write_atomic(&info_path, text.as_bytes())?;
     eprintln!(
-        "lockscale: the kernel tree is configured ({} entries, {:.0} s of guest time); cached in {}",
+        "lockscale: the kernel tree is configured ({} entries, {:.0} s of guest time) and written \
+         to {} and {}: commit them with the lock, so that other machines build the same image",
         info.entries,
         info.guest_s,
-        dir.display()
+        archive_path.display(),
+        info_path.display()
     );
     Ok(info)
+}
+
+/// Where the kernel-make tree's committed configuration lives: beside the workload's lock.
+pub fn prepared_paths(repo: &Path) -> (PathBuf, PathBuf) {
+    let lock = crate::lock::lock_path(repo, Workload::KernelMake);
+    (
+        lock.with_file_name("prepared.cpio.gz"),
+        lock.with_file_name("prepared.json"),
+    )
 }
 
 /// The SHA-256s a workload's images are expected to have, committed beside its lock
@@ -1161,7 +1194,6 @@ pub fn ensure_image(
             &built_kernel,
             &mut project,
             units,
-            force,
             boot,
         )?),
         _ => None,

@@ -21,9 +21,10 @@ pub enum TimerClock {
     Virtual(std::sync::Arc<VirtualTime>),
 }
 
-/// On virtual time the I/O thread cannot sleep until a deadline (the clocks are not wall
-/// time): it looks again this often while a timer is armed.
-const VIRTUAL_POLL: Duration = Duration::from_micros(100);
+/// On virtual time the I/O thread sleeps until the vCPUs report an event that may let a
+/// timer expire (`VirtualTime::wait_timer_event`); it looks again after this long anyway, a
+/// safety net that costs nothing measurable.
+const VIRTUAL_RECHECK: Duration = Duration::from_millis(10);
 
 struct State {
     deadlines: Vec<Option<u64>>,
@@ -75,6 +76,9 @@ impl Timers {
     pub fn stop(&self) {
         self.state.lock(Site::TimerList).stopped = true;
         self.changed.notify_all();
+        if let TimerClock::Virtual(vt) = &self.clock {
+            vt.timer_event();
+        }
     }
 
     /// The machine's time for the timers; `next` is the earliest armed deadline.
@@ -90,32 +94,22 @@ impl Timers {
     /// deadlines (disarmed), or `None` once stopped. `max_sleep` bounds each sleep so the
     /// caller can poll other work.
     pub fn wait_expired(&self, max_sleep: Duration) -> Option<Vec<(usize, u64)>> {
+        if let TimerClock::Virtual(vt) = &self.clock {
+            return self.wait_expired_virtual(vt, max_sleep);
+        }
         let mut s = self.state.lock(Site::TimerList);
         loop {
             if s.stopped {
                 return None;
             }
-            let next = s.deadlines.iter().flatten().min().copied();
-            let now = self.now(next);
-            let expired: Vec<(usize, u64)> = s
-                .deadlines
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| d.filter(|&d| d <= now).map(|d| (i, d)))
-                .collect();
+            let expired = self.take_expired(&mut s);
             if !expired.is_empty() {
-                for &(i, _) in &expired {
-                    s.deadlines[i] = None;
-                    if let TimerClock::Virtual(vt) = &self.clock {
-                        vt.set_deadline(i, None);
-                    }
-                }
                 return Some(expired);
             }
-            let sleep = match (&self.clock, next) {
-                (_, None) => max_sleep,
-                (TimerClock::Host(_), Some(d)) => Duration::from_nanos(d - now).min(max_sleep),
-                (TimerClock::Virtual(_), Some(_)) => VIRTUAL_POLL.min(max_sleep),
+            let next = s.deadlines.iter().flatten().min().copied();
+            let sleep = match next {
+                None => max_sleep,
+                Some(d) => Duration::from_nanos(d.saturating_sub(self.now(next))).min(max_sleep),
             };
             if s.wait_for(&self.changed, Site::CondIdle, sleep)
                 && next.is_none_or(|d| d > self.now(Some(d)))
@@ -123,6 +117,46 @@ impl Timers {
                 return Some(Vec::new());
             }
         }
+    }
+
+    /// Disarms and returns the timers due at the machine's time now, with their deadlines.
+    fn take_expired(&self, s: &mut State) -> Vec<(usize, u64)> {
+        let now = self.now(s.deadlines.iter().flatten().min().copied());
+        let expired: Vec<(usize, u64)> = s
+            .deadlines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.filter(|&d| d <= now).map(|d| (i, d)))
+            .collect();
+        for &(i, _) in &expired {
+            s.deadlines[i] = None;
+            if let TimerClock::Virtual(vt) = &self.clock {
+                vt.set_deadline(i, None);
+            }
+        }
+        expired
+    }
+
+    /// [`Timers::wait_expired`] on virtual time: the list is looked at after every event the
+    /// vCPUs report, and the sleep between holds no lock.
+    fn wait_expired_virtual(
+        &self,
+        vt: &VirtualTime,
+        max_sleep: Duration,
+    ) -> Option<Vec<(usize, u64)>> {
+        let seen = vt.timer_events();
+        {
+            let mut s = self.state.lock(Site::TimerList);
+            if s.stopped {
+                return None;
+            }
+            let expired = self.take_expired(&mut s);
+            if !expired.is_empty() {
+                return Some(expired);
+            }
+        }
+        vt.wait_timer_event(seen, VIRTUAL_RECHECK.min(max_sleep));
+        Some(Vec::new())
     }
 }
 
