@@ -201,6 +201,14 @@ pub struct VirtualTime {
     /// deadline armed); the I/O thread sleeps only while it is unchanged.
     timer_events: Mutex<u64>,
     timer_cv: Condvar,
+    /// A lower bound of the slowest runnable clock ([`VirtualTime::min_runnable`]): a vCPU
+    /// within a quantum of it cannot be a quantum ahead, so [`pace`] reads this one word
+    /// instead of every vCPU's slot — whose lines, written at every sync by their owners,
+    /// would cross the host's cores at every return from guest code. Raised by a rescan,
+    /// lowered by a vCPU that becomes runnable; both under `hint_lock`, so that a rescan
+    /// cannot raise it past a vCPU that joined meanwhile.
+    min_hint: AtomicU64,
+    hint_lock: Mutex<()>,
 }
 
 impl VirtualTime {
@@ -235,6 +243,8 @@ impl VirtualTime {
             timer_threshold: AtomicU64::new(u64::MAX),
             timer_events: Mutex::new(0),
             timer_cv: Condvar::new(),
+            min_hint: AtomicU64::new(0),
+            hint_lock: Mutex::new(()),
         })
     }
 
@@ -280,12 +290,33 @@ impl VirtualTime {
             .min()
     }
 
+    /// A vCPU becomes runnable (or counts as runnable) at the clock `f` sets up and returns:
+    /// the hint may not stay above it.
+    fn join(&self, f: impl FnOnce() -> u64) {
+        let _g = self.hint_lock.lock();
+        let c = f();
+        self.min_hint.fetch_min(c, Ordering::SeqCst);
+    }
+
+    /// The slowest runnable clock, read from every slot; the hint is raised to it.
+    fn rescan(&self) -> Option<(u64, usize)> {
+        let _g = self.hint_lock.lock();
+        let m = self.min_runnable();
+        self.min_hint
+            .store(m.map_or(u64::MAX, |(c, _)| c), Ordering::SeqCst);
+        m
+    }
+
     /// Arms (`Some`) or clears vCPU `i`'s timer deadline (the I/O thread's timer list).
     pub fn set_deadline(&self, i: usize, at: Option<u64>) {
         let mut events = self.timer_events.lock();
-        self.slots[i]
-            .deadline
-            .store(at.unwrap_or(u64::MAX), Ordering::SeqCst);
+        // An idle vCPU's armed timer counts as runnable from its deadline.
+        self.join(|| {
+            self.slots[i]
+                .deadline
+                .store(at.unwrap_or(u64::MAX), Ordering::SeqCst);
+            at.unwrap_or(u64::MAX)
+        });
         let earliest = self
             .slots
             .iter()
@@ -386,7 +417,11 @@ impl VirtualTime {
 
     /// Stamps a hand-off to vCPU `i` sent at `at` (a kick, an interrupt, work, a timer).
     pub fn stamp_wake(&self, i: usize, at: u64) {
-        self.slots[i].wake_at.fetch_max(at, Ordering::SeqCst);
+        // An idle vCPU sent a wake-up counts as runnable from the stamp.
+        self.join(|| {
+            self.slots[i].wake_at.fetch_max(at, Ordering::SeqCst);
+            at
+        });
     }
 
     /// The runnable vCPUs other than `i` whose clock is below `bound(j)`, judged by the
@@ -582,11 +617,14 @@ pub fn active() -> bool {
 /// Makes the calling thread vCPU `i` of `vt`, runnable from clock `start` on.
 pub fn attach(vt: &Arc<VirtualTime>, i: usize, start: u64) {
     let s = &vt.slots[i];
-    s.clock.fetch_max(start, Ordering::SeqCst);
     s.last_cpu.store(thread_cpu_ns(), Ordering::SeqCst);
     s.cpu_clock.store(own_cpu_clock(), Ordering::SeqCst);
     IDLE_NEXT.set(false);
-    s.state.store(RUN, Ordering::SeqCst);
+    vt.join(|| {
+        let c = s.clock.fetch_max(start, Ordering::SeqCst).max(start);
+        s.state.store(RUN, Ordering::SeqCst);
+        c
+    });
     CURRENT.with(|c| *c.borrow_mut() = Some(Current { vt: vt.clone(), i }));
     ACTIVE.set(true);
 }
@@ -705,7 +743,10 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         vt.timer_event();
     }
     let r = f();
-    vt.slots[i].state.store(RUN, Ordering::SeqCst);
+    vt.join(|| {
+        vt.slots[i].state.store(RUN, Ordering::SeqCst);
+        vt.slots[i].clock.load(Ordering::SeqCst)
+    });
     discard();
     if state == IDLE {
         wake();
@@ -754,9 +795,14 @@ pub fn pace() {
     };
     let applied = vt.slots[i].applied.load(Ordering::SeqCst);
     let Some(c) = sync_with(true) else { return };
+    if c.saturating_sub(vt.min_hint.load(Ordering::SeqCst)) <= vt.quantum_ns {
+        // Within a quantum of a lower bound of the slowest: not ahead (the common case).
+        discard();
+        return;
+    }
     // Lock waits added now may put it ahead legitimately (it waited in a queue).
     let jump = vt.slots[i].applied.load(Ordering::SeqCst) - applied;
-    if let Some((m, _)) = vt.min_runnable() {
+    if let Some((m, _)) = vt.rescan() {
         let ahead = c.saturating_sub(m);
         if ahead
             > vt.quantum_ns
@@ -1137,6 +1183,47 @@ mod tests {
             order[resumed].1
         );
         assert!(vt.failure().is_none());
+    }
+
+    #[test]
+    fn a_vcpu_back_from_a_blocked_wait_holds_the_others_to_its_clock_at_once() {
+        let vt = VirtualTime::new(2, 10_000);
+        let (unblock, blocked) = std::sync::mpsc::channel::<()>();
+        let (back_tx, back) = std::sync::mpsc::channel::<()>();
+        let v = vt.clone();
+        // vCPU 0: at 5 µs, blocked (out of the runnable set) until told, then runs slowly.
+        let slow = std::thread::spawn(move || {
+            manual_cpu_clock();
+            attach(&v, 0, 0);
+            burn(5_000);
+            blocking(|| blocked.recv().unwrap());
+            back_tx.send(()).unwrap();
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(5));
+                burn(2_000);
+                sync();
+            }
+            detach();
+        });
+        let v = vt.clone();
+        let fast = on_vcpu(&vt, 1, move || {
+            // Alone among the runnable ones: 12 µs is not ahead of anybody.
+            burn(12_000);
+            pace();
+            unblock.send(()).unwrap();
+            back.recv().unwrap();
+            // 16 µs against vCPU 0 back at 5 µs: 11 µs ahead, more than the quantum: it
+            // parks until vCPU 0 is within half a quantum (11 µs).
+            burn(4_000);
+            pace();
+            v.clock(0)
+        });
+        let resumed_at = fast.join().unwrap();
+        slow.join().unwrap();
+        assert!(
+            resumed_at >= 11_000,
+            "resumed with vCPU 0 at {resumed_at} ns"
+        );
     }
 
     #[test]
