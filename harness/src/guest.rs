@@ -917,32 +917,9 @@ fn ensure_prepared(
         key.extend(crate::util::sha256_hex(part.as_bytes()).into_bytes());
     }
     let key = crate::util::sha256_hex(&key);
-    let (archive_path, info_path) = prepared_paths(repo);
-    if let Ok(text) = fs::read(&info_path) {
-        let info = serde_json::from_slice::<PreparedInfo>(&text)
-            .with_context(|| format!("{} is not a configuration record", info_path.display()))?;
-        if info.key == key {
-            let sha = sha256_file(&archive_path)
-                .with_context(|| format!("reading {}", archive_path.display()))?;
-            if sha != info.archive_sha256 {
-                bail!(
-                    "{} has SHA-256 {sha}, but {} records {}: restore it from the repository \
-                     (git checkout -- {}), or delete both files to configure the tree again",
-                    archive_path.display(),
-                    info_path.display(),
-                    info.archive_sha256,
-                    archive_path.display()
-                );
-            }
-            project.prepared = prepared::unpack(&fs::read(&archive_path)?)
-                .with_context(|| format!("reading {}", archive_path.display()))?;
-            return Ok(info);
-        }
-        eprintln!(
-            "lockscale: {} is for another kernel tree, fragment or package lock: configuring \
-             the tree again (10–20 min)",
-            info_path.display()
-        );
+    if let Some((info, files)) = committed_configuration(repo, &key)? {
+        project.prepared = files;
+        return Ok(info);
     }
     fs::create_dir_all(&dir)?;
     let mut nodes = collect_entries(repo, root, project)?;
@@ -995,6 +972,45 @@ fn ensure_prepared(
         info_path.display()
     );
     Ok(info)
+}
+
+/// The committed configuration and its files when its key is `key`; `None` when there is
+/// none or it is for another key (another tree, fragment or lock: configure again). A
+/// committed archive whose SHA-256 is not the recorded one is an error: it was damaged, and
+/// configuring again would silently replace the repository's configuration.
+pub fn committed_configuration(
+    repo: &Path,
+    key: &str,
+) -> Result<Option<(PreparedInfo, BTreeMap<String, Entry>)>> {
+    let (archive_path, info_path) = prepared_paths(repo);
+    let Ok(text) = fs::read(&info_path) else {
+        return Ok(None);
+    };
+    let info = serde_json::from_slice::<PreparedInfo>(&text)
+        .with_context(|| format!("{} is not a configuration record", info_path.display()))?;
+    if info.key != key {
+        eprintln!(
+            "lockscale: {} is for another kernel tree, fragment or package lock: configuring \
+             the tree again (10–20 min)",
+            info_path.display()
+        );
+        return Ok(None);
+    }
+    let sha = sha256_file(&archive_path)
+        .with_context(|| format!("reading {}", archive_path.display()))?;
+    if sha != info.archive_sha256 {
+        bail!(
+            "{} has SHA-256 {sha}, but {} records {}: restore it from the repository \
+             (git checkout -- {}), or delete both files to configure the tree again",
+            archive_path.display(),
+            info_path.display(),
+            info.archive_sha256,
+            archive_path.display()
+        );
+    }
+    let files = prepared::unpack(&fs::read(&archive_path)?)
+        .with_context(|| format!("reading {}", archive_path.display()))?;
+    Ok(Some((info, files)))
 }
 
 /// Where the kernel-make tree's committed configuration lives: beside the workload's lock.
@@ -1287,6 +1303,42 @@ pub fn cached_image(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_committed_configuration_is_used_for_its_key_only_and_refused_when_damaged() {
+        let repo = tempfile::tempdir().unwrap();
+        let repo = repo.path();
+        assert!(committed_configuration(repo, "k1").unwrap().is_none());
+        let (archive_path, info_path) = prepared_paths(repo);
+        fs::create_dir_all(archive_path.parent().unwrap()).unwrap();
+        let archive = prepared::test_archive(&[
+            ("proj/.config", 0o100644, b"CONFIG_SMP=y\n"),
+            (
+                prepared::TIMES,
+                0o100644,
+                b"1796000005.7000000000 proj/.config\n",
+            ),
+        ]);
+        fs::write(&archive_path, &archive).unwrap();
+        let info = PreparedInfo {
+            key: "k1".into(),
+            archive_sha256: crate::util::sha256_hex(&archive),
+            entries: 1,
+            emulator: "ppc64emu".into(),
+            guest_s: 1.0,
+            when: "2026-12-04T00:00:00Z".into(),
+        };
+        fs::write(&info_path, serde_json::to_vec(&info).unwrap()).unwrap();
+        let (got, files) = committed_configuration(repo, "k1").unwrap().unwrap();
+        assert_eq!(got, info);
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["proj/.config"]);
+        // Another tree, fragment or lock: configure again.
+        assert!(committed_configuration(repo, "k2").unwrap().is_none());
+        // A damaged archive is not silently replaced.
+        fs::write(&archive_path, &archive[..archive.len() - 1]).unwrap();
+        let e = committed_configuration(repo, "k1").unwrap_err().to_string();
+        assert!(e.contains("restore it from the repository"), "{e}");
+    }
 
     #[test]
     fn exclusions_match_whole_components() {

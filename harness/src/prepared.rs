@@ -165,28 +165,31 @@ pub fn unpack(archive: &[u8]) -> Result<BTreeMap<String, Entry>> {
     Ok(out)
 }
 
+/// Tests: a gzip'd newc archive of (name, mode, data), as the guest's cpio and gzip write it.
+#[cfg(test)]
+pub(crate) fn test_archive(members: &[(&str, u32, &[u8])]) -> Vec<u8> {
+    use std::io::Write;
+    let mut w = Vec::new();
+    for (i, (name, mode, data)) in members.iter().enumerate() {
+        let mut e = cpio::newc::Builder::new(name)
+            .ino(i as u32 + 1)
+            .mode(*mode)
+            .mtime(1_796_000_000)
+            .write(w, data.len() as u32);
+        e.write_all(data).unwrap();
+        w = e.finish().unwrap();
+    }
+    let cpio = cpio::newc::trailer(w).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&cpio).unwrap();
+    gz.finish().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
-    /// A gzip'd newc archive of (name, mode, data), as the guest's cpio and gzip write it.
-    fn archive(members: &[(&str, u32, &[u8])]) -> Vec<u8> {
-        let mut w = Vec::new();
-        for (i, (name, mode, data)) in members.iter().enumerate() {
-            let mut e = cpio::newc::Builder::new(name)
-                .ino(i as u32 + 1)
-                .mode(*mode)
-                .mtime(1_796_000_000)
-                .write(w, data.len() as u32);
-            e.write_all(data).unwrap();
-            w = e.finish().unwrap();
-        }
-        let cpio = cpio::newc::trailer(w).unwrap();
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&cpio).unwrap();
-        gz.finish().unwrap()
-    }
+    use super::test_archive as archive;
 
     fn hex_lines(bytes: &[u8]) -> Vec<String> {
         bytes

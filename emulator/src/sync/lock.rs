@@ -183,7 +183,7 @@ impl<T> StatGuard<'_, T> {
     /// Sleeps on `cv` (releasing the lock meanwhile), counting the sleep at `sleep_site`.
     /// The hold time excludes the sleep; the reacquisition is counted at the guard's site.
     /// On virtual time the sleeper is out of the runnable set meanwhile; what wakes it moves
-    /// its clock (`vclock::wake`), not the lock.
+    /// its clock (`vclock::blocking`), not the lock.
     pub fn wait(&mut self, cv: &Condvar, sleep_site: Site) {
         self.end_hold();
         order::released(self.class);

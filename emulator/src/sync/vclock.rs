@@ -23,7 +23,7 @@
 //!   that differ by up to a quantum plus unserved queue waits made it fire on holds that
 //!   never overlapped, and the waits fed back through the BQL's holds without bound.
 //! - **Hand-offs.** A kick, interrupt or queued work stamps the target with the sender's clock;
-//!   a vCPU that was idle (halted, stopped) wakes at that stamp ([`wake`]). A running target
+//!   a vCPU that was idle (halted, stopped) wakes at that stamp ([`blocking`]). A running target
 //!   is not moved: it keeps executing until it reaches the item, as it would on its own core.
 //! - **Quantum.** No vCPU runs more than `quantum` ahead of the slowest runnable one; a vCPU
 //!   that gets ahead parks at its next return from guest code ([`pace`]) until it is within
@@ -744,37 +744,40 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
     let r = f();
     vt.join(|| {
-        vt.slots[i].state.store(RUN, Ordering::SeqCst);
-        vt.slots[i].clock.load(Ordering::SeqCst)
+        let s = &vt.slots[i];
+        if state == IDLE {
+            // Jump to the stamp before counting as runnable: in between, a vCPU idle since
+            // long ago would count at its old clock, and a vCPU seconds ahead would take
+            // that for a divergence (Linux at N = 28 met it while bringing up its last
+            // CPUs). Until then the stamp keeps it counted at the same clock (`woken_at`).
+            jump_to_stamp(s);
+        }
+        s.state.store(RUN, Ordering::SeqCst);
+        if state == IDLE {
+            s.wake_at.store(0, Ordering::SeqCst);
+        }
+        s.clock.load(Ordering::SeqCst)
     });
     discard();
-    if state == IDLE {
-        wake();
-    }
     r
+}
+
+/// Moves an idle slot's clock to its wake stamp (it was idle until then); returns the jump.
+fn jump_to_stamp(s: &Slot) -> u64 {
+    let at = s.wake_at.load(Ordering::SeqCst);
+    let prev = s.clock.fetch_max(at, Ordering::SeqCst);
+    let jump = at.saturating_sub(prev);
+    s.idle_ns.fetch_add(jump, Ordering::Relaxed);
+    jump
 }
 
 /// The calling vCPU's next blocking wait is idle (halted or stopped): until it wakes, the
 /// machine's time does not wait for it, and it wakes at the stamp of what woke it
-/// ([`wake`]).
+/// ([`blocking`]).
 pub fn idle() {
     if active() {
         IDLE_NEXT.set(true);
     }
-}
-
-/// The calling vCPU wakes from an idle wait: its clock jumps to the latest stamp of what
-/// woke it (it was idle until then).
-pub fn wake() -> u64 {
-    with_current(|cur| {
-        let s = &cur.vt.slots[cur.i];
-        let at = s.wake_at.swap(0, Ordering::SeqCst);
-        let prev = s.clock.fetch_max(at, Ordering::SeqCst);
-        let jump = at.saturating_sub(prev);
-        s.idle_ns.fetch_add(jump, Ordering::Relaxed);
-        jump
-    })
-    .unwrap_or(0)
 }
 
 /// Stamps a hand-off to vCPU `i` with the calling vCPU's clock.
@@ -999,20 +1002,16 @@ mod tests {
         let vt2 = vt.clone();
         let h = on_vcpu(&vt, 1, move || {
             burn(100);
-            sync();
-            // Woken by a hand-off sent at 40 µs (an IPI, a timer).
-            vt2.stamp_wake(1, 40_000);
-            let jumped = wake();
-            (jumped, stamp().unwrap())
+            // Halted; woken by a hand-off sent at 40 µs (an IPI, a timer).
+            idle();
+            blocking(|| vt2.stamp_wake(1, 40_000));
+            let first = (vt2.idle_ns(1), stamp().unwrap());
+            // A stamp in its past does not move it back.
+            idle();
+            blocking(|| vt2.stamp_wake(1, 10));
+            (first, (vt2.idle_ns(1), stamp().unwrap()))
         });
-        assert_eq!(h.join().unwrap(), (39_900, 40_000));
-        // A stamp in its past does not move it back.
-        let vt3 = vt.clone();
-        let h = on_vcpu(&vt, 1, move || {
-            vt3.stamp_wake(1, 10);
-            (wake(), stamp().unwrap())
-        });
-        assert_eq!(h.join().unwrap(), (0, 40_000));
+        assert_eq!(h.join().unwrap(), ((39_900, 40_000), (39_900, 40_000)));
     }
 
     #[test]
@@ -1224,6 +1223,65 @@ mod tests {
             resumed_at >= 11_000,
             "resumed with vCPU 0 at {resumed_at} ns"
         );
+    }
+
+    /// The closed form of item 4a with exact costs: `n` vCPUs share `rounds` rounds, each
+    /// `c` ns of compute and then `s` ns under the BQL (a real `StatMutex`, real threads,
+    /// CPU time advanced by hand). Returns the virtual elapsed time: the latest clock, with
+    /// the queue waits served for it.
+    fn closed_form_run(n: usize, rounds: usize, c: u64, s: u64) -> u64 {
+        use crate::sync::{Class, StatMutex};
+        let vt = VirtualTime::new(n, 20_000);
+        let bql = Arc::new(StatMutex::new((), Class::Bql));
+        // Every vCPU is runnable from 0 before any starts (as the machine's start-cpu hands
+        // each its sender's clock): an arrival is never recorded behind the queue.
+        let start = Arc::new(Barrier::new(n));
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (vt, bql, start) = (vt.clone(), bql.clone(), start.clone());
+                std::thread::spawn(move || {
+                    manual_cpu_clock();
+                    attach(&vt, i, 0);
+                    start.wait();
+                    for _ in 0..rounds / n {
+                        burn(c);
+                        pace();
+                        let _g = bql.lock(Site::BqlHcall);
+                        burn(s);
+                    }
+                    pace();
+                    detach();
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        (0..n)
+            .map(|i| {
+                let slot = &vt.slots[i];
+                let unapplied =
+                    slot.resolved.load(Ordering::SeqCst) - slot.applied.load(Ordering::SeqCst);
+                vt.clock(i) + unapplied
+            })
+            .max()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_bql_queue_follows_the_closed_form_min_n_c_plus_s_over_s() {
+        // (C + S) / S = 4: the speedup grows with N up to 4 and stays there.
+        let (c, s, rounds) = (3_000, 1_000, 240);
+        let one = closed_form_run(1, rounds, c, s);
+        assert_eq!(one, rounds as u64 * (c + s));
+        for n in [2, 3, 4, 6, 8] {
+            let speedup = one as f64 / closed_form_run(n, rounds, c, s) as f64;
+            let form = (n as f64).min((c + s) as f64 / s as f64);
+            assert!(
+                (speedup / form - 1.0).abs() < 0.10,
+                "N = {n}: speedup {speedup:.2}, closed form {form:.2}"
+            );
+        }
     }
 
     #[test]
