@@ -959,6 +959,7 @@ fn ensure_prepared(
         guest_s: out.guest_s,
         when: now_rfc3339(),
     };
+    let (archive_path, info_path) = prepared_paths(repo);
     write_atomic(&archive_path, &archive)?;
     let mut text = serde_json::to_string_pretty(&info)?;
     text.push('\n');
