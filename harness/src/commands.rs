@@ -13,11 +13,12 @@ use crate::cli::*;
 use crate::model::*;
 use crate::plan::{parse_share, points};
 use crate::plot::LineKind;
-use crate::runner::{self, EmulatorCmd, GuestSpec, RunRequest, find_in_path};
+use crate::runner::{self, EmulatorCmd, GuestSpec, RunRequest};
 use crate::sizes::{self, Mode};
 use crate::sweep::{self, Sweep};
+use crate::util::find_in_path;
 use crate::util::{file_stamp, now_rfc3339, parse_cpu_list, sha256_file, unix_now};
-use crate::workload::{Workload, check_file};
+use crate::workload::Workload;
 use crate::{compare, guest, host, merge, reference, report};
 
 /// Exit code of a sweep that finished with failed runs.
@@ -929,7 +930,7 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
 fn load_checked(p: &Path, workload: Option<Workload>) -> Result<ResultsFile> {
     let path = user_path(p);
     let f = load_results(&path)?;
-    check_file(workload, &f, &path)?;
+    f.check_workload(workload, &path)?;
     Ok(f)
 }
 
@@ -1394,6 +1395,7 @@ pub fn guest(repo: &Path, c: &GuestCommand) -> Result<i32> {
                 .or_else(guest::host_debian_mirror)
                 .unwrap_or_else(|| guest::FALLBACK_MIRROR.into());
             let new = crate::lock::resolve(a.workload, &a.suite, &mirror)?;
+            crate::fetch::require_served(&new, &a.suite, &mirror)?;
             let path = crate::lock::lock_path(repo, a.workload);
             let old = match std::fs::read_to_string(&path) {
                 Ok(text) => match crate::lock::Lock::parse(&text, a.workload, "the old lock") {

@@ -297,7 +297,11 @@ impl VirtualTime {
                 _ => "idle",
             };
             let opt = |v: u64, none: u64| {
-                if v == none { "-".to_string() } else { v.to_string() }
+                if v == none {
+                    "-".to_string()
+                } else {
+                    v.to_string()
+                }
             };
             out += &format!(
                 "  vCPU {i}: {state} clock {} ns, wake stamp {}, timer {}, waits served {} applied {}\n",
