@@ -62,7 +62,7 @@ pub struct BootOutput {
     pub emulator: String,
 }
 
-/// Boots a configure image to its power-off. The caller provides it (commands.rs runs ours),
+/// Boots a configure image to its power-off. The caller provides it (commands/sweep_guest.rs runs ours),
 /// so that building images needs no emulator of its own.
 pub type Boot<'a> = dyn FnMut(&BootRequest) -> Result<BootOutput> + 'a;
 
