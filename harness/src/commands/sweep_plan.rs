@@ -136,8 +136,11 @@ pub(super) fn print_plan(r: &Resolved) {
     }
 }
 
+/// `--peer NAME=COMMAND`s, in order.
+type Peers = Vec<(String, String)>;
+
 /// `--variants` (all of ours by default; `none` for peers only) and `--peer NAME=COMMAND`.
-fn variants_and_peers(a: &SweepArgs) -> Result<(Vec<String>, Vec<(String, String)>)> {
+fn variants_and_peers(a: &SweepArgs) -> Result<(Vec<String>, Peers)> {
     let mut variants = a
         .plan_args
         .variants
