@@ -4,7 +4,7 @@
 //! state, interrupts) → `interp` (reference semantics, one function per instruction) and
 //! `jit` (translating tiers) → `engine` (the vCPU and how its code runs) → `softmmu` / `mmu`
 //! (TLB, RAM, hash MMU); `accel` (vCPU threads, kicks, exclusive work) and `sync` (locking
-//! strategies) drive engines for `machine::pseries`, whose runs end in a `report`; `papr`
+//! strategies) drive engines for `machine::pseries`, whose runs end in its `report`; `papr`
 //! holds the hypervisor interface's numbers that several layers use; `user` runs one Linux
 //! program.
 
@@ -17,7 +17,6 @@ pub mod jit;
 pub mod machine;
 pub mod mmu;
 pub mod papr;
-pub mod report;
 pub mod softmmu;
 pub mod sync;
 pub mod user;

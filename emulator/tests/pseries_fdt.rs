@@ -85,11 +85,6 @@ const ABSENT_PROPS: &[(&str, &str, &str)] = &[
         "ibm,spurr",
         "SPURR is not emulated",
     ),
-    (
-        "/vdevice/vty@71000000",
-        "interrupts",
-        "the console is polled (docs/machine.md)",
-    ),
     ("/memory@0", "ibm,associativity", "no NUMA"),
 ];
 
@@ -757,6 +752,16 @@ fn qemu_dumpdtb_spelling_and_initrd() {
         Some("hvterm1")
     );
     assert_eq!(vty.property("reg").unwrap().as_usize(), Some(0x7100_0000));
+    // The vty's interrupt, edge (message-signalled), so that Linux's hvc driver reads on it
+    // instead of polling H_GET_TERM_CHAR.
+    let cells: Vec<usize> = vty
+        .property("interrupts")
+        .expect("the vty advertises its interrupt")
+        .value
+        .chunks(4)
+        .map(|c| u32::from_be_bytes(c.try_into().unwrap()) as usize)
+        .collect();
+    assert_eq!(cells, [0x1100, 0]);
 }
 
 /// `dtc` decodes our blob to the same tree the `fdt` crate reads (where dtc is installed).

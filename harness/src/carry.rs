@@ -13,8 +13,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::guest::{self, GuestManifest, ImageRecords, RecordCheck};
+use crate::guest::{self, ImageRecords, RecordCheck};
 use crate::lock::{self, Lock, RemoveOnDrop};
+use crate::model::GuestManifest;
 use crate::util::{sha256_file, stored_path};
 use crate::workload::Workload;
 

@@ -175,7 +175,7 @@ pub fn write_plot(
     };
     let clock = crate::clock::caption(series);
     let title = match &clock {
-        Some(_) if crate::clock::all_virtual(series) => {
+        Some(_) if crate::plot::all_virtual(series) => {
             format!("{title} ({})", crate::clock::VIRTUAL_LABEL)
         }
         Some(_) if series.iter().any(|s| s.virtual_time) => format!("{title} (mixed clocks)"),

@@ -16,7 +16,7 @@ use anyhow::{Result, bail};
 
 use crate::analysis::median_opt;
 use crate::model::{BuildKind, Clock, ClockKind, ResultsFile, Run, RunStatus};
-use crate::plot::{LineKind, PlotSeries};
+use crate::plot::PlotSeries;
 
 /// How virtual points and sweeps are labelled in plots, charts and reports.
 pub const VIRTUAL_LABEL: &str = "virtual host: one core per vCPU";
@@ -344,22 +344,18 @@ pub fn check_mix(a: &ResultsFile, b: &ResultsFile, allow: bool) -> Result<Option
     Ok(None)
 }
 
-fn measured(s: &PlotSeries) -> bool {
-    matches!(s.kind, LineKind::Solid | LineKind::Dashed)
-}
-
 /// Appends ` (virtual)` / ` (host time)` to the labels of measured series when a plot shows
 /// both clocks, so that every curve says which it is.
 pub fn label_mixed(series: &mut [PlotSeries]) {
     let m: Vec<bool> = series
         .iter()
-        .filter(|s| measured(s))
+        .filter(|s| s.is_measured())
         .map(|s| s.virtual_time)
         .collect();
     if !(m.contains(&true) && m.contains(&false)) {
         return;
     }
-    for s in series.iter_mut().filter(|s| measured(s)) {
+    for s in series.iter_mut().filter(|s| s.is_measured()) {
         s.label.push_str(if s.virtual_time {
             " (virtual)"
         } else {
@@ -372,7 +368,7 @@ pub fn label_mixed(series: &mut [PlotSeries]) {
 pub fn caption(series: &[PlotSeries]) -> Option<String> {
     let m: Vec<bool> = series
         .iter()
-        .filter(|s| measured(s))
+        .filter(|s| s.is_measured())
         .map(|s| s.virtual_time)
         .collect();
     if m.is_empty() {
@@ -384,13 +380,6 @@ pub fn caption(series: &[PlotSeries]) -> Option<String> {
     } else {
         Some(format!("clocks: (virtual) = {VIRTUAL_LABEL}"))
     }
-}
-
-/// Whether every measured curve of a plot is on virtual time (then no point is oversubscribed
-/// and the host's core count means nothing for the curves).
-pub fn all_virtual(series: &[PlotSeries]) -> bool {
-    let mut m = series.iter().filter(|s| measured(s)).peekable();
-    m.peek().is_some() && m.all(|s| s.virtual_time)
 }
 
 /// Virtual time of one run: per lock site the virtual wait (ns), and per vCPU the virtual and

@@ -139,6 +139,22 @@ pub fn missing_files(lock: &Lock, mirror: &str) -> Result<Vec<String>> {
     Ok(missing)
 }
 
+/// Refuses a freshly resolved lock of `suite` whose files `mirror` does not all serve: a lock
+/// must build today (on 2026-12-04 the ppc64el index of `stable` named files its pool did not
+/// have).
+pub fn require_served(lock: &Lock, suite: &str, mirror: &str) -> Result<()> {
+    let missing = missing_files(lock, mirror)?;
+    if !missing.is_empty() {
+        bail!(
+            "the {suite} index on {mirror} names {} file(s) the mirror does not serve, so a lock \
+             of it would not build:\n  {}\nlock another suite (--suite) or try again later",
+            missing.len(),
+            missing.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
 /// Where the fetched `.deb` files are kept.
 pub fn debs_dir(cache: &Path) -> PathBuf {
     cache.join("debs")

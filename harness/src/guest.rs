@@ -29,111 +29,18 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel_tree::{self, KernelTree};
 use crate::lock::Lock;
+use crate::model::{GuestManifest, PackageVersion, PreparedInfo};
 use crate::prepared::{self, Entry};
 use crate::sizes;
 use crate::util::{now_rfc3339, sha256_file, stored_path, write_atomic};
 use crate::workload::Workload;
 
-/// What the guest needs: the kernel, a shell and its tools, and a C toolchain.
-pub const PACKAGES: &[&str] = &[
-    "linux-image-powerpc64le",
-    "busybox-static",
-    "make",
-    "gcc",
-    "binutils",
-    "libc6-dev",
-];
-/// What the kernel-make guest needs besides [`PACKAGES`]: the kernel build's own tools (flex
-/// and bison for Kconfig and dtc, bc for the time constants) and GNU's shell utilities, whose
-/// options the kernel's scripts assume (busybox's are a subset), and the kernel source, from
-/// [`KERNEL_SOURCE_SUITE`].
-pub const KERNEL_PACKAGES: &[&str] = &[
-    "flex",
-    "bison",
-    "bc",
-    "bash",
-    "coreutils",
-    "gawk",
-    "sed",
-    "grep",
-    "findutils",
-    "diffutils",
-    "perl-base",
-    "linux-source-6.1",
-];
-/// The Debian suite of `linux-source-6.1` (the 6.1 long-term kernel of Debian 12), added to
-/// the lock's suite when kernel-make is locked from another one (lock.rs).
-pub const KERNEL_SOURCE_SUITE: &str = "bookworm";
 /// The guest's /init, shared by the Linux workloads.
 pub const INIT_SCRIPT: &str = "workloads/linux/init.sh";
-
-/// One Debian package of the image.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct PackageVersion {
-    pub name: String,
-    pub version: String,
-}
-
-/// What an image is made of; stored next to the image and in every results file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct GuestManifest {
-    /// `linux-make` or `kernel-make`.
-    pub workload: String,
-    /// Debian suite (codename) and architecture of the lock, e.g. `bookworm/ppc64el`.
-    pub suite: String,
-    /// The lock the image was built from (workloads/…/packages.lock) and its SHA-256: two
-    /// sweeps with different lock hashes ran different guests.
-    #[serde(default)]
-    pub lock: String,
-    #[serde(default)]
-    pub lock_sha256: String,
-    /// Every package unpacked into the root file system (the requested ones and their
-    /// dependencies), sorted by name.
-    pub packages: Vec<PackageVersion>,
-    /// The kernel every emulator boots (`-kernel`).
-    pub kernel: String,
-    pub kernel_sha256: String,
-    /// The initramfs (`-initrd`).
-    pub initrd: String,
-    pub initrd_sha256: String,
-    pub initrd_bytes: u64,
-    /// Entries in the archive.
-    pub entries: u64,
-    /// Project size (`--units`, `--size`); 0 when the workload has none.
-    pub units: u32,
-    pub size: u32,
-    /// When the image was written (UTC, RFC 3339).
-    pub built: String,
-    /// SHA-256 of /init (workloads/linux/init.sh) and of the generated project: an image built
-    /// from an older /init or generator is stale and gets rebuilt.
-    #[serde(default)]
-    pub inputs_sha256: String,
-    /// kernel-make: the configuration run whose files the image holds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prepared: Option<PreparedInfo>,
-}
-
-/// The configuration of the kernel-make tree, run once in a guest (prepared.rs).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PreparedInfo {
-    /// What the configuration's output depends on: the pruned tree, the fragment, the command
-    /// and the packages (gcc among them). A cached configuration with another key is redone.
-    pub key: String,
-    /// SHA-256 of the archive the guest printed (gzip'd newc).
-    pub archive_sha256: String,
-    /// Files and directories it wrote under /proj.
-    pub entries: u64,
-    /// The emulator that ran it and its guest time.
-    pub emulator: String,
-    pub guest_s: f64,
-    /// When it ran (UTC, RFC 3339).
-    pub when: String,
-}
 
 /// A configure image to boot (given to the caller's [`Boot`]).
 #[derive(Clone, Debug)]
@@ -155,7 +62,7 @@ pub struct BootOutput {
     pub emulator: String,
 }
 
-/// Boots a configure image to its power-off. The caller provides it (commands.rs runs ours),
+/// Boots a configure image to its power-off. The caller provides it (commands/sweep_guest.rs runs ours),
 /// so that building images needs no emulator of its own.
 pub type Boot<'a> = dyn FnMut(&BootRequest) -> Result<BootOutput> + 'a;
 

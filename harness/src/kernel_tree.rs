@@ -93,7 +93,7 @@ fn kernel_cache(repo: &Path) -> PathBuf {
 }
 
 fn need(name: &str, package: &str) -> Result<()> {
-    if crate::runner::find_in_path(name).is_none() {
+    if crate::util::find_in_path(name).is_none() {
         bail!(
             "{name} not found: the kernel-make image's host listing build needs it; install it with \
              `apt-get install {package}` (Debian/Ubuntu)"

@@ -206,7 +206,7 @@ pub struct WorkloadInfo {
     pub expected_checksum: Option<String>,
     /// A Linux guest's manifest: packages and versions, kernel and initramfs SHA-256.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifest: Option<crate::guest::GuestManifest>,
+    pub manifest: Option<GuestManifest>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -296,6 +296,25 @@ impl ResultsFile {
             .iter()
             .filter(|r| r.status != RunStatus::Ok || r.guest_elapsed_s.is_none())
     }
+
+    /// Refuses a file of another workload than the one asked for (`--workload` on the
+    /// commands that read files); `path` names the file in the error. `None` accepts every file.
+    pub fn check_workload(
+        &self,
+        want: Option<crate::workload::Workload>,
+        path: &std::path::Path,
+    ) -> anyhow::Result<()> {
+        if let Some(w) = want
+            && self.workload.name != w.name()
+        {
+            anyhow::bail!(
+                "{} holds the {} workload, not {w} (--workload {w})",
+                path.display(),
+                self.workload.name
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The JSON Schema of the results file, as written to results/schema.json.
@@ -304,4 +323,67 @@ pub fn schema_json() -> String {
     let mut s = serde_json::to_string_pretty(&schema).expect("schema serialises");
     s.push('\n');
     s
+}
+
+/// One Debian package of the image.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PackageVersion {
+    pub name: String,
+    pub version: String,
+}
+
+/// What an image is made of; stored next to the image and in every results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GuestManifest {
+    /// `linux-make` or `kernel-make`.
+    pub workload: String,
+    /// Debian suite (codename) and architecture of the lock, e.g. `bookworm/ppc64el`.
+    pub suite: String,
+    /// The lock the image was built from (workloads/…/packages.lock) and its SHA-256: two
+    /// sweeps with different lock hashes ran different guests.
+    #[serde(default)]
+    pub lock: String,
+    #[serde(default)]
+    pub lock_sha256: String,
+    /// Every package unpacked into the root file system (the requested ones and their
+    /// dependencies), sorted by name.
+    pub packages: Vec<PackageVersion>,
+    /// The kernel every emulator boots (`-kernel`).
+    pub kernel: String,
+    pub kernel_sha256: String,
+    /// The initramfs (`-initrd`).
+    pub initrd: String,
+    pub initrd_sha256: String,
+    pub initrd_bytes: u64,
+    /// Entries in the archive.
+    pub entries: u64,
+    /// Project size (`--units`, `--size`); 0 when the workload has none.
+    pub units: u32,
+    pub size: u32,
+    /// When the image was written (UTC, RFC 3339).
+    pub built: String,
+    /// SHA-256 of /init (workloads/linux/init.sh) and of the generated project: an image built
+    /// from an older /init or generator is stale and gets rebuilt.
+    #[serde(default)]
+    pub inputs_sha256: String,
+    /// kernel-make: the configuration run whose files the image holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<PreparedInfo>,
+}
+
+/// The configuration of the kernel-make tree, run once in a guest (prepared.rs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PreparedInfo {
+    /// What the configuration's output depends on: the pruned tree, the fragment, the command
+    /// and the packages (gcc among them). A cached configuration with another key is redone.
+    pub key: String,
+    /// SHA-256 of the archive the guest printed (gzip'd newc).
+    pub archive_sha256: String,
+    /// Files and directories it wrote under /proj.
+    pub entries: u64,
+    /// The emulator that ran it and its guest time.
+    pub emulator: String,
+    pub guest_s: f64,
+    /// When it ran (UTC, RFC 3339).
+    pub when: String,
 }

@@ -68,6 +68,21 @@ pub struct PlotSeries {
     pub virtual_time: bool,
 }
 
+impl PlotSeries {
+    /// Whether the curve was measured (a sweep's, solid or dashed), not a reference or a
+    /// projection: only measured curves have a clock.
+    pub fn is_measured(&self) -> bool {
+        matches!(self.kind, LineKind::Solid | LineKind::Dashed)
+    }
+}
+
+/// Whether every measured curve of a plot is on virtual time (then no point is oversubscribed
+/// and the host's core count means nothing for the curves).
+pub fn all_virtual(series: &[PlotSeries]) -> bool {
+    let mut m = series.iter().filter(|s| s.is_measured()).peekable();
+    m.peek().is_some() && m.all(|s| s.virtual_time)
+}
+
 pub struct PlotOptions {
     pub title: String,
     pub y_label: String,
@@ -201,7 +216,7 @@ where
             .any(|s| !s.virtual_time && matches!(s.kind, LineKind::Solid | LineKind::Dashed));
     if let Some(c) = opts.host_cores
         && (c as f64) < x_data_max as f64
-        && !crate::clock::all_virtual(series)
+        && !all_virtual(series)
     {
         let xc = c as f64 + 0.5;
         chart

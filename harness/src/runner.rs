@@ -182,18 +182,7 @@ pub fn command_line(emu: &EmulatorCmd, guest: &GuestSpec, req: &RunRequest) -> V
 
 fn taskset_available() -> bool {
     static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FOUND.get_or_init(|| find_in_path("taskset").is_some())
-}
-
-/// Looks a program name up in `PATH` (paths with a slash are taken as they are).
-pub fn find_in_path(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    *FOUND.get_or_init(|| crate::util::find_in_path("taskset").is_some())
 }
 
 /// Keeps the last lines of a stream for error messages while copying everything to the log.

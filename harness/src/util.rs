@@ -199,6 +199,17 @@ pub fn short_rev(rev: &str) -> String {
     rev.chars().take(12).collect()
 }
 
+/// Looks a program name up in `PATH` (paths with a slash are taken as they are).
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

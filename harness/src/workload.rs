@@ -46,25 +46,6 @@ impl std::fmt::Display for Workload {
     }
 }
 
-/// Refuses results files of another workload than the one asked for (`--workload` on the
-/// commands that read files). `None` accepts every file.
-pub fn check_file(
-    want: Option<Workload>,
-    file: &crate::model::ResultsFile,
-    path: &std::path::Path,
-) -> anyhow::Result<()> {
-    if let Some(w) = want
-        && file.workload.name != w.name()
-    {
-        anyhow::bail!(
-            "{} holds the {} workload, not {w} (--workload {w})",
-            path.display(),
-            file.workload.name
-        );
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,8 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use lockscale::guest::{self, GuestManifest};
+use lockscale::guest;
+use lockscale::model::GuestManifest;
 use lockscale::util::{sha256_file, stored_path};
 use lockscale::workload::Workload;
 

@@ -474,7 +474,7 @@ fn builds_from_the_lock_the_same_bytes_twice_and_records_them() {
     );
     // The manifest names the lock and its hash; the kernel lies beside the image.
     let dir = lockscale::guest::image_dir(s.path(), Workload::LinuxMake, 2, 2);
-    let man: lockscale::guest::GuestManifest =
+    let man: lockscale::model::GuestManifest =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(man.lock_sha256, sha256_hex(lock.to_text().as_bytes()));
     assert_eq!(man.suite, "bookworm/ppc64el");
@@ -812,7 +812,7 @@ fn the_results_of_different_locks_are_flagged_by_compare() {
     let (_, lock) = archive();
     let mut a = synthetic("a", &[("baseline", 1, vec![10.0, 10.1, 9.9, 10.0, 10.2])]);
     let mut b = synthetic("b", &[("baseline", 1, vec![10.0, 10.1, 9.9, 10.0, 10.2])]);
-    let man = |sha: &str| lockscale::guest::GuestManifest {
+    let man = |sha: &str| lockscale::model::GuestManifest {
         workload: "linux-make".into(),
         suite: "bookworm/ppc64el".into(),
         lock: "workloads/linux/packages.lock".into(),

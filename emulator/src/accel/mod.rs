@@ -466,8 +466,9 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
     pub fn start_exclusive(&self) {
         self.exclusive
             .start(self.vcpus.iter().map(|v| &v.exec), |i| {
-                // Running vCPUs are in guest code, not asleep: the exit flag is enough.
-                self.vcpus[i].exit_request.store(true, Ordering::SeqCst);
+                // Running vCPUs are in guest code, not asleep, so no lock is needed to wake
+                // them; the kick is counted like every other.
+                self.signal(&self.vcpus[i]);
             });
     }
 

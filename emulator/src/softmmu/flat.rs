@@ -8,7 +8,8 @@ pub struct FlatRam {
     mem: Box<[u8]>,
 }
 
-// The buffer is only reached through the TLB's raw pointers by the owning vCPU.
+// SAFETY: the buffer is owned; it is only reached through the TLB's raw pointers by the
+// vCPU that owns this address space, which moves with it.
 unsafe impl Send for FlatRam {}
 
 impl FlatRam {
@@ -44,6 +45,7 @@ impl AddressSpace for FlatRam {
             });
         }
         Ok(PageMapping {
+            // SAFETY: `page` is a page inside the buffer (checked above).
             host: unsafe { self.mem.as_mut_ptr().add(page as usize) },
             pa: page,
             read: true,

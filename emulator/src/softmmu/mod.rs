@@ -132,6 +132,8 @@ impl SoftMmu {
         if access == Access::Write && m.watch_writes {
             self.space.code_written(m.pa + (ea & !PAGE_MASK), size);
         }
+        // SAFETY: `m.host` is the host address of a whole RAM page (not null: checked above)
+        // and the offset is below the page size, so the result stays inside that page.
         Ok(Some(unsafe { m.host.add((ea & !PAGE_MASK) as usize) }))
     }
 
@@ -145,6 +147,7 @@ impl SoftMmu {
         le: bool,
     ) -> Result<u64, Exception> {
         match self.host_ptr(st, ea, size, Access::Read)? {
+            // SAFETY: `host_ptr` returns a pointer only for `size` bytes inside one RAM page.
             Some(p) => Ok(unsafe { read_host(p, size, le) }),
             None => self.load_slow(st, ea, size, le, Access::Read),
         }
@@ -154,6 +157,7 @@ impl SoftMmu {
     #[inline]
     pub fn fetch(&mut self, st: &CpuState, ea: u64) -> Result<u32, Exception> {
         match self.host_ptr(st, ea, 4, Access::Exec)? {
+            // SAFETY: `host_ptr` returns a pointer only for 4 bytes inside one RAM page.
             Some(p) => Ok(unsafe { read_host(p, 4, st.le()) } as u32),
             None => Err(Exception::Isi {
                 ea,
@@ -174,6 +178,8 @@ impl SoftMmu {
     ) -> Result<(), Exception> {
         match self.host_ptr(st, ea, size, Access::Write)? {
             Some(p) => {
+                // SAFETY: `host_ptr` returns a pointer only for `size` bytes inside one RAM
+                // page, writable for this access.
                 unsafe { write_host(p, size, val, le) };
                 Ok(())
             }
@@ -204,6 +210,8 @@ impl SoftMmu {
             let p = self
                 .host_ptr(st, ea.wrapping_add(k as u64), 1, access)?
                 .expect("RAM page");
+            // SAFETY: `p` is one byte of a RAM page (`host_ptr` for size 1); other vCPUs
+            // reach it only through atomics too, and a byte is always aligned.
             *b = unsafe { (*AtomicU8::from_ptr(p)).load(Ordering::Relaxed) };
         }
         Ok(assemble(&bytes[..size], le))
@@ -231,6 +239,8 @@ impl SoftMmu {
             let p = self
                 .host_ptr(st, ea.wrapping_add(k as u64), 1, Access::Write)?
                 .expect("RAM page");
+            // SAFETY: `p` is one writable byte of a RAM page (`host_ptr` for size 1); other
+            // vCPUs reach it only through atomics too, and a byte is always aligned.
             unsafe { (*AtomicU8::from_ptr(p)).store((val >> shift) as u8, Ordering::Relaxed) };
         }
         Ok(())
@@ -279,6 +289,10 @@ fn assemble(bytes: &[u8], le: bool) -> u64 {
 /// `p..p+size` must be inside guest RAM.
 #[inline(always)]
 pub unsafe fn read_host(p: *mut u8, size: usize, le: bool) -> u64 {
+    // SAFETY: the caller vouches that `p..p+size` is guest RAM, which lives as long as the
+    // machine. Aligned accesses are atomics (the alignment is checked here), so concurrent
+    // vCPUs never race on them; unaligned ones are plain reads, as a host CPU performs them,
+    // and the guest's memory model gives no atomicity to those either.
     unsafe {
         let aligned = (p as usize) & (size - 1) == 0;
         let raw = match (size, aligned) {
@@ -300,6 +314,8 @@ pub unsafe fn read_host(p: *mut u8, size: usize, le: bool) -> u64 {
 /// `p..p+size` must be inside guest RAM.
 #[inline(always)]
 pub unsafe fn write_host(p: *mut u8, size: usize, val: u64, le: bool) {
+    // SAFETY: as for `read_host`: `p..p+size` is guest RAM (the caller's promise); aligned
+    // stores are atomics, unaligned ones plain writes the guest cannot expect to be atomic.
     unsafe {
         let raw = from_order(val, size, le);
         let aligned = (p as usize) & (size - 1) == 0;

@@ -49,9 +49,11 @@ pub struct GuestRam {
     size: u64,
 }
 
-// The mapping is only reached through raw pointers with atomic or racy-by-design accesses
-// (guest memory semantics); the struct itself is immutable after creation.
+// SAFETY: the mapping is only reached through raw pointers with atomic or racy-by-design
+// accesses (guest memory semantics); the struct itself is immutable after creation, and the
+// mapping belongs to no thread.
 unsafe impl Send for GuestRam {}
+// SAFETY: as for Send: `&GuestRam` gives no access that is not safe from several threads.
 unsafe impl Sync for GuestRam {}
 
 impl GuestRam {
@@ -109,6 +111,7 @@ impl GuestRam {
 
     fn check(&self, pa: u64, len: usize) -> Result<*mut u8, RamError> {
         if self.contains(pa, len as u64) {
+            // SAFETY: `pa + len` is inside the mapping (just checked).
             Ok(unsafe { self.base.as_ptr().add(pa as usize) })
         } else {
             Err(RamError::OutOfRange {
@@ -140,6 +143,8 @@ impl GuestRam {
         let word = u64::from_ne_bytes([byte; 8]);
         let mut k = 0usize;
         let len = len as usize;
+        // SAFETY: `p..p+len` is inside the mapping (`check`); every store is an atomic of
+        // its own size at an address aligned for it (bytes up to an 8-byte boundary, words).
         unsafe {
             while k < len && !(p as usize + k).is_multiple_of(8) {
                 AtomicU8::from_ptr(p.add(k)).store(byte, Ordering::Relaxed);
@@ -161,12 +166,6 @@ impl GuestRam {
         let mut b = [0; 4];
         self.read(pa, &mut b)?;
         Ok(u32::from_be_bytes(b))
-    }
-
-    pub fn read_u32_le(&self, pa: u64) -> Result<u32, RamError> {
-        let mut b = [0; 4];
-        self.read(pa, &mut b)?;
-        Ok(u32::from_le_bytes(b))
     }
 
     pub fn read_u64_be(&self, pa: u64) -> Result<u64, RamError> {
@@ -191,10 +190,6 @@ impl GuestRam {
 
     pub fn write_u64_be(&self, pa: u64, v: u64) -> Result<(), RamError> {
         self.write(pa, &v.to_be_bytes())
-    }
-
-    pub fn write_u64_le(&self, pa: u64, v: u64) -> Result<(), RamError> {
-        self.write(pa, &v.to_le_bytes())
     }
 }
 
@@ -221,7 +216,14 @@ enum Dir {
 
 /// Copies `len` bytes between guest RAM at `g` and a private buffer at `h`, with atomic
 /// accesses on the guest side: bytes at the unaligned ends, 8-byte words in between.
+///
+/// # Safety
+/// `g..g+len` must be guest RAM and `h..h+len` a buffer the caller owns (writable for
+/// `FromGuest`).
 unsafe fn copy_atomic(g: *mut u8, h: *mut u8, len: usize, dir: Dir) {
+    // SAFETY: both ranges are valid (the caller's promise); the guest side is reached only
+    // through atomics at addresses aligned for them, the private side through unaligned
+    // plain accesses no other thread makes.
     unsafe {
         let mut k = 0usize;
         let byte = |k: usize| match dir {
@@ -314,6 +316,7 @@ mod tests {
         ram.write(0x1234, &[0x5a]).unwrap();
         let p = ram.host_ptr(0x1234).unwrap();
         assert_eq!(
+            // SAFETY: a byte of the mapping, which outlives the check.
             unsafe { AtomicU8::from_ptr(p).load(Ordering::Relaxed) },
             0x5a
         );

@@ -1,12 +1,14 @@
 //! Runs the machine: guest RAM and HPT, one thread per vCPU on the exec loop of `accel`, the
 //! I/O thread with the decrementer timers, and the devices under the BQL of the strategy `S`.
 
-use super::config::{AccelMode, ClockMode, MachineConfig, PinMode, TlbFlushMode};
+use super::config::{AccelMode, ClockMode, MachineConfig, PinMode};
 use super::console::{ConsoleLines, ConsoleSink, MKBENCH_RESULT, ResultLine};
 use super::devices::Devices;
 use super::hcall;
 use super::loader::BootPlan;
-use super::run_report::vcpu_report;
+use super::report::{RunReport, vcpu_report};
+use super::shared::Shared;
+use super::shared::{LogFlags, RunEnd};
 use super::vcpu::{MachineAccel, PseriesVcpu, VcpuCounters, irq};
 use super::{MachineExit, PseriesDevices};
 use crate::accel::Accel;
@@ -17,60 +19,14 @@ use crate::engine::{
 };
 use crate::mmu::SystemSpace;
 use crate::mmu::hpt::Hpt;
-use crate::report::RunReport;
 use crate::softmmu::GuestRam;
 use crate::sync::vclock::VirtualTime;
 use crate::sync::{Site, StatMutex, Strategy};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use super::console::Console;
-
-/// Machine-wide state every vCPU thread reaches without the BQL.
-pub struct Shared {
-    pub ram: Arc<GuestRam>,
-    pub hpt: Arc<Hpt>,
-    pub timebase: Arc<dyn TimeBase>,
-    pub timers: Timers,
-    /// The TLB lock of each vCPU: taken by the owner to flush, and by whoever else writes it.
-    pub tlb_locks: Vec<StatMutex<()>>,
-    pub flush_mode: TlbFlushMode,
-    pub flush_coalesce: bool,
-    /// `PPC64EMU_LOG=int`: log every synchronous interrupt with its instruction (debugging).
-    pub log_interrupts: bool,
-    pub(super) end: RunEnd,
-}
-
-/// How the run ends: the first exit asked for (by a device, a checkstop or the timeout) is
-/// the run's, and asking wakes the run loop.
-pub(super) struct RunEnd {
-    exit: OnceLock<MachineExit>,
-    wake: Sender<()>,
-}
-
-impl RunEnd {
-    fn new() -> (Self, Receiver<()>) {
-        let (wake, woken) = std::sync::mpsc::channel();
-        let end = Self {
-            exit: OnceLock::new(),
-            wake,
-        };
-        (end, woken)
-    }
-
-    /// Ends the run with `exit` unless it already has an exit.
-    pub(super) fn finish(&self, exit: MachineExit) {
-        let _ = self.exit.set(exit);
-        let _ = self.wake.send(());
-    }
-
-    /// The exit of the run; a run that nothing ended timed out.
-    fn exit(&self) -> MachineExit {
-        self.exit.get().cloned().unwrap_or(MachineExit::Timeout)
-    }
-}
 
 /// Pins the calling thread to host CPU `core` (best effort: a failure leaves it unpinned).
 fn pin_to(core: usize) {
@@ -148,6 +104,7 @@ pub fn run_with<S: Strategy>(
             (Arc::new(tb), TimerClock::Host(start))
         }
     };
+    let log = LogFlags::from_env();
     let (end, woken) = RunEnd::new();
     let shared = Arc::new(Shared {
         ram: ram.clone(),
@@ -159,8 +116,7 @@ pub fn run_with<S: Strategy>(
             .collect(),
         flush_mode: config.tlb_flush_mode,
         flush_coalesce: config.tlb_flush_coalesce,
-        log_interrupts: std::env::var("PPC64EMU_LOG")
-            .is_ok_and(|v| v.split(',').any(|w| w == "int")),
+        log_interrupts: log.interrupts,
         end,
     });
     let mut dev = PseriesDevices::new(n);
@@ -212,7 +168,7 @@ pub fn run_with<S: Strategy>(
         jit_tiers: config.jit_tiers,
         jit_promote: config.jit_promote,
         jit_cache_limit: config.jit_cache_limit,
-        trace: std::env::var("PPC64EMU_LOG").is_ok_and(|v| v.split(',').any(|w| w == "jit")),
+        trace: log.jit,
         // Flushing the code cache of several vCPUs needs an exclusive section.
         sole_vcpu: n == 1,
     };
@@ -288,7 +244,7 @@ pub fn run_with<S: Strategy>(
         // Console input: the reader blocks in read(2), so it is left running at the end.
         let accel = accel.clone();
         super::console::spawn_input_reader(std::io::stdin(), move |bytes| {
-            accel.bql(Site::BqlIoThread).dev.hvterm.push_input(bytes)
+            super::devices::console_input(&accel, &mut accel.bql(Site::BqlIoThread), bytes)
         })?;
     }
 

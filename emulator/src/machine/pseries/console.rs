@@ -1,12 +1,19 @@
 //! The hvterm console (`/vdevice/vty@71000000`, "hvterm1"): H_PUT_TERM_CHAR writes to the
 //! host's stdout, H_GET_TERM_CHAR reads from an input queue that the I/O thread fills from
-//! stdin. The guest polls it (the node has no `interrupts`), as kvmtool's does.
+//! stdin. Input that arrives while the queue is empty fires the vty's interrupt
+//! ([`VTY_IRQ`], a message-signalled XICS source, as QEMU's vty does), so Linux's hvc driver
+//! reads on the interrupt instead of polling H_GET_TERM_CHAR on a timer (which it does for a
+//! vty without `interrupts`).
 
 use std::collections::VecDeque;
 use std::io::Write;
 
 /// Terminal number of the one vty: its `reg`, the same as QEMU's first VIO device.
 pub const VTY_REG: u32 = 0x7100_0000;
+
+/// The vty's interrupt source: the first VIO source of QEMU's pseries (its tree says
+/// `interrupts = <0x1100 0>`, 0 meaning edge: a message-signalled source).
+pub const VTY_IRQ: u32 = super::xics::IRQ_BASE + 0x100;
 
 /// Most characters one H_PUT_TERM_CHAR / H_GET_TERM_CHAR moves (two registers).
 pub const MAX_CHARS: usize = 16;

@@ -93,6 +93,29 @@ impl<S: Strategy> MachineEffects for Fx<'_, S> {
     }
 }
 
+/// Console input from the host's I/O thread, under the BQL `b`
+/// ([`PseriesDevices::console_input`]); the vty's interrupt reaches the vCPU it is routed to.
+pub(super) fn console_input<'a, S: Strategy>(
+    accel: &'a MachineAccel<S>,
+    b: &mut StatGuard<'a, Devices>,
+    bytes: &[u8],
+) {
+    let mut fx = Fx {
+        accel,
+        out: Vec::new(),
+        starting: Vec::new(),
+        console: Vec::new(),
+    };
+    b.dev.console_input(bytes, &mut fx);
+    for d in fx.out {
+        match d {
+            Deferred::Irq(cpu, true) => accel.set_irq(cpu, irq::EXT, b),
+            Deferred::Irq(cpu, false) => accel.reset_irq(cpu, irq::EXT, b),
+            other => unreachable!("console input asked for {other:?}"),
+        }
+    }
+}
+
 impl PseriesVcpu {
     /// Applies what a device model asked for, under the BQL held by `b`.
     pub(super) fn apply<'a, S: Strategy>(

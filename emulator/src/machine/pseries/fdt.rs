@@ -7,7 +7,7 @@
 //! and pa-features tables, RTAS tokens, the vty at 0x71000000. The intended differences are
 //! listed in `tests/pseries_fdt.rs`.
 
-use super::console::VTY_REG;
+use super::console::{VTY_IRQ, VTY_REG};
 use super::rtas::{self, Service};
 use super::{MAX_CPUS, server_of};
 use vm_fdt::{FdtReserveEntry, FdtWriter};
@@ -162,6 +162,8 @@ fn build_with_size(p: &FdtParams, fdt_size: u64) -> Result<Vec<u8>, FdtError> {
     w.property_string("device_type", "serial")?;
     w.property_string("compatible", "hvterm1")?;
     w.property_u32("reg", VTY_REG)?;
+    // Edge (cell 0): the source is message-signalled.
+    w.property_array_u32("interrupts", &[VTY_IRQ, 0])?;
     w.end_node(vty)?;
     w.end_node(vdev)?;
 

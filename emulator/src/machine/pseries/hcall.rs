@@ -1,8 +1,8 @@
 //! Hypercalls (`sc 1`): the sPAPR hypervisor interface of the machine.
 //!
 //! Convention (PAPR): r3 = opcode, r4.. = arguments; on return r3 = status, r4.. = outputs.
-//! [`hypercalls!`] below is the one table of them: opcode, report name, handler and the lock
-//! each needs. The opcode constants, [`HcallKind`] (with `ALL`, `from_opcode`, `name`), the
+//! [`hypercalls!`] below is the one table of them: opcode, report name and handler (every
+//! handler runs under the BQL, docs/locking.md). The opcode constants, [`HcallKind`] (with `ALL`, `from_opcode`, `name`), the
 //! per-kind counters and the dispatch are derived from it. The dispatcher only touches the
 //! devices, the calling vCPU's registers, guest memory and the machine through
 //! [`MachineEffects`]. Return codes are in [`crate::papr`]. Every hypercall QEMU 7.2 offers a
@@ -18,25 +18,17 @@ pub use crate::papr::*;
 use crate::softmmu::GuestRam;
 use std::sync::Arc;
 
-/// The lock a hypercall runs under (docs/locking.md). All of them take the BQL today: they touch
-/// device state, or (the HPT calls) serialise with each other there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HcallLock {
-    Bql,
-}
-
 /// One row of the table.
 pub struct HcallDef {
     pub opcode: u64,
     /// Report key: the PAPR name in lower case (`h_enter`, `h_bulk_remove`, …).
     pub name: &'static str,
-    pub lock: HcallLock,
     handler: fn(&mut Call<'_>) -> i64,
 }
 
-/// Declares the hypercall table: `Kind CONST = opcode, "name", handler, lock;`.
+/// Declares the hypercall table: `Kind CONST = opcode, "name", handler;`.
 macro_rules! hypercalls {
-    ($($(#[$doc:meta])* $kind:ident $konst:ident = $op:expr, $name:literal, $handler:path, $lock:ident;)*) => {
+    ($($(#[$doc:meta])* $kind:ident $konst:ident = $op:expr, $name:literal, $handler:path;)*) => {
         $($(#[$doc])* pub const $konst: u64 = $op;)*
 
         /// Hypercalls counted per kind (the run report shows them), in table order.
@@ -48,7 +40,7 @@ macro_rules! hypercalls {
         }
 
         /// The table, indexed by `HcallKind as usize`.
-        static TABLE: &[HcallDef] = &[$(HcallDef { opcode: $op, name: $name, lock: HcallLock::$lock, handler: $handler },)*];
+        static TABLE: &[HcallDef] = &[$(HcallDef { opcode: $op, name: $name, handler: $handler },)*];
 
         impl HcallKind {
             pub const ALL: &'static [HcallKind] = &[$(HcallKind::$kind,)* HcallKind::Other];
@@ -65,41 +57,41 @@ macro_rules! hypercalls {
 
 hypercalls! {
     // The first eighteen in the order the run report has always listed them.
-    Enter H_ENTER = 0x08, "h_enter", hpt_enter, Bql;
-    Remove H_REMOVE = 0x04, "h_remove", hpt_remove, Bql;
-    Read H_READ = 0x0c, "h_read", hpt_read, Bql;
-    Protect H_PROTECT = 0x18, "h_protect", hpt_protect, Bql;
-    BulkRemove H_BULK_REMOVE = 0x124, "h_bulk_remove", hpt_bulk_remove, Bql;
-    GetTermChar H_GET_TERM_CHAR = 0x54, "h_get_term_char", get_term_char, Bql;
-    PutTermChar H_PUT_TERM_CHAR = 0x58, "h_put_term_char", put_term_char, Bql;
-    Cede H_CEDE = 0xe0, "h_cede", cede, Bql;
-    Confer H_CONFER = 0xe4, "h_confer", confer, Bql;
-    Prod H_PROD = 0xe8, "h_prod", prod, Bql;
-    SetMode H_SET_MODE = 0x31c, "h_set_mode", set_mode, Bql;
-    RegisterVpa H_REGISTER_VPA = 0xdc, "h_register_vpa", register_vpa, Bql;
-    GetCpuCharacteristics H_GET_CPU_CHARACTERISTICS = 0x1c8, "h_get_cpu_characteristics", cpu_characteristics, Bql;
-    Xirr H_XIRR = 0x74, "h_xirr", xirr, Bql;
-    Eoi H_EOI = 0x64, "h_eoi", eoi, Bql;
-    Cppr H_CPPR = 0x68, "h_cppr", cppr, Bql;
-    Ipi H_IPI = 0x6c, "h_ipi", ipi, Bql;
+    Enter H_ENTER = 0x08, "h_enter", hpt_enter;
+    Remove H_REMOVE = 0x04, "h_remove", hpt_remove;
+    Read H_READ = 0x0c, "h_read", hpt_read;
+    Protect H_PROTECT = 0x18, "h_protect", hpt_protect;
+    BulkRemove H_BULK_REMOVE = 0x124, "h_bulk_remove", hpt_bulk_remove;
+    GetTermChar H_GET_TERM_CHAR = 0x54, "h_get_term_char", get_term_char;
+    PutTermChar H_PUT_TERM_CHAR = 0x58, "h_put_term_char", put_term_char;
+    Cede H_CEDE = 0xe0, "h_cede", cede;
+    Confer H_CONFER = 0xe4, "h_confer", confer;
+    Prod H_PROD = 0xe8, "h_prod", prod;
+    SetMode H_SET_MODE = 0x31c, "h_set_mode", set_mode;
+    RegisterVpa H_REGISTER_VPA = 0xdc, "h_register_vpa", register_vpa;
+    GetCpuCharacteristics H_GET_CPU_CHARACTERISTICS = 0x1c8, "h_get_cpu_characteristics", cpu_characteristics;
+    Xirr H_XIRR = 0x74, "h_xirr", xirr;
+    Eoi H_EOI = 0x64, "h_eoi", eoi;
+    Cppr H_CPPR = 0x68, "h_cppr", cppr;
+    Ipi H_IPI = 0x6c, "h_ipi", ipi;
     /// RTAS through a hypercall (the number KVM and QEMU use; not PAPR).
-    Rtas H_RTAS = 0xf000, "h_rtas", rtas_call, Bql;
-    SetSprg0 H_SET_SPRG0 = 0x24, "h_set_sprg0", set_sprg0, Bql;
-    SetDabr H_SET_DABR = 0x28, "h_set_dabr", set_dabr, Bql;
-    SetXdabr H_SET_XDABR = 0x134, "h_set_xdabr", set_xdabr, Bql;
-    PageInit H_PAGE_INIT = 0x2c, "h_page_init", page_init, Bql;
-    LogicalCiLoad H_LOGICAL_CI_LOAD = 0x3c, "h_logical_ci_load", logical_load, Bql;
-    LogicalCiStore H_LOGICAL_CI_STORE = 0x40, "h_logical_ci_store", logical_store, Bql;
-    LogicalCacheLoad H_LOGICAL_CACHE_LOAD = 0x44, "h_logical_cache_load", logical_load, Bql;
-    LogicalCacheStore H_LOGICAL_CACHE_STORE = 0x48, "h_logical_cache_store", logical_store, Bql;
-    LogicalIcbi H_LOGICAL_ICBI = 0x4c, "h_logical_icbi", no_op, Bql;
-    LogicalDcbf H_LOGICAL_DCBF = 0x50, "h_logical_dcbf", no_op, Bql;
+    Rtas H_RTAS = 0xf000, "h_rtas", rtas_call;
+    SetSprg0 H_SET_SPRG0 = 0x24, "h_set_sprg0", set_sprg0;
+    SetDabr H_SET_DABR = 0x28, "h_set_dabr", set_dabr;
+    SetXdabr H_SET_XDABR = 0x134, "h_set_xdabr", set_xdabr;
+    PageInit H_PAGE_INIT = 0x2c, "h_page_init", page_init;
+    LogicalCiLoad H_LOGICAL_CI_LOAD = 0x3c, "h_logical_ci_load", logical_load;
+    LogicalCiStore H_LOGICAL_CI_STORE = 0x40, "h_logical_ci_store", logical_store;
+    LogicalCacheLoad H_LOGICAL_CACHE_LOAD = 0x44, "h_logical_cache_load", logical_load;
+    LogicalCacheStore H_LOGICAL_CACHE_STORE = 0x48, "h_logical_cache_store", logical_store;
+    LogicalIcbi H_LOGICAL_ICBI = 0x4c, "h_logical_icbi", no_op;
+    LogicalDcbf H_LOGICAL_DCBF = 0x50, "h_logical_dcbf", no_op;
     /// Copy or invert a range of guest memory (QEMU's, for SLOF; not PAPR).
-    LogicalMemop H_LOGICAL_MEMOP = 0xf001, "h_logical_memop", logical_memop, Bql;
-    Ipoll H_IPOLL = 0x70, "h_ipoll", ipoll, Bql;
-    Join H_JOIN = 0x298, "h_join", join, Bql;
-    SignalSysReset H_SIGNAL_SYS_RESET = 0x380, "h_signal_sys_reset", signal_sys_reset, Bql;
-    HomeNodeAssociativity H_HOME_NODE_ASSOCIATIVITY = 0x2ec, "h_home_node_associativity", home_node_associativity, Bql;
+    LogicalMemop H_LOGICAL_MEMOP = 0xf001, "h_logical_memop", logical_memop;
+    Ipoll H_IPOLL = 0x70, "h_ipoll", ipoll;
+    Join H_JOIN = 0x298, "h_join", join;
+    SignalSysReset H_SIGNAL_SYS_RESET = 0x380, "h_signal_sys_reset", signal_sys_reset;
+    HomeNodeAssociativity H_HOME_NODE_ASSOCIATIVITY = 0x2ec, "h_home_node_associativity", home_node_associativity;
 }
 
 impl HcallKind {
@@ -115,11 +107,6 @@ impl HcallKind {
     /// The opcode (`None` for `Other`).
     pub fn opcode(self) -> Option<u64> {
         self.def().map(|d| d.opcode)
-    }
-
-    /// The lock the hypercall runs under (`Other` is answered under the BQL as well).
-    pub fn lock(self) -> HcallLock {
-        self.def().map_or(HcallLock::Bql, |d| d.lock)
     }
 
     fn index(self) -> usize {
@@ -301,10 +288,6 @@ pub fn hcall(
 ) -> HcallOutcome {
     let kind = HcallKind::from_opcode(st.gpr[3]);
     dev.hcall_stats.counts[kind.index()] += 1;
-    if st.msr & msr::PR != 0 {
-        st.gpr[3] = H_PRIVILEGE as u64;
-        return HcallOutcome::Continue;
-    }
     let args: [u64; 9] = st.gpr[4..13].try_into().unwrap();
     let mut c = Call {
         dev,
@@ -849,22 +832,6 @@ mod tests {
     }
 
     #[test]
-    fn problem_state_is_refused() {
-        let mut m = M::new(1);
-        m.st[0].msr |= msr::PR;
-        assert_eq!(
-            m.rc(
-                0,
-                H_PUT_TERM_CHAR,
-                &[VTY_REG as u64, 1, 0x4100_0000_0000_0000, 0]
-            ),
-            H_PRIVILEGE
-        );
-        assert!(m.fx.console.is_empty());
-        assert_eq!(m.dev.hcall_stats.count(HcallKind::PutTermChar), 1);
-    }
-
-    #[test]
     fn unknown_hcalls_are_h_function() {
         let mut m = M::new(1);
         for op in [0x0, 0x10, 0x2fc, 0x37c, 0xf004, u64::MAX] {
@@ -1150,6 +1117,36 @@ mod tests {
         assert!(m.fx.take().is_empty());
     }
 
+    /// Console input fires the vty's interrupt when the queue was empty (an edge, as on QEMU);
+    /// more input before the guest drained the queue fires nothing more.
+    #[test]
+    fn console_input_raises_the_vty_interrupt() {
+        use crate::machine::pseries::console::VTY_IRQ;
+        let mut m = M::new(2);
+        assert_eq!(m.rc(1, H_CPPR, &[0xff]), H_SUCCESS);
+        m.dev.xics.write_xive(VTY_IRQ, 1, 5, 5, &mut m.fx);
+        assert!(m.fx.take().is_empty());
+        m.dev.console_input(b"ab", &mut m.fx);
+        let raised = vec![Effect::ExternalIrq {
+            cpu: 1,
+            asserted: true,
+        }];
+        assert_eq!(m.fx.take(), raised);
+        let (rc, out, _) = m.call(1, H_XIRR, &[0xff]);
+        assert_eq!((rc, out[0]), (H_SUCCESS, 0xff00_0000 | VTY_IRQ as u64));
+        m.fx.take();
+        m.dev.console_input(b"c", &mut m.fx);
+        assert!(m.fx.take().is_empty(), "the queue was not empty");
+        let (rc, out, _) = m.call(1, H_GET_TERM_CHAR, &[VTY_REG as u64]);
+        assert_eq!((rc, out[0]), (H_SUCCESS, 3));
+        assert_eq!(console::unpack_chars(out[1], out[2], 3), b"abc");
+        assert_eq!(m.rc(1, H_EOI, &[0xff00_0000 | VTY_IRQ as u64]), H_SUCCESS);
+        m.dev.console_input(b"d", &mut m.fx);
+        assert_eq!(m.fx.take(), raised, "drained: the next input fires again");
+        m.dev.console_input(b"", &mut m.fx);
+        assert!(m.fx.take().is_empty());
+    }
+
     #[test]
     fn rtas_through_the_hypercall() {
         let mut m = M::new(2);
@@ -1349,7 +1346,6 @@ mod tests {
         );
         for &(k, op) in &defs {
             assert_eq!(HcallKind::from_opcode(op), k);
-            assert_eq!(k.lock(), HcallLock::Bql);
             assert!(k.name().starts_with("h_"), "{}", k.name());
         }
         let mut ops: Vec<u64> = defs.iter().map(|d| d.1).collect();

@@ -314,9 +314,12 @@ pub fn plan(
     writes.push((fdt_addr, blob.clone()));
 
     let boot = match (&images.bios, &kernel) {
+        // Every entry has MSR[ME] = 1, as on QEMU's pseries: a partition cannot change ME
+        // (mtmsr, mtmsrd and rfid leave it), so one started with ME = 0 would checkstop at
+        // its first machine check.
         (Some(_), _) => BootCpu {
             pc: BIOS_ENTRY,
-            msr: 0,
+            msr: msr::ME,
             r3: fdt_addr,
             r4: 0,
             r5: 0,
@@ -654,7 +657,7 @@ mod tests {
             p.boot,
             BootCpu {
                 pc: 0x100,
-                msr: 0,
+                msr: msr::ME,
                 r3: p.fdt_addr,
                 r4: 0,
                 r5: 0

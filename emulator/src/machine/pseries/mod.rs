@@ -27,8 +27,9 @@ pub mod effects;
 pub mod fdt;
 pub mod hcall;
 pub mod loader;
+pub mod report;
 pub mod rtas;
-mod run_report;
+mod shared;
 mod vcpu;
 pub mod xics;
 
@@ -92,6 +93,17 @@ impl PseriesDevices {
         self.prod.iter_mut().for_each(|p| *p = false);
         self.joined.iter_mut().for_each(|j| *j = false);
         self.interrupt_le = false;
+    }
+
+    /// Console input from the host: queued for H_GET_TERM_CHAR. When the queue was empty the
+    /// vty's interrupt fires (an edge, as on QEMU): the guest drains the queue on it, so
+    /// input that arrives while it is not empty needs none.
+    pub fn console_input(&mut self, bytes: &[u8], fx: &mut dyn MachineEffects) {
+        let was_empty = self.hvterm.pending_input() == 0;
+        self.hvterm.push_input(bytes);
+        if was_empty && !bytes.is_empty() {
+            self.xics.set_irq(console::VTY_IRQ, true, fx);
+        }
     }
 
     /// Consumes a pending H_PROD of `cpu` (a ceded vCPU wakes on it).

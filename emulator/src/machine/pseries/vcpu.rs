@@ -3,9 +3,9 @@
 //! and interrupts under the BQL).
 
 use super::MachineExit;
-use super::boot::Shared;
 use super::devices::{Deferred, Devices, Fx};
 use super::hcall::{self, HcallOutcome};
+use super::shared::Shared;
 use crate::accel::Accel;
 use crate::accel::exec::{BlockExit, VcpuRunner};
 use crate::cpu::interrupt::{Interrupt, Pending};

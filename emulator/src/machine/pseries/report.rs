@@ -30,11 +30,13 @@
 //!   `--sync-profile`); sites never taken are left out.
 //! - `lock_table`: the same as a top-N text table (what `--sync-profile` prints).
 
-use crate::machine::pseries::MachineExit;
-use crate::machine::pseries::config::MachineConfig;
+use super::MachineExit;
+use super::config::{ClockMode, MachineConfig};
+use super::vcpu::PseriesVcpu;
 use crate::sync::{LockStats, SiteStats, Strategy};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 pub const SCHEMA: &str = "ppc64emu.report/1";
@@ -163,10 +165,8 @@ impl RunReport {
             clock: ClockReport {
                 kind: cfg.clock.as_str(),
                 quantum_ns: match cfg.clock {
-                    crate::machine::pseries::config::ClockMode::Virtual { quantum_ns } => {
-                        Some(quantum_ns)
-                    }
-                    crate::machine::pseries::config::ClockMode::Host => None,
+                    ClockMode::Virtual { quantum_ns } => Some(quantum_ns),
+                    ClockMode::Host => None,
                 },
             },
             exit: exit_name(exit),
@@ -187,6 +187,53 @@ impl RunReport {
             locks: locks.to_map(),
             lock_table: locks.table(15),
         }
+    }
+}
+
+/// The vCPU part of the run report.
+pub(super) fn vcpu_report(
+    v: &PseriesVcpu,
+    shared: &crate::accel::VcpuShared<PseriesVcpu>,
+    vtime: Option<&crate::sync::vclock::VirtualTime>,
+    locks: &crate::sync::LockStats,
+) -> VcpuReport {
+    let cpu = &v.engine.cpu;
+    let t = &cpu.mmu.tlb.counters;
+    VcpuReport {
+        index: v.index,
+        instructions: cpu.counters.instructions,
+        blocks: v.counters.blocks,
+        exits_exception: v.counters.exits_exception,
+        exits_hypercall: v.counters.exits_hypercall,
+        interrupts: v
+            .counters
+            .interrupts
+            .iter()
+            .map(|(k, n)| (format!("{k:#x}"), *n))
+            .collect(),
+        flush_jobs_queued: shared.counters.flush_jobs_queued.load(Ordering::Relaxed),
+        flush_jobs_run: v.counters.flush_jobs_run,
+        flush_jobs_elided: v.counters.flush_jobs_elided,
+        flush_jobs_coalesced: shared.counters.flush_jobs_coalesced.load(Ordering::Relaxed),
+        self_flushes: v.counters.self_flushes,
+        tlb_fills: t.fills,
+        tlb_full_flushes: t.full_flushes,
+        kicks: shared.counters.kicks.load(Ordering::Relaxed),
+        halted_s: v.counters.halted.as_secs_f64(),
+        final_pc: format!("{:#x}", v.engine.cpu.st.pc),
+        final_msr: format!("{:#x}", v.engine.cpu.st.msr),
+        final_lr: format!("{:#x}", v.engine.cpu.st.lr),
+        jit: v.engine.jit_report(),
+        virtual_ns: vtime.map(|vt| vt.clock(v.index)),
+        cpu_ns: vtime.map(|vt| vt.cpu_ns(v.index)),
+        parks: vtime.map(|vt| vt.parks(v.index)),
+        idle_ns: vtime.map(|vt| vt.idle_ns(v.index)),
+        virtual_wait_ns: locks
+            .to_map()
+            .into_iter()
+            .filter(|(_, s)| s.virtual_wait_ns > 0)
+            .map(|(k, s)| (k, s.virtual_wait_ns))
+            .collect(),
     }
 }
 
