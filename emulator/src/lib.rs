@@ -21,3 +21,4 @@ pub mod report;
 pub mod softmmu;
 pub mod sync;
 pub mod user;
+pub mod vcpu;

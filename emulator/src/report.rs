@@ -30,8 +30,6 @@
 //!   `--sync-profile`); sites never taken are left out.
 //! - `lock_table`: the same as a top-N text table (what `--sync-profile` prints).
 
-use crate::machine::pseries::MachineExit;
-use crate::machine::pseries::config::MachineConfig;
 use crate::sync::{LockStats, SiteStats, Strategy};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -121,26 +119,27 @@ pub fn guest_elapsed_from_line(line: &str) -> Option<f64> {
     (hz > 0.0).then(|| tb / hz)
 }
 
-pub fn exit_name(e: &MachineExit) -> String {
-    match e {
-        MachineExit::PowerOff => "power-off".into(),
-        MachineExit::Reboot => "reboot".into(),
-        MachineExit::OsTerm(m) => format!("os-term: {m}"),
-        MachineExit::Checkstop(m) => format!("checkstop: {m}"),
-        MachineExit::Timeout => "timeout".into(),
-        MachineExit::ClockDiverged(m) => format!("clock-diverged: {m}"),
-    }
+/// How a run was set up, as the report names it (the machine fills it in from its
+/// configuration).
+#[derive(Clone, Debug)]
+pub struct RunSetup {
+    pub tlb_flush_mode: &'static str,
+    pub tlb_flush_coalesce: bool,
+    pub accel: &'static str,
+    pub ram_bytes: u64,
+    pub sync_profile: bool,
+    pub clock: ClockReport,
 }
 
 impl RunReport {
     #[allow(clippy::too_many_arguments)]
     pub fn new<S: Strategy>(
-        cfg: &MachineConfig,
+        setup: RunSetup,
         smp: usize,
         host_wall: Duration,
         tb_ticks: u64,
         tb_hz: u64,
-        exit: &MachineExit,
+        exit: String,
         result_line: Option<String>,
         hcalls: Vec<(&'static str, u64)>,
         locks: &LockStats,
@@ -153,23 +152,15 @@ impl RunReport {
             emulator_version: env!("CARGO_PKG_VERSION"),
             strategy: S::NAME,
             bql_primitive: crate::sync::BQL_PRIMITIVE,
-            tlb_flush_mode: cfg.tlb_flush_mode.as_str(),
-            tlb_flush_coalesce: cfg.tlb_flush_coalesce,
-            accel: cfg.accel.as_str(),
+            tlb_flush_mode: setup.tlb_flush_mode,
+            tlb_flush_coalesce: setup.tlb_flush_coalesce,
+            accel: setup.accel,
             smp,
-            ram_bytes: cfg.ram_bytes,
+            ram_bytes: setup.ram_bytes,
             pin: if pinned { "compact" } else { "none" },
-            sync_profile: cfg.sync_profile,
-            clock: ClockReport {
-                kind: cfg.clock.as_str(),
-                quantum_ns: match cfg.clock {
-                    crate::machine::pseries::config::ClockMode::Virtual { quantum_ns } => {
-                        Some(quantum_ns)
-                    }
-                    crate::machine::pseries::config::ClockMode::Host => None,
-                },
-            },
-            exit: exit_name(exit),
+            sync_profile: setup.sync_profile,
+            clock: setup.clock,
+            exit,
             host_wall_s: host_wall.as_secs_f64(),
             guest_elapsed_s: from_line.unwrap_or(tb_ticks as f64 / tb_hz as f64),
             guest_elapsed_source: if from_line.is_some() {

@@ -119,29 +119,15 @@ fn store_gpr(c: &mut Cpu, i: Insn, a: Addr, size: usize, reverse: bool) -> Exec 
     Ok(())
 }
 
-/// Binds each interpreter function to its table row (`function: Op`).
-macro_rules! from_table {
-    ($via:ident: $($name:ident: $op:ident),* $(,)?) => {
+/// Binds each interpreter function of a row with `via=ROUTINE` to that routine and the
+/// row's op (`lbz` runs `gpr_access(c, i, Op::Lbz)`).
+macro_rules! bind_via {
+    ($(($via:ident, $name:ident, $op:ident)),* $(,)?) => {
         $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec { $via(c, i, Op::$op) })*
     };
 }
+crate::isa::for_each_via!(bind_via);
 
-from_table! { gpr_access:
-    lbz: Lbz, lbzu: Lbzu, lbzx: Lbzx, lbzux: Lbzux,
-    lhz: Lhz, lhzu: Lhzu, lhzx: Lhzx, lhzux: Lhzux,
-    lha: Lha, lhau: Lhau, lhax: Lhax, lhaux: Lhaux,
-    lwz: Lwz, lwzu: Lwzu, lwzx: Lwzx, lwzux: Lwzux,
-    lwa: Lwa, lwax: Lwax, lwaux: Lwaux,
-    ld: Ld, ldu: Ldu, ldx: Ldx, ldux: Ldux,
-    lhbrx: Lhbrx, lwbrx: Lwbrx, ldbrx: Ldbrx,
-    stb: Stb, stbu: Stbu, stbx: Stbx, stbux: Stbux,
-    sth: Sth, sthu: Sthu, sthx: Sthx, sthux: Sthux,
-    stw: Stw, stwu: Stwu, stwx: Stwx, stwux: Stwux,
-    std: Std, stdu: Stdu, stdx: Stdx, stdux: Stdux,
-    sthbrx: Sthbrx, stwbrx: Stwbrx, stdbrx: Stdbrx,
-    lbarx: Lbarx, lharx: Lharx, lwarx: Lwarx, ldarx: Ldarx, lqarx: Lqarx,
-    stbcx_: StbcxDot, sthcx_: SthcxDot, stwcx_: StwcxDot, stdcx_: StdcxDot, stqcx_: StqcxDot,
-}
 // --- quadword ---
 
 /// `lq`/`stq` move an even/odd register pair; in little-endian mode the doublewords swap.
@@ -574,16 +560,6 @@ fn store_fpr(c: &mut Cpu, i: Insn, a: Addr, kind: FpKind) -> Exec {
         c.st.gpr[ra as usize] = ea;
     }
     Ok(())
-}
-
-from_table! { fpr_access:
-    lfs: Lfs, lfsu: Lfsu, lfsx: Lfsx, lfsux: Lfsux,
-    lfd: Lfd, lfdu: Lfdu, lfdx: Lfdx, lfdux: Lfdux,
-    lfiwax: Lfiwax, lfiwzx: Lfiwzx,
-    stfs: Stfs, stfsu: Stfsu, stfsx: Stfsx, stfsux: Stfsux,
-    stfd: Stfd, stfdu: Stfdu, stfdx: Stfdx, stfdux: Stfdux,
-    stfiwx: Stfiwx,
-    lfdp: Lfdp, lfdpx: Lfdpx, stfdp: Stfdp, stfdpx: Stfdpx,
 }
 
 // --- storage control ---

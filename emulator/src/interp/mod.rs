@@ -1,6 +1,6 @@
 //! The reference semantics: one function per instruction, grouped by family, dispatched
 //! through a table built from the ISA table by name (`for_each_insn!`). The functions act on
-//! the engine's vCPU ([`crate::engine::Cpu`]), which steps through them; every JIT tier is
+//! the vCPU ([`crate::vcpu::Cpu`]), which steps through them (`step`); every JIT tier is
 //! tested against them and calls into them for instructions it does not translate.
 
 mod branch;
@@ -8,6 +8,7 @@ mod fixed;
 mod fp;
 mod loadstore;
 mod system;
+mod step;
 mod system_step;
 #[cfg(test)]
 mod table_effects;
@@ -19,7 +20,7 @@ pub use system::{MSR_IMPLEMENTED, events};
 pub use system_step::StepOutcome;
 
 use crate::cpu::{CpuState, Exception, ProgramKind};
-pub(crate) use crate::engine::Cpu;
+pub(crate) use crate::vcpu::Cpu;
 use crate::isa::{Insn, OP_COUNT};
 
 /// Result of executing one instruction.

@@ -4,7 +4,8 @@
 
 use super::JitCtx;
 use crate::cpu::Exception;
-use crate::engine::Cpu;
+use crate::vcpu::Cpu;
+use crate::vcpu::exit::keeps_running;
 use crate::interp::DISPATCH;
 use crate::isa::Insn;
 
@@ -68,7 +69,7 @@ pub unsafe extern "C" fn run_optimized(
 ) {
     type Entry = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
     // SAFETY: `optimized_entry` is the current module's trampoline of this signature
-    // (`Backend::entry_point`), and `entry` a block of this vCPU's jump cache, synced with
+    // (`Tier::entry_point`), and `entry` a block of this vCPU's jump cache, synced with
     // the generation (the caller's probe found it there).
     let enter = unsafe { std::mem::transmute::<usize, Entry>((*ctx).optimized_entry) };
     let before = unsafe { (*ctx).budget };
@@ -77,11 +78,9 @@ pub unsafe extern "C" fn run_optimized(
     ctx.optimized_calls += 1;
     ctx.optimized_instructions += (before - ctx.budget) as u64;
     // SAFETY: `kick` outlives the vCPU's JIT (`Jit::watch`).
-    let kicked = unsafe { (*ctx.kick).load(std::sync::atomic::Ordering::Relaxed) };
+    let kicked = || unsafe { (*ctx.kick).load(std::sync::atomic::Ordering::Relaxed) };
     let stop = ctx.exc.is_some()
-        || cpu.events != 0
-        || ctx.budget <= 0
-        || kicked
+        || !keeps_running(cpu.events, ctx.budget, kicked)
         || ctx.shared.generation() != ctx.seen_generation
         || cpu.st.msr & super::KEY_MSR_BITS != flags;
     ctx.ret = stop as u64;

@@ -75,7 +75,7 @@ pub fn plain_spr(n: u32, write: bool, problem_state: bool) -> Option<PlainSpr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Cpu;
+    use crate::vcpu::Cpu;
     use crate::softmmu::FlatRam;
 
     /// Every entry moves what the interpreter's `read_spr`/`write_spr` move, in both

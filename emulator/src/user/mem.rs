@@ -31,10 +31,9 @@ pub const PROT_EXEC: u32 = 4;
 /// Lowest address `mmap` hands out without `MAP_FIXED` (as Linux's `mmap_min_addr`).
 pub const MMAP_MIN: u64 = 0x1_0000;
 
-/// The user address space: every mapping lies below (the loader's stack top and `mmap`'s
-/// limits are under it). 40 bits, where Linux gives 47, so that the host can reserve the
-/// whole range as one mapping.
-pub const USER_SPAN: u64 = 1 << 40;
+/// The user address space: every mapping lies below (defined with the translated code that
+/// relies on it).
+pub use crate::jit::USER_SPAN;
 
 /// One host page of guest memory, aligned so that any naturally aligned guest access
 /// (up to a 128-byte `dcbz` block) is aligned on the host too.

@@ -7,7 +7,7 @@
 
 use super::{CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
 use crate::cpu::{CpuState, NO_RESERVATION};
-use crate::engine::Cpu;
+use crate::vcpu::Cpu;
 use crate::isa::{Insn, Op};
 use crate::jit::JitCtx;
 use crate::softmmu::TlbEntry;

@@ -6,7 +6,7 @@ use super::console::{ConsoleLines, ConsoleSink, MKBENCH_RESULT, ResultLine};
 use super::devices::Devices;
 use super::hcall;
 use super::loader::BootPlan;
-use super::run_report::vcpu_report;
+use super::run_report::{exit_name, run_setup, vcpu_report};
 use super::vcpu::{MachineAccel, PseriesVcpu, VcpuCounters, irq};
 use super::{MachineExit, PseriesDevices};
 use crate::accel::Accel;
@@ -326,12 +326,12 @@ pub fn run_with<S: Strategy>(
         None => timebase.now(),
     };
     let report = RunReport::new::<S>(
-        config,
+        run_setup(config),
         n,
         host_wall,
         tb_elapsed,
         HostTimeBase::HZ,
-        &exit,
+        exit_name(&exit),
         result_line,
         hcalls,
         &locks,

@@ -1,8 +1,41 @@
-//! The vCPU part of the run report.
+//! The machine's parts of the run report: how the run was set up, how it ended, and each
+//! vCPU's counters.
 
+use super::MachineExit;
+use super::config::{ClockMode, MachineConfig};
 use super::vcpu::PseriesVcpu;
-use crate::report::VcpuReport;
+use crate::report::{ClockReport, RunSetup, VcpuReport};
 use std::sync::atomic::Ordering;
+
+/// The report's names for how the run was set up.
+pub(super) fn run_setup(cfg: &MachineConfig) -> RunSetup {
+    RunSetup {
+        tlb_flush_mode: cfg.tlb_flush_mode.as_str(),
+        tlb_flush_coalesce: cfg.tlb_flush_coalesce,
+        accel: cfg.accel.as_str(),
+        ram_bytes: cfg.ram_bytes,
+        sync_profile: cfg.sync_profile,
+        clock: ClockReport {
+            kind: cfg.clock.as_str(),
+            quantum_ns: match cfg.clock {
+                ClockMode::Virtual { quantum_ns } => Some(quantum_ns),
+                ClockMode::Host => None,
+            },
+        },
+    }
+}
+
+/// The report's name of how the run ended.
+pub(super) fn exit_name(e: &MachineExit) -> String {
+    match e {
+        MachineExit::PowerOff => "power-off".into(),
+        MachineExit::Reboot => "reboot".into(),
+        MachineExit::OsTerm(m) => format!("os-term: {m}"),
+        MachineExit::Checkstop(m) => format!("checkstop: {m}"),
+        MachineExit::Timeout => "timeout".into(),
+        MachineExit::ClockDiverged(m) => format!("clock-diverged: {m}"),
+    }
+}
 
 pub(super) fn vcpu_report(
     v: &PseriesVcpu,
