@@ -485,8 +485,8 @@ fn generate(insns: &[Insn]) -> String {
                     continue;
                 }
                 match fams.iter_mut().find(|(n, _)| n == f) {
-                    Some((_, ops)) => ops.push(&i.ident),
-                    None => fams.push((f.clone(), vec![&i.ident])),
+                    Some((_, ops)) => ops.push(i.ident.as_str()),
+                    None => fams.push((f.clone(), vec![i.ident.as_str()])),
                 }
             }
         }

@@ -204,11 +204,13 @@ impl AddressSpace for GoldenSpace {
         let page = ea & PAGE_MASK;
         let (host, ok) = if (CODE_REGION..CODE_REGION + CODE_REGION_SIZE).contains(&page) {
             (
+                // SAFETY: `page` is inside the code region (checked), which `code` holds.
                 unsafe { self.code.as_mut_ptr().add((page - CODE_REGION) as usize) },
                 access != Access::Write,
             )
         } else if (DATA_REGION..DATA_REGION + DATA_REGION_SIZE).contains(&page) {
             (
+                // SAFETY: `page` is inside the data region (checked), which `data` holds.
                 unsafe { self.data.as_mut_ptr().add((page - DATA_REGION) as usize) },
                 access != Access::Exec,
             )

@@ -235,3 +235,51 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Retires `per` instructions a stint; leaves events at stint `events_at`.
+    struct Fake {
+        per: u64,
+        events_at: u32,
+        stints: u32,
+        budgets: Vec<i64>,
+    }
+
+    impl Runner for Fake {
+        fn enter(&mut self, cpu: &mut Cpu, budget: i64) -> Result<u64, Exception> {
+            self.stints += 1;
+            self.budgets.push(budget);
+            if self.stints == self.events_at {
+                cpu.events = 1;
+            }
+            Ok(self.per)
+        }
+    }
+
+    fn fake(per: u64, events_at: u32) -> Fake {
+        Fake {
+            per,
+            events_at,
+            stints: 0,
+            budgets: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_run_loop_stops_on_budget_events_and_stop() {
+        let mut cpu = Cpu::new(Box::new(crate::softmmu::FlatRam::new(4096)));
+        let mut f = fake(4, 0);
+        run(&mut f, &mut cpu, 10, &|_| false).unwrap();
+        assert_eq!(f.budgets, [10, 6, 2], "until the budget is spent");
+        let mut f = fake(4, 2);
+        run(&mut f, &mut cpu, 100, &|_| false).unwrap();
+        assert_eq!(f.stints, 2, "until events are left");
+        cpu.events = 0;
+        let mut f = fake(1, 0);
+        run(&mut f, &mut cpu, 100, &|c| c.counters.instructions == 0).unwrap();
+        assert_eq!(f.stints, 1, "until stop() says so");
+    }
+}

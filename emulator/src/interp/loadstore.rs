@@ -163,6 +163,8 @@ fn load_quad(c: &mut Cpu, ea: u64) -> Result<(u64, u64), Exception> {
         return Ok(if le { (second, first) } else { (first, second) });
     }
     let p = c.mmu.ram_ptr(&c.st, ea, 16, Access::Read)?;
+    // SAFETY: `ram_ptr` returned 16 bytes of guest RAM, mapped for the machine's life and
+    // 16-byte aligned (`ea` is, and RAM pages are host-page aligned).
     let raw = unsafe { (*AtomicU128::from_ptr(p.cast())).load(Ordering::Relaxed) };
     Ok(split_quad(raw, le))
 }
@@ -181,6 +183,7 @@ fn store_quad(c: &mut Cpu, ea: u64, hi: u64, lo: u64) -> Exec {
     }
     let raw = join_quad(hi, lo, le);
     let p = c.mmu.ram_ptr(&c.st, ea, 16, Access::Write)?;
+    // SAFETY: as in `load_quad`: 16 aligned bytes of guest RAM, writable.
     unsafe { (*AtomicU128::from_ptr(p.cast())).store(raw, Ordering::Relaxed) };
     Ok(())
 }
@@ -344,12 +347,15 @@ fn load_reserve(c: &mut Cpu, i: Insn, size: usize) -> Exec {
     let p = c.mmu.ram_ptr(&c.st, ea, size, Access::Read)?;
     let le = c.st.le();
     if size == 16 {
+        // SAFETY: `ram_ptr` returned `size` bytes of guest RAM, aligned to `size` (checked
+        // above; RAM pages are host-page aligned), mapped for the machine's life.
         let raw = unsafe { (*AtomicU128::from_ptr(p.cast())).load(Ordering::Acquire) };
         let (hi, lo) = split_quad(raw, le);
         c.st.gpr[rt] = hi;
         c.st.gpr[rt + 1] = lo;
         c.st.reserve_val = [raw as u64, (raw >> 64) as u64];
     } else {
+        // SAFETY: as above, for the access's size.
         let raw = unsafe {
             match size {
                 1 => (*AtomicU8::from_ptr(p)).load(Ordering::Acquire) as u64,
@@ -397,6 +403,9 @@ fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
         None
     };
     let le = c.st.le();
+    // SAFETY: `p` is `size` bytes of writable guest RAM from `ram_ptr` at the reserved
+    // address, which `l?arx` checked is aligned to `size` (RAM pages are host-page aligned),
+    // mapped for the machine's life.
     let ok = p.is_some_and(|p| unsafe {
         let old = c.st.reserve_val;
         match size {
@@ -573,6 +582,7 @@ pub(super) fn dcbz(c: &mut Cpu, i: Insn) -> Exec {
         .mmu
         .ram_ptr(&c.st, ea, CACHE_BLOCK as usize, Access::Write)?;
     for k in 0..(CACHE_BLOCK / 8) as usize {
+        // SAFETY: `p` is the whole aligned cache block of writable guest RAM (`ram_ptr`).
         unsafe { (*AtomicU64::from_ptr(p.add(8 * k).cast())).store(0, Ordering::Relaxed) };
     }
     Ok(())

@@ -4,14 +4,13 @@
 
 use super::cache::JitShared;
 use super::jump_cache::JcEntry;
-use super::tier::Tier;
 use crate::cpu::Exception;
 use crate::isa::OP_COUNT;
 use crate::vcpu::Cpu;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-/// `JitCtx::link` when the block asks to be promoted to the next tier ([`Tier::translate`]'s
+/// `JitCtx::link` when the block asks to be promoted to the next tier ([`super::tier::Tier::translate`]'s
 /// `promote_after` ran out).
 pub const PROMOTE: u64 = 1;
 
@@ -49,10 +48,10 @@ pub struct JitCtx {
     /// Slow-path memory accesses (TLB misses, MMIO, unaligned, watched pages).
     pub slow_mem: u64,
     /// Set by a block's exit: the address of its unlinked jump (the run loop has the tier
-    /// link it to the next block, [`Tier::link`]), or [`PROMOTE`]; 0 otherwise.
+    /// link it to the next block, [`super::tier::Tier::link`]), or [`PROMOTE`]; 0 otherwise.
     pub link: u64,
     /// The optimizing tier's entry trampoline for its current module
-    /// ([`Tier::entry_point`]): baseline code runs optimized blocks through it
+    /// ([`super::tier::Tier::entry_point`]): baseline code runs optimized blocks through it
     /// ([`helpers::run_optimized`]) without returning to the run loop.
     pub optimized_entry: usize,
     /// Calls of optimized code from baseline code, and the instructions they retired.

@@ -122,7 +122,7 @@ impl Jit {
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
         let generation: *const AtomicU64 = &shared.generation;
         let translators: [Option<Box<dyn Tier>>; TierId::COUNT] = [
-            Some(Box::new(cranelift::CraneliftTier::new())),
+            Some(Box::new(cranelift::CraneliftTier::new()) as Box<dyn Tier>),
             baseline::tier(&shared),
         ];
         let ctx = JitCtx {

@@ -47,8 +47,8 @@ impl TierId {
 /// A block translated by a tier.
 pub struct Translation {
     pub entry: usize,
-    /// Host code bytes it took in the vCPU's own code (0 for machine-wide code, which
-    /// [`MachineCode::used`] counts).
+    /// Host code bytes it took (the vCPU's own code counts towards its module's share of
+    /// the cache limit; machine-wide code's total is [`MachineCode::used`]).
     pub code_bytes: u64,
     /// Instructions translated natively / as interpreter calls (0 when not counted).
     pub native: u32,
@@ -103,7 +103,7 @@ pub trait Tier: Send {
 }
 
 /// A tier's code shared by every vCPU of the machine, as the code cache sees it.
-pub trait MachineCode: std::any::Any + Send + Sync {
+pub trait MachineCode: Send + Sync {
     /// The block at `entry` left the block map: jumps patched to it go back to the run loop.
     fn dropped(&self, entry: usize);
 
@@ -116,6 +116,9 @@ pub trait MachineCode: std::any::Any + Send + Sync {
 
     /// The machine is a user-mode process (see `JitShared::set_user_process`).
     fn set_user_process(&self, process: UserProcess);
+
+    /// Itself, for the tier's vCPU side to recover its own type.
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
 /// What a user-mode process promises the translated code (see

@@ -2,7 +2,6 @@
 //! cache, and the interpreter fallback (through the slow-path adapter).
 
 use super::{PC, TLB_IDX_BYTES, Tx, flags, helpers};
-use crate::vcpu::Cpu;
 use crate::isa::Op;
 use crate::jit::ctx::{STOP_BUDGET, STOP_EVENTS, STOP_KICK};
 use crate::jit::jump_cache::jc_flags;
@@ -121,7 +120,7 @@ impl Tx<'_> {
     /// The shared exit blocks (see the module doc).
     pub(super) fn emit_exits(&mut self, key_flags: u64, sig_block: SigRef) {
         let (ret, ret_pc, chain) = (self.ret, self.ret_pc, self.chain);
-        let budget_off = offset_of!(JitCtx, budget);
+        let budget_off = STOP_BUDGET;
 
         self.b.switch_to_block(ret_pc);
         let (n, pc) = (

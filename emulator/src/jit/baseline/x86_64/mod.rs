@@ -234,7 +234,7 @@ impl Shared {
         );
         Some(Translation {
             entry,
-            code_bytes: 0,
+            code_bytes: e.code.len() as u64,
             native: e.native,
             fallbacks: e.fallbacks,
         })
@@ -274,6 +274,8 @@ impl Shared {
             .guarded
             .load(Ordering::Relaxed)
             .then(|| self.sites.bind());
+        // SAFETY: the trampoline runs `entry`, a live block for this state (the caller's
+        // promise), with these two pointers, valid for the call.
         unsafe { (self.trampoline)(cpu, ctx, entry) }
     }
 
@@ -358,6 +360,10 @@ impl MachineCode for Shared {
             user: true,
         });
     }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
 }
 
 /// One vCPU's side of the baseline tier: the machine's region, which it translates into,
@@ -369,10 +375,9 @@ pub struct BaselineTier {
 impl BaselineTier {
     /// The tier over `shared`'s baseline region; `None` when the machine has none.
     pub fn new(shared: &JitShared) -> Option<Self> {
-        let code: Arc<dyn std::any::Any + Send + Sync> =
-            shared.machine_code[TierId::Baseline as usize].clone()?;
+        let code = shared.machine_code[TierId::Baseline as usize].clone()?;
         Some(Self {
-            code: code.downcast::<Shared>().ok()?,
+            code: code.into_any().downcast::<Shared>().ok()?,
         })
     }
 }
