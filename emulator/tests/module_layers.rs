@@ -14,7 +14,9 @@ fn top_modules(src: &Path) -> Vec<String> {
     lib.lines()
         .filter_map(|l| {
             let l = l.trim();
-            let rest = l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("mod "))?;
+            let rest = l
+                .strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))?;
             Some(rest.trim_end_matches(';').trim().to_string())
         })
         .collect()
@@ -153,10 +155,16 @@ fn a_cycle_is_found() {
     let tops: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
     let mut g = Graph::new();
     g.insert("a".into(), uses("use crate::{b::X, std};", &tops));
-    g.insert("b".into(), uses(&code_of("let x = crate::c::y(); // crate::a"), &tops));
+    g.insert(
+        "b".into(),
+        uses(&code_of("let x = crate::c::y(); // crate::a"), &tops),
+    );
     g.insert("c".into(), BTreeSet::new());
     assert_eq!(find_cycle(&g), None);
-    g.insert("c".into(), uses(&code_of("use crate::a;\n// crate::b"), &tops));
+    g.insert(
+        "c".into(),
+        uses(&code_of("use crate::a;\n// crate::b"), &tops),
+    );
     assert_eq!(
         find_cycle(&g).map(|c| c.join(" ")),
         Some("a b c a".to_string())

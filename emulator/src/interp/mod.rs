@@ -7,8 +7,8 @@ mod branch;
 mod fixed;
 mod fp;
 mod loadstore;
-mod system;
 mod step;
+mod system;
 mod system_step;
 #[cfg(test)]
 mod table_effects;
@@ -20,8 +20,8 @@ pub use system::{MSR_IMPLEMENTED, events};
 pub use system_step::StepOutcome;
 
 use crate::cpu::{CpuState, Exception, ProgramKind};
-pub(crate) use crate::vcpu::Cpu;
 use crate::isa::{Insn, OP_COUNT};
+pub(crate) use crate::vcpu::Cpu;
 
 /// Result of executing one instruction.
 pub type Exec = Result<(), Exception>;

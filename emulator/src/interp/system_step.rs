@@ -5,8 +5,8 @@
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
 use crate::cpu::{Exception, msr};
-use crate::vcpu::{SystemExit, hypercall_rule};
 use crate::isa::{InsnFlags, Op, decode};
+use crate::vcpu::{SystemExit, hypercall_rule};
 
 /// What one [`Cpu::system_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -244,4 +244,3 @@ pub(super) fn drop_write_entries(tlb: &mut crate::softmmu::Tlb, host_page: u64) 
         }
     }
 }
-

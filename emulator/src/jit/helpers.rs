@@ -4,10 +4,10 @@
 
 use super::JitCtx;
 use crate::cpu::Exception;
-use crate::vcpu::Cpu;
-use crate::vcpu::exit::keeps_running;
 use crate::interp::DISPATCH;
 use crate::isa::Insn;
+use crate::vcpu::Cpu;
+use crate::vcpu::exit::keeps_running;
 
 /// The block goes on.
 pub const CONTINUE: u32 = 0;

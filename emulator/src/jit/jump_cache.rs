@@ -57,7 +57,6 @@ pub(super) const JC_EMPTY: JcEntry = JcEntry {
     addend: 0,
 };
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,11 +61,11 @@ pub use config::{
 };
 pub use cranelift::native_ops;
 pub use ctx::JitCtx;
+pub(crate) use ctx::{TLB_IDX_BYTES, TLB_TABLE_PTR};
+pub(crate) use jump_cache::JC_SIZE;
 pub use jump_cache::JcEntry;
 pub use report::{BaselineCounters, BaselineReport, JitCounters, JitReport, TimeHistogram};
 pub use space::JitSpace;
-pub(crate) use ctx::{TLB_IDX_BYTES, TLB_TABLE_PTR};
-pub(crate) use jump_cache::JC_SIZE;
 
 use crate::cpu::Exception;
 use crate::isa::OP_COUNT;

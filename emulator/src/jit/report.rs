@@ -1,8 +1,8 @@
 //! What the translating tier counts on one vCPU, and its part of the run report
 //! (`vcpus[].jit`, described in `report.rs`).
 
-use super::tier::{TierId, Translation};
 use super::Jit;
+use super::tier::{TierId, Translation};
 use std::sync::atomic::Ordering;
 
 /// Counters of one vCPU's JIT (run report).

@@ -75,8 +75,8 @@ pub fn plain_spr(n: u32, write: bool, problem_state: bool) -> Option<PlainSpr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcpu::Cpu;
     use crate::softmmu::FlatRam;
+    use crate::vcpu::Cpu;
 
     /// Every entry moves what the interpreter's `read_spr`/`write_spr` move, in both
     /// privilege states, and the privileged numbers are left to it in problem state.

@@ -63,10 +63,7 @@ impl Jit {
                 .is_some_and(|h| (h as u64).wrapping_sub(pc) == e.addend)
         };
         let (tier, e_flags) = split_flags(e.flags);
-        let cached = Block {
-            tier,
-            entry: e.f,
-        };
+        let cached = Block { tier, entry: e.f };
         let same_key = e.pc == pc && e_flags == flags;
         if same_key && maps_same(cpu) {
             self.counters.jump_cache_hits += 1;

@@ -26,9 +26,9 @@ pub use table::native_ops;
 use super::tier::{Tier, TierId, Translation};
 use super::{BlockKey, JitCtx, helpers};
 use crate::cpu::{CpuState, Exception, msr};
-use crate::vcpu::{Cpu, DecodedBlock};
 use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::{Access, mmu_idx};
+use crate::vcpu::{Cpu, DecodedBlock};
 use core::mem::offset_of;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
 use cranelift_codegen::ir::{

@@ -32,17 +32,17 @@
 // dynasm converts a dynamic register operand with `.into()`, a no-op for our `u8` registers.
 #![allow(clippy::useless_conversion)]
 
+use super::regcache::{RegCache, later_gprs};
+use crate::cpu::{CpuState, NO_RESERVATION, msr};
+use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
 use crate::jit::jump_cache::jc_flags;
 use crate::jit::tier::TierId;
 use crate::jit::{BlockKey, JC_SIZE, JcEntry, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers};
-use super::regcache::{RegCache, later_gprs};
-use crate::cpu::{CpuState, NO_RESERVATION, msr};
-use crate::vcpu::Cpu;
-use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };
+use crate::vcpu::Cpu;
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -63,12 +63,12 @@ mod system;
 mod table;
 mod vector;
 
+use frame::Exit;
 pub use frame::{
     Counter, Emitted, Fixup, HELPERS, Helper, ProbeStubs, Stubs, exit_stub, probe_stub, thunk,
     trampoline,
 };
 pub use table::native_ops;
-use frame::Exit;
 
 /// `rbx` points this far into `Cpu`: at GPR 16, so that all 32 GPRs are within a signed
 /// 8-bit displacement ([`Em::gpr_rm`]), three bytes shorter per access than a 32-bit one.
