@@ -348,7 +348,7 @@ fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
             }
             Some(j) => {
                 let before = c.counters.instructions;
-                let r = run(j, &mut c, STEP_LIMIT - steps, &|_| false);
+                let r = run(&mut **j, &mut c, STEP_LIMIT - steps, &|_| false);
                 // Events only matter to a machine; the blocks stop for them.
                 c.events = 0;
                 // At least one: a fault on the first instruction retires nothing.
