@@ -73,7 +73,7 @@ pub struct ProcessMemory {
     guarded: std::collections::HashSet<u64>,
 }
 
-// Pages are only touched by the one vCPU thread that owns the process and its syscalls.
+// SAFETY: pages are only touched by the one vCPU thread that owns the process and its syscalls.
 unsafe impl Send for ProcessMemory {}
 
 #[inline]
