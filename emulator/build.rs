@@ -9,9 +9,14 @@
 //!
 //! The form fixes where the extended opcode sits and which bits are the Rc/OE/LK/AA
 //! flags; `fix=B:V` / `fix=A-B:V` pins further bits (IBM numbering, bit 0 = MSB).
+//! `bl=FAMILY` and `cl=FAMILY` name the family translator of the baseline tier and of
+//! Cranelift that translates the instruction natively (without one, translated code calls
+//! the interpreter for it); `via=ROUTINE` says that the interpreter executes it with the
+//! shared routine `ROUTINE(cpu, insn, op)` of its family.
 //! From this we emit the `Op` enum, per-op metadata (mask, match, operands, flags),
-//! a two-level decode table and an X-macro `for_each_insn!` that the interpreter and
-//! the JIT use to build their dispatch tables by name.
+//! a two-level decode table and X-macros: `for_each_insn!` (the interpreter and the JIT
+//! build their dispatch tables by name), `native_families!` (each tier's family tables)
+//! and `for_each_via!` (the interpreter functions bound to a shared routine).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -87,7 +92,14 @@ struct Insn {
     flags: Vec<String>,
     size: u32,
     origin: String,
+    /// (tier, family) of each native translation (`bl=`, `cl=`).
+    native: Vec<(String, String)>,
+    /// The interpreter's shared routine (`via=`).
+    via: Option<String>,
 }
+
+/// The translating tiers a row may name a family of, with the name the macro uses.
+const TIERS: &[(&str, &str)] = &[("bl", "baseline"), ("cl", "cranelift")];
 
 fn bits(first: u32, last: u32) -> u32 {
     let width = last - first + 1;
@@ -156,8 +168,27 @@ fn parse_line(line: &str, origin: &str) -> Result<Insn, String> {
     }
     let mut flags = Vec::new();
     let mut size = 0;
+    let mut native: Vec<(String, String)> = Vec::new();
+    let mut via = None;
+    let ident = |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_lowercase() || c == '_');
     for f in &toks[4..] {
-        if let Some(spec) = f.strip_prefix("fix=") {
+        let column = f
+            .split_once('=')
+            .filter(|(t, _)| TIERS.iter().any(|x| x.0 == *t));
+        if let Some((tier, fam)) = column {
+            if !ident(fam) {
+                return Err(format!("bad family in `{f}`"));
+            }
+            if native.iter().any(|(t, _)| t == tier) {
+                return Err(format!("two families of tier `{tier}`"));
+            }
+            native.push((tier.to_string(), fam.to_string()));
+        } else if let Some(r) = f.strip_prefix("via=") {
+            if !ident(r) {
+                return Err(format!("bad routine in `{f}`"));
+            }
+            via = Some(r.to_string());
+        } else if let Some(spec) = f.strip_prefix("fix=") {
             let (range, v) = spec.split_once(':').ok_or("fix=BITS:VALUE")?;
             let (a, b) = match range.split_once('-') {
                 Some((a, b)) => (a.parse::<u32>(), b.parse::<u32>()),
@@ -207,6 +238,8 @@ fn parse_line(line: &str, origin: &str) -> Result<Insn, String> {
         flags,
         size,
         origin: origin.to_string(),
+        native,
+        via,
     })
 }
 
@@ -438,6 +471,39 @@ fn generate(insns: &[Insn]) -> String {
             "            ({}, {}, {:?}),",
             i.ident, i.func, i.mnemonic
         );
+    }
+    s.push_str("        }\n    };\n}\n\n");
+
+    // `native_families!(tier, callback)` expands to `callback! { family: [Op, …], … }` with
+    // the families of `tier` in the order they first appear.
+    s.push_str("/// Calls `$m! { family: [Op, …], … }` with the native translations of a tier\n/// (`baseline` or `cranelift`: the table's `bl=` and `cl=` columns).\nmacro_rules! native_families {\n");
+    for (col, tier) in TIERS {
+        let mut fams: Vec<(String, Vec<&str>)> = Vec::new();
+        for i in insns {
+            for (t, f) in &i.native {
+                if t != col {
+                    continue;
+                }
+                match fams.iter_mut().find(|(n, _)| n == f) {
+                    Some((_, ops)) => ops.push(i.ident.as_str()),
+                    None => fams.push((f.clone(), vec![i.ident.as_str()])),
+                }
+            }
+        }
+        let _ = writeln!(s, "    ({tier}, $m:ident) => {{\n        $m! {{");
+        for (f, ops) in &fams {
+            let _ = writeln!(s, "            {f}: [{}],", ops.join(", "));
+        }
+        s.push_str("        }\n    };\n");
+    }
+    s.push_str("}\n\n");
+
+    // `for_each_via!(callback)` expands to `callback! { (routine, function, Op), … }`.
+    s.push_str("/// Calls `$m! { (routine, function_name, Op), … }` with every instruction the\n/// interpreter executes through a shared routine (the table's `via=` column).\nmacro_rules! for_each_via {\n    ($m:ident) => {\n        $m! {\n");
+    for i in insns {
+        if let Some(v) = &i.via {
+            let _ = writeln!(s, "            ({v}, {}, {}),", i.func, i.ident);
+        }
     }
     s.push_str("        }\n    };\n}\n");
     s

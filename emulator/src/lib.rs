@@ -20,3 +20,4 @@ pub mod papr;
 pub mod softmmu;
 pub mod sync;
 pub mod user;
+pub mod vcpu;

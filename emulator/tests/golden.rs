@@ -7,11 +7,11 @@
 //! stopped early). `tests/golden/gen.py` writes these files; README.md there describes the
 //! format. Every register, the buffer, the stop signal and the stop address are compared.
 //!
-//! The `jit_*` tests replay the same cases under the JIT (`Jit::run`, threshold 0: every block
+//! The `jit_*` tests replay the same cases under the JIT (`engine::run` on a `Jit`, threshold 0: every block
 //! is translated before it runs) on a CPU set up exactly as for the interpreter.
 
 use ppc64emu::cpu::{Exception, ProgramKind, msr};
-use ppc64emu::engine::Cpu;
+use ppc64emu::engine::{Cpu, run};
 use ppc64emu::isa::{ALL_OPS, Op, decode, disassemble};
 use ppc64emu::jit::{Jit, JitShared, Tiers};
 use ppc64emu::softmmu::{Access, AddressSpace, PAGE_MASK, PageMapping};
@@ -204,11 +204,13 @@ impl AddressSpace for GoldenSpace {
         let page = ea & PAGE_MASK;
         let (host, ok) = if (CODE_REGION..CODE_REGION + CODE_REGION_SIZE).contains(&page) {
             (
+                // SAFETY: `page` is inside the code region (checked), which `code` holds.
                 unsafe { self.code.as_mut_ptr().add((page - CODE_REGION) as usize) },
                 access != Access::Write,
             )
         } else if (DATA_REGION..DATA_REGION + DATA_REGION_SIZE).contains(&page) {
             (
+                // SAFETY: `page` is inside the data region (checked), which `data` holds.
                 unsafe { self.data.as_mut_ptr().add((page - DATA_REGION) as usize) },
                 access != Access::Exec,
             )
@@ -273,9 +275,9 @@ fn signal_of(e: Exception) -> (i64, Option<ProgramKind>) {
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Engine {
     Interp,
-    /// `Jit::run` with threshold 0 (every block translated before it runs).
+    /// `engine::run` on a `Jit` with threshold 0 (every block translated before it runs).
     Jit,
-    /// `Jit::run` with the baseline tier alone at threshold 0.
+    /// `engine::run` on a `Jit` with the baseline tier alone at threshold 0.
     Baseline,
 }
 
@@ -346,7 +348,7 @@ fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
             }
             Some(j) => {
                 let before = c.counters.instructions;
-                let r = j.run(&mut c, STEP_LIMIT - steps, &|_| false);
+                let r = run(&mut **j, &mut c, STEP_LIMIT - steps, &|_| false);
                 // Events only matter to a machine; the blocks stop for them.
                 c.events = 0;
                 // At least one: a fault on the first instruction retires nothing.

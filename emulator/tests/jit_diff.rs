@@ -3,7 +3,7 @@
 //! translated code must take effect.
 
 use ppc64emu::cpu::{Exception, msr};
-use ppc64emu::engine::Cpu;
+use ppc64emu::engine::{Cpu, run};
 use ppc64emu::isa::{ALL_OPS, InsnFlags, Op};
 use ppc64emu::jit::{Jit, JitShared, Tiers};
 use ppc64emu::softmmu::FlatRam;
@@ -96,7 +96,7 @@ fn run_interp(c: &mut Cpu) -> Option<Exception> {
 
 fn run_jit(c: &mut Cpu, jit: &mut Jit) -> Option<Exception> {
     while c.counters.instructions < LIMIT {
-        if let Err(e) = jit.run(c, 1000, &|_| false) {
+        if let Err(e) = run(jit, c, 1000, &|_| false) {
             return Some(e);
         }
         c.events = 0;
@@ -752,7 +752,7 @@ fn machine_wide_flush_replaces_every_module() {
             if done[k] {
                 continue;
             }
-            match j.run(c, 7, &|_| false) {
+            match run(j, c, 7, &|_| false) {
                 Ok(()) => {}
                 Err(Exception::Program(_)) => done[k] = true,
                 Err(e) => panic!("{e:?}"),
@@ -783,7 +783,7 @@ fn machine_wide_flush_replaces_every_module() {
     // jb takes the new epoch at its next run (a block that faults at once suffices).
     b.st.pc = CODE + 4 * 8;
     assert!(matches!(
-        jb.run(&mut b, 1, &|_| false),
+        run(&mut jb, &mut b, 1, &|_| false),
         Err(Exception::Program(_))
     ));
     assert_eq!(jb.counters.cache_flushes, before + 1);
@@ -828,7 +828,7 @@ mod baseline {
         let mut c = counted_loop_cpu(true);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
-        let e = jit.run(&mut c, 1_000_000, &|_| false);
+        let e = run(&mut jit, &mut c, 1_000_000, &|_| false);
         assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
         assert_eq!(c.counters.instructions, 3 + 5 * 100);
         // The first block to the loop, the loop's back edge, the loop to the end.
@@ -849,7 +849,7 @@ mod baseline {
         let mut c = counted_loop_cpu(false);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
-        jit.run(&mut c, 50, &|_| false).unwrap();
+        run(&mut jit, &mut c, 50, &|_| false).unwrap();
         // Blocks are entered while budget is left: at most one loop iteration past 50.
         let n = c.counters.instructions;
         assert!((50..50 + 5).contains(&n), "{n}");
@@ -863,7 +863,7 @@ mod baseline {
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BOTH, Some(0));
         jit.promote_threshold = 10;
-        let e = jit.run(&mut c, 1_000_000, &|_| false);
+        let e = run(&mut jit, &mut c, 1_000_000, &|_| false);
         assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
         assert_eq!(c.st.gpr[3], 5050);
         assert_eq!(
@@ -886,7 +886,7 @@ mod baseline {
         for pass in 1..=5 {
             c.st.pc = CODE;
             counted_loop_data(&mut c);
-            let e = jit.run(&mut c, 1_000_000, &|_| false);
+            let e = run(&mut jit, &mut c, 1_000_000, &|_| false);
             assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
             assert_eq!(c.st.gpr[3], 5050, "pass {pass}");
             let promoted = jit.counters.baseline.promotions;

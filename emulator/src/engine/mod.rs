@@ -1,26 +1,79 @@
 //! The execution engine: how guest code runs on one vCPU.
 //!
-//! [`Engine`] owns the vCPU ([`Cpu`]) and the tier that runs it: the reference interpreter
-//! or the translating runner ([`crate::jit::Jit`]: the code cache shared by all vCPUs, the
-//! jump cache, tiering from cold interpretation to translation, invalidation, and the code
-//! generator behind [`crate::jit::Backend`]). Machines (pseries, the user-mode runner) see
-//! only this type: they build it with [`EngineConfig`], call [`Engine::run`] (or
-//! [`Engine::run_system`], which applies the hypercall rule), and read its report.
+//! [`Engine`] owns the vCPU ([`Cpu`]) and the tier that runs it, the reference interpreter
+//! or the translating tier ([`crate::jit::Jit`]), and the run loop ([`run`]): it enters the
+//! tier for a stint at the PC, adds up what the stint retired and goes on while the vCPU's
+//! stop condition ([`crate::vcpu::exit::keeps_running`]) holds. Machines (pseries, the
+//! user-mode runner) see only this type: they build it with [`EngineConfig`], call
+//! [`Engine::run`] (or [`Engine::run_system`], which applies the hypercall rule), and read
+//! its report.
 //!
-//! The rules every tier shares live here once: where a block ends ([`block::ends_after`]),
-//! and what `sc 1` does ([`hypercall_rule`]).
+//! Layers point down only: the engine uses the tiers (`interp`, `jit`), which use the
+//! vCPU (`vcpu`); none of them uses the engine.
 
-mod block;
-mod cpu;
-
-pub use block::{DecodedBlock, MAX_BLOCK_INSNS, ends_after};
-pub use cpu::{Cpu, ExecCounters, HostTimeBase, TimeBase, VirtualTimeBase, ns_to_tb, tb_to_ns};
+pub use crate::vcpu::{
+    Cpu, DecodedBlock, ExecCounters, HostTimeBase, MAX_BLOCK_INSNS, SystemExit, TimeBase,
+    VirtualTimeBase, ends_after, hypercall_rule, ns_to_tb, tb_to_ns,
+};
 
 use crate::cpu::{Exception, msr};
 use crate::jit::{Jit, JitReport, JitShared};
-use crate::papr::H_PRIVILEGE;
+use crate::vcpu::exit::{budget_left, keeps_running};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+
+/// A tier as the run loop sees it: entered at the PC for a stint, it returns the
+/// instructions retired, or the exception that ended the stint (the instructions retired
+/// before it are in `cpu.counters.instructions`).
+pub trait Runner {
+    /// A run of the loop starts: the tier drops what held only within the last run.
+    fn begin(&mut self) {}
+
+    /// One stint at the PC with `budget` instructions (> 0) to retire at most, give or take
+    /// a block.
+    fn enter(&mut self, cpu: &mut Cpu, budget: i64) -> Result<u64, Exception>;
+}
+
+/// The interpreter tier: a stint is one block ([`Cpu::run_block`]).
+pub struct Interpreter;
+
+impl Runner for Interpreter {
+    #[inline]
+    fn enter(&mut self, cpu: &mut Cpu, _budget: i64) -> Result<u64, Exception> {
+        cpu.run_block()
+    }
+}
+
+impl Runner for Jit {
+    fn begin(&mut self) {
+        Jit::begin(self)
+    }
+
+    #[inline]
+    fn enter(&mut self, cpu: &mut Cpu, budget: i64) -> Result<u64, Exception> {
+        Jit::enter(self, cpu, budget)
+    }
+}
+
+/// The run loop: runs `tier`'s stints until an exception, until `cpu.events` is set (the
+/// caller takes them), until `stop()` says so (checked after every stint) or until about
+/// `max` instructions retired.
+#[inline]
+pub fn run<R: Runner + ?Sized>(
+    tier: &mut R,
+    cpu: &mut Cpu,
+    max: u64,
+    stop: &dyn Fn(&Cpu) -> bool,
+) -> Result<(), Exception> {
+    tier.begin();
+    let mut done = 0u64;
+    loop {
+        done += tier.enter(cpu, budget_left(max, done))?;
+        if !keeps_running(cpu.events, budget_left(max, done), || stop(cpu)) {
+            return Ok(());
+        }
+    }
+}
 
 /// Which tier runs guest code (`--accel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,34 +114,6 @@ impl Default for EngineConfig {
             trace: false,
             sole_vcpu: true,
         }
-    }
-}
-
-/// What a stint of system-mode guest code ([`Engine::run_system`]) stopped for.
-#[derive(Debug)]
-pub enum SystemExit {
-    /// `sc 1` in supervisor state: the machine performs hypercall r3 with arguments r4..,
-    /// puts the return code in r3 and outputs in r4.., then the guest continues (`pc` is
-    /// already past the `sc`).
-    Hypercall,
-    /// An exception for the machine to deliver.
-    Exception(Exception),
-}
-
-/// The hypercall rule of a system emulator, for an exception raised by guest code: `sc 1`
-/// in supervisor state is a hypercall; from problem state it fails with H_PRIVILEGE in r3
-/// without reaching the machine (as on QEMU) and the guest goes on (`None`); anything else
-/// is for the machine to deliver.
-pub fn hypercall_rule(cpu: &mut Cpu, e: Exception) -> Option<SystemExit> {
-    match e {
-        Exception::SystemCall { lev: 1 } if cpu.st.msr & msr::PR == 0 => {
-            Some(SystemExit::Hypercall)
-        }
-        Exception::SystemCall { lev: 1 } => {
-            cpu.st.gpr[3] = H_PRIVILEGE as u64;
-            None
-        }
-        e => Some(SystemExit::Exception(e)),
     }
 }
 
@@ -162,16 +187,8 @@ impl Engine {
             return self.cpu.step_traced().map(|_| ());
         }
         match &mut self.tier {
-            Tier::Jit(j) => j.run(&mut self.cpu, max, stop),
-            Tier::Interp => {
-                let mut done = 0;
-                loop {
-                    done += self.cpu.run_block()?;
-                    if self.cpu.events != 0 || done >= max || stop(&self.cpu) {
-                        return Ok(());
-                    }
-                }
-            }
+            Tier::Jit(j) => run(j.as_mut(), &mut self.cpu, max, stop),
+            Tier::Interp => run(&mut Interpreter, &mut self.cpu, max, stop),
         }
     }
 
@@ -216,5 +233,53 @@ impl Engine {
             Tier::Jit(j) => Some(j),
             Tier::Interp => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Retires `per` instructions a stint; leaves events at stint `events_at`.
+    struct Fake {
+        per: u64,
+        events_at: u32,
+        stints: u32,
+        budgets: Vec<i64>,
+    }
+
+    impl Runner for Fake {
+        fn enter(&mut self, cpu: &mut Cpu, budget: i64) -> Result<u64, Exception> {
+            self.stints += 1;
+            self.budgets.push(budget);
+            if self.stints == self.events_at {
+                cpu.events = 1;
+            }
+            Ok(self.per)
+        }
+    }
+
+    fn fake(per: u64, events_at: u32) -> Fake {
+        Fake {
+            per,
+            events_at,
+            stints: 0,
+            budgets: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_run_loop_stops_on_budget_events_and_stop() {
+        let mut cpu = Cpu::new(Box::new(crate::softmmu::FlatRam::new(4096)));
+        let mut f = fake(4, 0);
+        run(&mut f, &mut cpu, 10, &|_| false).unwrap();
+        assert_eq!(f.budgets, [10, 6, 2], "until the budget is spent");
+        let mut f = fake(4, 2);
+        run(&mut f, &mut cpu, 100, &|_| false).unwrap();
+        assert_eq!(f.stints, 2, "until events are left");
+        cpu.events = 0;
+        let mut f = fake(1, 0);
+        run(&mut f, &mut cpu, 100, &|c| c.counters.instructions == 0).unwrap();
+        assert_eq!(f.stints, 1, "until stop() says so");
     }
 }

@@ -119,29 +119,15 @@ fn store_gpr(c: &mut Cpu, i: Insn, a: Addr, size: usize, reverse: bool) -> Exec 
     Ok(())
 }
 
-/// Binds each interpreter function to its table row (`function: Op`).
-macro_rules! from_table {
-    ($via:ident: $($name:ident: $op:ident),* $(,)?) => {
+/// Binds each interpreter function of a row with `via=ROUTINE` to that routine and the
+/// row's op (`lbz` runs `gpr_access(c, i, Op::Lbz)`).
+macro_rules! bind_via {
+    ($(($via:ident, $name:ident, $op:ident)),* $(,)?) => {
         $(pub(super) fn $name(c: &mut Cpu, i: Insn) -> Exec { $via(c, i, Op::$op) })*
     };
 }
+crate::isa::for_each_via!(bind_via);
 
-from_table! { gpr_access:
-    lbz: Lbz, lbzu: Lbzu, lbzx: Lbzx, lbzux: Lbzux,
-    lhz: Lhz, lhzu: Lhzu, lhzx: Lhzx, lhzux: Lhzux,
-    lha: Lha, lhau: Lhau, lhax: Lhax, lhaux: Lhaux,
-    lwz: Lwz, lwzu: Lwzu, lwzx: Lwzx, lwzux: Lwzux,
-    lwa: Lwa, lwax: Lwax, lwaux: Lwaux,
-    ld: Ld, ldu: Ldu, ldx: Ldx, ldux: Ldux,
-    lhbrx: Lhbrx, lwbrx: Lwbrx, ldbrx: Ldbrx,
-    stb: Stb, stbu: Stbu, stbx: Stbx, stbux: Stbux,
-    sth: Sth, sthu: Sthu, sthx: Sthx, sthux: Sthux,
-    stw: Stw, stwu: Stwu, stwx: Stwx, stwux: Stwux,
-    std: Std, stdu: Stdu, stdx: Stdx, stdux: Stdux,
-    sthbrx: Sthbrx, stwbrx: Stwbrx, stdbrx: Stdbrx,
-    lbarx: Lbarx, lharx: Lharx, lwarx: Lwarx, ldarx: Ldarx, lqarx: Lqarx,
-    stbcx_: StbcxDot, sthcx_: SthcxDot, stwcx_: StwcxDot, stdcx_: StdcxDot, stqcx_: StqcxDot,
-}
 // --- quadword ---
 
 /// `lq`/`stq` move an even/odd register pair; in little-endian mode the doublewords swap.
@@ -177,6 +163,8 @@ fn load_quad(c: &mut Cpu, ea: u64) -> Result<(u64, u64), Exception> {
         return Ok(if le { (second, first) } else { (first, second) });
     }
     let p = c.mmu.ram_ptr(&c.st, ea, 16, Access::Read)?;
+    // SAFETY: `ram_ptr` returned 16 bytes of guest RAM, mapped for the machine's life and
+    // 16-byte aligned (`ea` is, and RAM pages are host-page aligned).
     let raw = unsafe { (*AtomicU128::from_ptr(p.cast())).load(Ordering::Relaxed) };
     Ok(split_quad(raw, le))
 }
@@ -195,6 +183,7 @@ fn store_quad(c: &mut Cpu, ea: u64, hi: u64, lo: u64) -> Exec {
     }
     let raw = join_quad(hi, lo, le);
     let p = c.mmu.ram_ptr(&c.st, ea, 16, Access::Write)?;
+    // SAFETY: as in `load_quad`: 16 aligned bytes of guest RAM, writable.
     unsafe { (*AtomicU128::from_ptr(p.cast())).store(raw, Ordering::Relaxed) };
     Ok(())
 }
@@ -358,12 +347,15 @@ fn load_reserve(c: &mut Cpu, i: Insn, size: usize) -> Exec {
     let p = c.mmu.ram_ptr(&c.st, ea, size, Access::Read)?;
     let le = c.st.le();
     if size == 16 {
+        // SAFETY: `ram_ptr` returned `size` bytes of guest RAM, aligned to `size` (checked
+        // above; RAM pages are host-page aligned), mapped for the machine's life.
         let raw = unsafe { (*AtomicU128::from_ptr(p.cast())).load(Ordering::Acquire) };
         let (hi, lo) = split_quad(raw, le);
         c.st.gpr[rt] = hi;
         c.st.gpr[rt + 1] = lo;
         c.st.reserve_val = [raw as u64, (raw >> 64) as u64];
     } else {
+        // SAFETY: as above, for the access's size.
         let raw = unsafe {
             match size {
                 1 => (*AtomicU8::from_ptr(p)).load(Ordering::Acquire) as u64,
@@ -411,6 +403,9 @@ fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
         None
     };
     let le = c.st.le();
+    // SAFETY: `p` is `size` bytes of writable guest RAM from `ram_ptr` at the reserved
+    // address, which `l?arx` checked is aligned to `size` (RAM pages are host-page aligned),
+    // mapped for the machine's life.
     let ok = p.is_some_and(|p| unsafe {
         let old = c.st.reserve_val;
         match size {
@@ -576,16 +571,6 @@ fn store_fpr(c: &mut Cpu, i: Insn, a: Addr, kind: FpKind) -> Exec {
     Ok(())
 }
 
-from_table! { fpr_access:
-    lfs: Lfs, lfsu: Lfsu, lfsx: Lfsx, lfsux: Lfsux,
-    lfd: Lfd, lfdu: Lfdu, lfdx: Lfdx, lfdux: Lfdux,
-    lfiwax: Lfiwax, lfiwzx: Lfiwzx,
-    stfs: Stfs, stfsu: Stfsu, stfsx: Stfsx, stfsux: Stfsux,
-    stfd: Stfd, stfdu: Stfdu, stfdx: Stfdx, stfdux: Stfdux,
-    stfiwx: Stfiwx,
-    lfdp: Lfdp, lfdpx: Lfdpx, stfdp: Stfdp, stfdpx: Stfdpx,
-}
-
 // --- storage control ---
 
 /// Data cache block size of POWER8.
@@ -597,6 +582,7 @@ pub(super) fn dcbz(c: &mut Cpu, i: Insn) -> Exec {
         .mmu
         .ram_ptr(&c.st, ea, CACHE_BLOCK as usize, Access::Write)?;
     for k in 0..(CACHE_BLOCK / 8) as usize {
+        // SAFETY: `p` is the whole aligned cache block of writable guest RAM (`ram_ptr`).
         unsafe { (*AtomicU64::from_ptr(p.add(8 * k).cast())).store(0, Ordering::Relaxed) };
     }
     Ok(())

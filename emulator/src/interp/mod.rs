@@ -1,12 +1,13 @@
 //! The reference semantics: one function per instruction, grouped by family, dispatched
 //! through a table built from the ISA table by name (`for_each_insn!`). The functions act on
-//! the engine's vCPU ([`crate::engine::Cpu`]), which steps through them; every JIT tier is
+//! the vCPU ([`crate::vcpu::Cpu`]), which steps through them (`step`); every JIT tier is
 //! tested against them and calls into them for instructions it does not translate.
 
 mod branch;
 mod fixed;
 mod fp;
 mod loadstore;
+mod step;
 mod system;
 mod system_step;
 #[cfg(test)]
@@ -19,8 +20,8 @@ pub use system::{MSR_IMPLEMENTED, events};
 pub use system_step::StepOutcome;
 
 use crate::cpu::{CpuState, Exception, ProgramKind};
-pub(crate) use crate::engine::Cpu;
 use crate::isa::{Insn, OP_COUNT};
+pub(crate) use crate::vcpu::Cpu;
 
 /// Result of executing one instruction.
 pub type Exec = Result<(), Exception>;

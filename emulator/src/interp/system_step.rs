@@ -5,8 +5,8 @@
 use super::Cpu;
 use crate::cpu::interrupt::{self, Delivery, Interrupt, Pending};
 use crate::cpu::{Exception, msr};
-use crate::engine::SystemExit;
 use crate::isa::{InsnFlags, Op, decode};
+use crate::vcpu::{SystemExit, hypercall_rule};
 
 /// What one [`Cpu::system_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,12 +66,12 @@ impl Cpu {
     }
 
     /// Executes one instruction and delivers whatever it raises, a trace interrupt included
-    /// (`sc 1`: the engine's [`crate::engine::hypercall_rule`]).
+    /// (`sc 1`: [`hypercall_rule`]).
     pub fn system_step(&mut self) -> StepOutcome {
         match self.step_traced() {
             Ok(Some(vector)) => StepOutcome::Interrupt { vector },
             Ok(None) => StepOutcome::Retired,
-            Err(e) => match crate::engine::hypercall_rule(self, e) {
+            Err(e) => match hypercall_rule(self, e) {
                 None => StepOutcome::Retired,
                 Some(SystemExit::Hypercall) => StepOutcome::Hypercall,
                 Some(SystemExit::Exception(e)) => {

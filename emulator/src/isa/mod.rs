@@ -150,7 +150,7 @@ pub struct OpInfo {
 
 include!(concat!(env!("OUT_DIR"), "/isa_table.rs"));
 #[allow(unused_imports)]
-pub(crate) use for_each_insn;
+pub(crate) use {for_each_insn, for_each_via, native_families};
 
 impl Op {
     #[inline]

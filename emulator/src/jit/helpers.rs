@@ -4,9 +4,10 @@
 
 use super::JitCtx;
 use crate::cpu::Exception;
-use crate::engine::Cpu;
 use crate::interp::DISPATCH;
 use crate::isa::Insn;
+use crate::vcpu::Cpu;
+use crate::vcpu::exit::keeps_running;
 
 /// The block goes on.
 pub const CONTINUE: u32 = 0;
@@ -19,6 +20,8 @@ pub const STOP_AFTER: u32 = 2;
 /// Runs one instruction in the interpreter. Guest registers are in `CpuState`; `st.pc` holds
 /// the instruction's address. `ret`: a stop code.
 pub unsafe extern "C" fn interp(cpu: *mut Cpu, ctx: *mut JitCtx, word: u64, op: u64, _: u64) {
+    // SAFETY: translated code calls helpers with its own `cpu` and `ctx` (the entry
+    // pointers, live and not otherwise borrowed while the block runs).
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.ret = interp_one(cpu, ctx, word as u32, op as usize) as u64;
 }
@@ -68,20 +71,22 @@ pub unsafe extern "C" fn run_optimized(
 ) {
     type Entry = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
     // SAFETY: `optimized_entry` is the current module's trampoline of this signature
-    // (`Backend::entry_point`), and `entry` a block of this vCPU's jump cache, synced with
+    // (`Tier::entry_point`), and `entry` a block of this vCPU's jump cache, synced with
     // the generation (the caller's probe found it there).
     let enter = unsafe { std::mem::transmute::<usize, Entry>((*ctx).optimized_entry) };
+    // SAFETY: `ctx` is the calling block's live context.
     let before = unsafe { (*ctx).budget };
+    // SAFETY: `enter` and `entry` as said above; `cpu` and `ctx` are the caller's, passed on.
     unsafe { enter(cpu, ctx, entry as usize) };
+    // SAFETY: translated code calls helpers with its own `cpu` and `ctx` (the entry
+    // pointers, live and not otherwise borrowed while the block runs).
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.optimized_calls += 1;
     ctx.optimized_instructions += (before - ctx.budget) as u64;
     // SAFETY: `kick` outlives the vCPU's JIT (`Jit::watch`).
-    let kicked = unsafe { (*ctx.kick).load(std::sync::atomic::Ordering::Relaxed) };
+    let kicked = || unsafe { (*ctx.kick).load(std::sync::atomic::Ordering::Relaxed) };
     let stop = ctx.exc.is_some()
-        || cpu.events != 0
-        || ctx.budget <= 0
-        || kicked
+        || !keeps_running(cpu.events, ctx.budget, kicked)
         || ctx.shared.generation() != ctx.seen_generation
         || cpu.st.msr & super::KEY_MSR_BITS != flags;
     ctx.ret = stop as u64;
@@ -94,6 +99,8 @@ fn tlb_flushes(cpu: &Cpu) -> u64 {
 
 /// The timebase (`mftb`, `mfspr` TB/TBU); `ret`: its value.
 pub unsafe extern "C" fn timebase(cpu: *mut Cpu, ctx: *mut JitCtx, _: u64, _: u64, _: u64) {
+    // SAFETY: translated code calls helpers with its own `cpu` and `ctx` (the entry
+    // pointers, live and not otherwise borrowed while the block runs).
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.ret = cpu.timebase.now();
 }
@@ -101,6 +108,8 @@ pub unsafe extern "C" fn timebase(cpu: *mut Cpu, ctx: *mut JitCtx, _: u64, _: u6
 /// TLB miss, unaligned, page-crossing or device load of `size` bytes (`le`: byte order).
 /// `ret`: the value; sets `ctx.fault` when the access raised an exception.
 pub unsafe extern "C" fn load(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, size: u64, le: u64) {
+    // SAFETY: translated code calls helpers with its own `cpu` and `ctx` (the entry
+    // pointers, live and not otherwise borrowed while the block runs).
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.slow_mem += 1;
     ctx.ret = match cpu.mmu.load(&cpu.st, ea, size as usize, le != 0) {
@@ -116,6 +125,8 @@ pub unsafe extern "C" fn load(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, size: u6
 /// Slow-path store (`size_le`: size, byte order in bit 8); `ret`: `STOP_AFTER` when it wrote translated code (the rest of the block may be
 /// stale), `STOP_FAULT` on an exception.
 pub unsafe extern "C" fn store(cpu: *mut Cpu, ctx: *mut JitCtx, ea: u64, val: u64, size_le: u64) {
+    // SAFETY: translated code calls helpers with its own `cpu` and `ctx` (the entry
+    // pointers, live and not otherwise borrowed while the block runs).
     let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
     ctx.slow_mem += 1;
     let generation = ctx.shared.generation();

@@ -75,8 +75,8 @@ pub fn plain_spr(n: u32, write: bool, problem_state: bool) -> Option<PlainSpr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Cpu;
     use crate::softmmu::FlatRam;
+    use crate::vcpu::Cpu;
 
     /// Every entry moves what the interpreter's `read_spr`/`write_spr` move, in both
     /// privilege states, and the privileged numbers are left to it in problem state.
@@ -98,6 +98,7 @@ mod tests {
                     let at = unsafe { (&raw mut c.st).cast::<u8>().add(p.offset) };
                     if write {
                         assert_eq!(c.write_spr(n, v), Ok(true), "mtspr {n}");
+                        // SAFETY: `at` points at the field (above), read unaligned.
                         let got = unsafe {
                             if p.bytes == 8 {
                                 at.cast::<u64>().read_unaligned()
@@ -108,6 +109,7 @@ mod tests {
                         let want = v & p.write_mask & (u64::MAX >> (64 - 8 * p.bytes as u32));
                         assert_eq!(got, want, "mtspr {n} (pr {pr})");
                     } else {
+                        // SAFETY: `at` points at the field (above), written unaligned.
                         unsafe {
                             if p.bytes == 8 {
                                 at.cast::<u64>().write_unaligned(v)

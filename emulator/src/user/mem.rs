@@ -31,10 +31,9 @@ pub const PROT_EXEC: u32 = 4;
 /// Lowest address `mmap` hands out without `MAP_FIXED` (as Linux's `mmap_min_addr`).
 pub const MMAP_MIN: u64 = 0x1_0000;
 
-/// The user address space: every mapping lies below (the loader's stack top and `mmap`'s
-/// limits are under it). 40 bits, where Linux gives 47, so that the host can reserve the
-/// whole range as one mapping.
-pub const USER_SPAN: u64 = 1 << 40;
+/// The user address space: every mapping lies below (defined with the translated code that
+/// relies on it).
+pub use crate::jit::USER_SPAN;
 
 /// One host page of guest memory, aligned so that any naturally aligned guest access
 /// (up to a 128-byte `dcbz` block) is aligned on the host too.
@@ -74,7 +73,7 @@ pub struct ProcessMemory {
     guarded: std::collections::HashSet<u64>,
 }
 
-// Pages are only touched by the one vCPU thread that owns the process and its syscalls.
+// SAFETY: pages are only touched by the one vCPU thread that owns the process and its syscalls.
 unsafe impl Send for ProcessMemory {}
 
 #[inline]
@@ -408,6 +407,7 @@ impl ProcessMemory {
     fn byte_ptr(&mut self, addr: u64, need: u32) -> Result<*mut u8, Fault> {
         match self.vma_at(addr) {
             Some((_, _, prot)) if prot & need == need => {
+                // SAFETY: the offset is within the page `page` returns (a whole host page).
                 Ok(unsafe { self.page(addr >> 12).add((addr & !PAGE_MASK) as usize) })
             }
             _ => Err(Fault),
@@ -416,6 +416,8 @@ impl ProcessMemory {
 
     /// Copies guest memory out (needs read permission on every page).
     pub fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), Fault> {
+        // SAFETY: `copy` hands `n` bytes of a guest page at `host`, and `off + n` is within
+        // `out` (it splits `out.len()` bytes by page).
         self.copy(addr, out.len(), PROT_READ, |host, off, n| unsafe {
             std::ptr::copy_nonoverlapping(host, out.as_mut_ptr().add(off), n)
         })
@@ -436,6 +438,7 @@ impl ProcessMemory {
                 self.unguard(n << 12);
             }
         }
+        // SAFETY: as in `read`, with `data`.
         self.copy(addr, data.len(), PROT_WRITE, |host, off, n| unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr().add(off), host, n)
         })?;
@@ -456,6 +459,7 @@ impl ProcessMemory {
     /// Writes regardless of protection (the loader filling read-only segments).
     pub fn poke(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         let span = self.span;
+        // SAFETY: as in `read`, with `data`; the page is made writable on the host first.
         let r = self.copy(addr, data.len(), 0, |host, off, n| unsafe {
             if span.is_some() {
                 host_protect(host, n as u64, libc::PROT_READ | libc::PROT_WRITE);
@@ -511,6 +515,7 @@ impl ProcessMemory {
             let avail = (PAGE_SIZE - (a & !PAGE_MASK)) as usize;
             let host = self.byte_ptr(a, PROT_READ)?;
             for k in 0..avail {
+                // SAFETY: `k` < the bytes left in the page `byte_ptr` returned a pointer into.
                 let b = unsafe { *host.add(k) };
                 if b == 0 {
                     return Ok(s);
@@ -609,6 +614,7 @@ impl Drop for ProcessMemory {
             }
             None => {
                 for (_, p) in self.pages.drain() {
+                    // SAFETY: every page of the map came from `zeroed_page`'s box, once.
                     drop(unsafe { Box::from_raw(p) });
                 }
             }
@@ -643,6 +649,7 @@ fn reserve_span() -> Option<*mut u8> {
     }
     // SAFETY: the mapping just made.
     if unsafe { libc::mprotect(p, USER_SPAN as usize, libc::PROT_NONE) } != 0 {
+        // SAFETY: the mapping just made, not used yet.
         unsafe { libc::munmap(p, USER_SPAN as usize) };
         return None;
     }
@@ -702,6 +709,7 @@ fn release_page(p: *mut Page) {
 /// # Safety
 /// Both ranges lie in the reserved range, page aligned, and do not overlap.
 unsafe fn move_in_span(base: *mut u8, old: u64, len: u64, new: u64) {
+    // SAFETY: both ranges lie in the reserved range at `base` (the caller's promise).
     let (from, to, n) = unsafe {
         (
             base.add(old as usize).cast::<libc::c_void>(),
@@ -714,6 +722,8 @@ unsafe fn move_in_span(base: *mut u8, old: u64, len: u64, new: u64) {
     if moved == libc::MAP_FAILED {
         host_protect(from.cast(), len, libc::PROT_READ);
         host_protect(to.cast(), len, libc::PROT_READ | libc::PROT_WRITE);
+        // SAFETY: both ranges are `n` bytes of the reserved range, readable and writable as
+        // just set, and do not overlap (the caller's promise).
         unsafe {
             std::ptr::copy_nonoverlapping(from.cast::<u8>(), to.cast::<u8>(), n);
             libc::madvise(from, n, libc::MADV_DONTNEED);
@@ -721,6 +731,7 @@ unsafe fn move_in_span(base: *mut u8, old: u64, len: u64, new: u64) {
         return;
     }
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+    // SAFETY: `from` is the old range, in the reserved range, which only guest memory uses.
     let back = unsafe { libc::mmap(from, n, libc::PROT_NONE, flags, -1, 0) };
     assert_eq!(
         back, from,
@@ -898,6 +909,7 @@ mod tests {
         let hooked = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let h = hooked.clone();
         m.code_hook = Some(Box::new(move |a, _| h.lock().push(a)));
+        // SAFETY: test addresses below `USER_SPAN`, inside the reserved range.
         let at = |a: u64| unsafe { span.add(a as usize) };
         assert_eq!(host_access(at(0x10000)), (false, false), "unmapped");
         m.map(0x10000, 0x13000, PROT_READ | PROT_WRITE);
@@ -943,10 +955,13 @@ mod tests {
         let mut m = ProcessMemory::with_span(Some(span));
         m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
         // Written straight through the host page, as translated code does.
+        // SAFETY: a mapped, writable page of the reserved range.
         unsafe { span.add(0x12345).write(7) };
         m.relocate(0x10000, 0x4000, 0x80000);
         assert_eq!(m.read_vec(0x82345, 1).unwrap(), [7]);
-        assert_eq!(host_access(unsafe { span.add(0x12345) }), (false, false));
+        // SAFETY: an address inside the reserved range.
+        let moved_from = unsafe { span.add(0x12345) };
+        assert_eq!(host_access(moved_from), (false, false));
         m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
         assert_eq!(
             m.read_vec(0x12345, 1).unwrap(),

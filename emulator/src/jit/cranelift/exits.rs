@@ -2,8 +2,10 @@
 //! cache, and the interpreter fallback (through the slow-path adapter).
 
 use super::{PC, TLB_IDX_BYTES, Tx, flags, helpers};
-use crate::engine::Cpu;
 use crate::isa::Op;
+use crate::jit::ctx::{STOP_BUDGET, STOP_EVENTS, STOP_KICK};
+use crate::jit::jump_cache::jc_flags;
+use crate::jit::tier::TierId;
 use crate::jit::{JC_SIZE, JcEntry, JitCtx};
 use crate::softmmu::{Access, PAGE_MASK, TLB_ENTRIES, TlbEntry, mmu_idx};
 use core::mem::offset_of;
@@ -35,13 +37,14 @@ fn emit_chain(
         b.ins().load(ty, flags(), base, off as i32)
     };
     b.ins().store(flags(), pc, cpu, PC);
-    let budget_off = offset_of!(JitCtx, budget);
+    // The stop condition (`vcpu::exit::keeps_running`): budget spent, events, kick.
+    let budget_off = STOP_BUDGET;
     let left = ld(b, I64, jctx, budget_off);
     let left = b.ins().isub(left, n);
     b.ins().store(flags(), left, jctx, budget_off as i32);
     let spent = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, left, 0);
-    let events = ld(b, I32, cpu, offset_of!(Cpu, events));
-    let kick_ptr = ld(b, I64, jctx, offset_of!(JitCtx, kick));
+    let events = ld(b, I32, cpu, STOP_EVENTS);
+    let kick_ptr = ld(b, I64, jctx, STOP_KICK);
     let kick = ld(b, I8, kick_ptr, 0);
     let kick = b.ins().uextend(I32, kick);
     let any = b.ins().bor(events, kick);
@@ -60,7 +63,9 @@ fn emit_chain(
     let eflags = ld(b, I64, e, offset_of!(JcEntry, flags));
     let f = ld(b, I64, e, offset_of!(JcEntry, f));
     let d = b.ins().bxor(epc, pc);
-    let fd = b.ins().bxor_imm_s(eflags, key_flags as i64);
+    // Only a Cranelift block of the same MSR state (`jump_cache::jc_flags`).
+    let want = jc_flags(key_flags, TierId::Cranelift);
+    let fd = b.ins().bxor_imm_s(eflags, want as i64);
     let d = b.ins().bor(d, fd);
     // The PC must still map to the entry's host page: the exec TLB entry of its page has the
     // entry's addend (jump cache entries survive TLB flushes).
@@ -115,7 +120,7 @@ impl Tx<'_> {
     /// The shared exit blocks (see the module doc).
     pub(super) fn emit_exits(&mut self, key_flags: u64, sig_block: SigRef) {
         let (ret, ret_pc, chain) = (self.ret, self.ret_pc, self.chain);
-        let budget_off = offset_of!(JitCtx, budget);
+        let budget_off = STOP_BUDGET;
 
         self.b.switch_to_block(ret_pc);
         let (n, pc) = (

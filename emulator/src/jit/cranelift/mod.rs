@@ -23,11 +23,12 @@ mod vector;
 
 pub use table::native_ops;
 
-use super::{Backend, BlockKey, Compiled, JitCtx, helpers};
+use super::tier::{Tier, TierId, Translation};
+use super::{BlockKey, JitCtx, helpers};
 use crate::cpu::{CpuState, Exception, msr};
-use crate::engine::{Cpu, DecodedBlock};
 use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::{Access, mmu_idx};
+use crate::vcpu::{Cpu, DecodedBlock};
 use core::mem::offset_of;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
 use cranelift_codegen::ir::{
@@ -164,9 +165,9 @@ fn compile_stub(
 /// pointers.
 type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
 
-/// The optimizing code generator: Cranelift, one `JITModule` per vCPU (modules are not
-/// `Sync`, and one shared module would be a global translation lock).
-pub struct CraneliftBackend {
+/// The optimizing tier: Cranelift, one `JITModule` per vCPU (modules are not `Sync`, and
+/// one shared module would be a global translation lock).
+pub struct CraneliftTier {
     module: JITModule,
     cl_ctx: cranelift_codegen::Context,
     fb_ctx: cranelift_frontend::FunctionBuilderContext,
@@ -177,9 +178,9 @@ pub struct CraneliftBackend {
 
 // SAFETY: a backend is used by one vCPU thread at a time; its module's code and data are
 // owned by it and move with it.
-unsafe impl Send for CraneliftBackend {}
+unsafe impl Send for CraneliftTier {}
 
-impl CraneliftBackend {
+impl CraneliftTier {
     pub fn new() -> Self {
         let mut module = new_module();
         let (trampoline, adapter) = entry_points(&mut module);
@@ -194,9 +195,19 @@ impl CraneliftBackend {
     }
 }
 
-impl Backend for CraneliftBackend {
-    fn compile(&mut self, block: &DecodedBlock, key: BlockKey) -> Result<Compiled, Exception> {
-        compile(self, block, key.flags)
+impl Tier for CraneliftTier {
+    fn id(&self) -> TierId {
+        TierId::Cranelift
+    }
+
+    /// Cranelift blocks are the last tier: `promote_after` does not apply.
+    fn translate(
+        &mut self,
+        block: &DecodedBlock,
+        key: BlockKey,
+        _promote_after: Option<u32>,
+    ) -> Result<Option<Translation>, Exception> {
+        compile(self, block, key.flags).map(Some)
     }
 
     unsafe fn enter(&mut self, cpu: &mut Cpu, ctx: &mut JitCtx, entry: usize) {
@@ -258,10 +269,10 @@ fn new_module() -> JITModule {
 
 /// Translates `block` into a function of the vCPU's module.
 fn compile(
-    jit: &mut CraneliftBackend,
+    jit: &mut CraneliftTier,
     block: &DecodedBlock,
     key_flags: u64,
-) -> Result<Compiled, Exception> {
+) -> Result<Translation, Exception> {
     let module = &mut jit.module;
     let fcfg = module.target_config();
     let ptr = fcfg.pointer_type();
@@ -361,9 +372,11 @@ fn compile(
         .map_or(0, |c| c.code_buffer().len() as u64);
     module.clear_context(&mut jit.cl_ctx);
     module.finalize_definitions().expect("finalize JIT code");
-    Ok(Compiled {
+    Ok(Translation {
         entry: module.get_finalized_function(id) as usize,
         code_bytes,
+        native: 0,
+        fallbacks: 0,
     })
 }
 

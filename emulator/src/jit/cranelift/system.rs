@@ -7,10 +7,10 @@
 
 use super::{CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
 use crate::cpu::{CpuState, NO_RESERVATION};
-use crate::engine::Cpu;
 use crate::isa::{Insn, Op};
 use crate::jit::JitCtx;
 use crate::softmmu::TlbEntry;
+use crate::vcpu::Cpu;
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I32, I64};

@@ -69,21 +69,3 @@ impl DecodedBlock {
         s
     }
 }
-
-impl Cpu {
-    /// Interprets the block at the PC (the rule of [`ends_after`]); it also ends early when
-    /// an instruction leaves events (`cpu.events`) or moves the PC elsewhere than the next
-    /// word. Returns the instructions retired; on an exception they are in
-    /// `counters.instructions` too.
-    pub fn run_block(&mut self) -> Result<u64, Exception> {
-        let start = self.counters.instructions;
-        for len in 1..=MAX_BLOCK_INSNS {
-            let next = self.st.pc.wrapping_add(4);
-            let op = self.step_op()?;
-            if self.events != 0 || self.st.pc != next || ends_after(op, len, next) {
-                break;
-            }
-        }
-        Ok(self.counters.instructions - start)
-    }
-}

@@ -46,7 +46,7 @@ fn flush_empties_the_region_and_keeps_the_trampoline() {
     let s = Shared::new().unwrap();
     let f = msr::SF;
     let a = s.translate(key(0x1000, f), &LOOP, Some(3)).unwrap();
-    assert!(s.used() >= a.bytes as u64 && a.native == 2 && a.fallbacks == 0);
+    assert!(s.used() >= a.code_bytes && a.native == 2 && a.fallbacks == 0);
     s.flush();
     assert_eq!(s.used(), 0);
     let b = s.translate(key(0x1000, f), &LOOP, Some(3)).unwrap();

@@ -1,0 +1,556 @@
+//! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers stay current
+//! at their homes in `CpuState` (every instruction stores what it writes; copies of GPRs the
+//! block uses again are kept in host registers, write-through: `regcache`), so that an
+//! interpreter call, a fault or an exit needs no write-back and a block can be left anywhere.
+//!
+//! Pinned host registers: `rbx` = the `Cpu` plus `RBX_BIAS`, `r12` = `*mut JitCtx`, `r13` =
+//! the effective address of the current load/store (callee-saved: it survives slow-path
+//! calls), `r14` = the vCPU's TLB entries, `rbp` = the instruction budget. `JitCtx::budget` is
+//! loaded into `rbp` by the trampoline and stored back by the exit stub and around
+//! `helpers::run_optimized`: a memory counter charged by every block was a chain of
+//! read-modify-writes through store forwarding, several cycles per block.
+//!
+//! The code is position independent (helpers are called through absolute addresses, only
+//! jumps inside the block are relative), so it is emitted into a buffer and then copied to
+//! its place in the shared code region. Direct exits to the block's own guest page (in user
+//! mode, to any page) end in a patchable `jmp rel32` (see [`super::Shared::link`]); other
+//! exits probe the vCPU's jump
+//! cache for a baseline block, run an optimized one through `helpers::run_optimized`, and
+//! return to the run loop when there is neither.
+//!
+//! Everything rare (TLB misses, faults, the entry's stop and promotion exits) is emitted
+//! out of line after the body: translations of a real guest take hundreds of MiB, and the
+//! instruction cache holds only the hot paths it fetches.
+//!
+//! This file holds block emission (the translator's state, the pass over a block's
+//! instructions, the register cache's plumbing and what the families share); `frame` holds
+//! the frame and ABI: the entry trampoline, the stubs every block shares, the entry check,
+//! exits, probes and out-of-line code. The instructions are translated by family, one file
+//! each (`fixed`, `branch`, `memory`, `system`, `vector`), and `table` says which family
+//! translates each op of the ISA table (none: the interpreter runs it).
+
+// dynasm converts a dynamic register operand with `.into()`, a no-op for our `u8` registers.
+#![allow(clippy::useless_conversion)]
+
+use super::regcache::{RegCache, later_gprs};
+use crate::cpu::{CpuState, NO_RESERVATION, msr};
+use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
+use crate::jit::ctx::{PROMOTE, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
+use crate::jit::jump_cache::jc_flags;
+use crate::jit::tier::TierId;
+use crate::jit::{BlockKey, JC_SIZE, JcEntry, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers};
+use crate::softmmu::{
+    Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
+};
+use crate::vcpu::Cpu;
+use core::mem::offset_of;
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
+
+macro_rules! asm {
+    ($ops:expr; $($t:tt)*) => {
+        dynasm!($ops ; .arch x64 ; $($t)*)
+    };
+}
+
+// The native translators, one file per instruction family, and the table that says which
+// family translates each op.
+mod branch;
+mod fixed;
+mod frame;
+mod memory;
+mod system;
+mod table;
+mod vector;
+
+use frame::Exit;
+pub use frame::{
+    Counter, Emitted, Fixup, HELPERS, Helper, ProbeStubs, Stubs, exit_stub, probe_stub, thunk,
+    trampoline,
+};
+pub use table::native_ops;
+
+/// `rbx` points this far into `Cpu`: at GPR 16, so that all 32 GPRs are within a signed
+/// 8-bit displacement ([`Em::gpr_rm`]), three bytes shorter per access than a 32-bit one.
+/// Fields after the GPRs take 32-bit displacements as before.
+const RBX_BIAS: i32 = (offset_of!(Cpu, st) + offset_of!(CpuState, gpr)) as i32 + 8 * 16;
+const ST: i32 = offset_of!(Cpu, st) as i32 - RBX_BIAS;
+const fn gpr(r: u32) -> i32 {
+    ST + offset_of!(CpuState, gpr) as i32 + 8 * r as i32
+}
+const CR: i32 = ST + offset_of!(CpuState, cr) as i32;
+const CA: i32 = ST + offset_of!(CpuState, ca) as i32;
+const SO: i32 = ST + offset_of!(CpuState, so) as i32;
+const LR: i32 = ST + offset_of!(CpuState, lr) as i32;
+const CTR: i32 = ST + offset_of!(CpuState, ctr) as i32;
+const fn vsr(r: u32) -> i32 {
+    ST + offset_of!(CpuState, vsr) as i32 + 16 * r as i32
+}
+const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
+const RESERVE_ADDR: i32 = ST + offset_of!(CpuState, reserve_addr) as i32;
+const RESERVE_SIZE: i32 = ST + offset_of!(CpuState, reserve_size) as i32;
+const RESERVE_VAL: i32 = ST + offset_of!(CpuState, reserve_val) as i32;
+const TLB_FLUSH_PENDING: i32 = offset_of!(Cpu, tlb_flush_pending) as i32 - RBX_BIAS;
+// The stop condition (`vcpu::exit::keeps_running`) as the entry check and probes test it.
+const EVENTS: i32 = STOP_EVENTS as i32 - RBX_BIAS;
+const BUDGET: i32 = STOP_BUDGET as i32;
+const KICK: i32 = STOP_KICK as i32;
+const JC: i32 = offset_of!(JitCtx, jc) as i32;
+const RET: i32 = offset_of!(JitCtx, ret) as i32;
+const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
+const LINK: i32 = offset_of!(JitCtx, link) as i32;
+const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
+const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
+
+/// What the machine's address space and vCPUs promise the translator (user mode's process;
+/// the default is a full system's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Space {
+    /// Host address of guest address 0 when every TLB entry has that addend (user mode's
+    /// reserved range): loads and stores add the constant instead of loading the addend.
+    pub flat_base: Option<u64>,
+    /// With `flat_base`: the host protects every guest page as the guest does (and pages
+    /// holding translated code against writes), and the code region's fault sites are
+    /// bound while it runs (`fault`). Loads and stores then check only that the address is
+    /// below `user::mem::USER_SPAN` and access the host page; what the guest may not do
+    /// faults on the host and resumes at the access's miss path.
+    pub guarded: bool,
+    /// One process on one vCPU: no kick and no events from elsewhere, so block entries
+    /// test only the budget.
+    pub user: bool,
+}
+
+/// Host registers by encoding number, for [`Em::gpr_rm`].
+const RAX: u8 = 0;
+const RCX: u8 = 1;
+const RDX: u8 = 2;
+const R13: u8 = 13;
+
+/// The instructions [`Em::gpr_rm`] encodes: `op reg, [gpr]` (`Store64`: `mov [gpr], reg`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GprOp {
+    Load64,
+    Store64,
+    Load32,
+    Load32Signed,
+    Add64,
+    Sub64,
+    And64,
+    Or64,
+    Xor64,
+    Cmp64,
+    Cmp32,
+    Imul64,
+}
+
+impl GprOp {
+    /// REX.W and the opcode bytes.
+    fn encoding(self) -> (bool, &'static [u8]) {
+        match self {
+            GprOp::Load64 => (true, &[0x8b]),
+            GprOp::Store64 => (true, &[0x89]),
+            GprOp::Load32 => (false, &[0x8b]),
+            GprOp::Load32Signed => (true, &[0x63]),
+            GprOp::Add64 => (true, &[0x03]),
+            GprOp::Sub64 => (true, &[0x2b]),
+            GprOp::And64 => (true, &[0x23]),
+            GprOp::Or64 => (true, &[0x0b]),
+            GprOp::Xor64 => (true, &[0x33]),
+            GprOp::Cmp64 => (true, &[0x3b]),
+            GprOp::Cmp32 => (false, &[0x3b]),
+            GprOp::Imul64 => (true, &[0x0f, 0xaf]),
+        }
+    }
+}
+
+/// What a store writes: a GPR, or doubleword 0 of a VSR (an FPR for VSRs 0-31).
+#[derive(Clone, Copy)]
+enum StoreSrc {
+    Gpr(u32),
+    Dw0(u32),
+}
+
+/// Out-of-line code, emitted after the block body so that the hot path stays dense.
+enum Cold {
+    /// Leave before the first instruction (budget spent, kick or events): the block's PC.
+    Stop { at: DynamicLabel },
+    /// The low byte of the block's execution counter wrapped: a tick off the high word at
+    /// `high`; when that runs out, ask the run loop to promote the block.
+    Tick {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        high: usize,
+    },
+    /// A direct exit not linked yet: returns with `JitCtx::link` naming the jump at `site`
+    /// (through the unlinked-exit probe, which runs an optimized target at once).
+    Unlinked {
+        at: DynamicLabel,
+        site: DynamicLabel,
+        target: u64,
+    },
+    /// A load's TLB miss (or unaligned, device, watched access): `helpers::load`, then
+    /// back to `back` with the value in `rax`, or to the fault exit.
+    LoadMiss {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        held: RegCache,
+        size: u32,
+        le: bool,
+        fault: DynamicLabel,
+    },
+    /// A store's slow path: `helpers::store`, then back to `back`, to the fault exit, or,
+    /// when it wrote translated code, out after this instruction (updating `ra` first for
+    /// the update forms).
+    StoreMiss {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        held: RegCache,
+        src: StoreSrc,
+        size: u32,
+        le: bool,
+        update_ra: Option<u32>,
+        fault: DynamicLabel,
+        k: u32,
+        next: u64,
+    },
+    /// The interpreter said stop (`rax` = its code, 1: fault, 2: after); `k` instructions
+    /// before it retired.
+    Interp { at: DynamicLabel, k: u32 },
+    /// A memory access at `pc` faulted: `k` instructions retired.
+    Fault { at: DynamicLabel, k: u32, pc: u64 },
+    /// The slow path of an instruction whose fast path is native: the interpreter runs it
+    /// (instruction `k`, at `pc`), then the block goes on at `back` or leaves as it says.
+    InterpSlow {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        held: RegCache,
+        op: Op,
+        word: u32,
+        k: u32,
+        pc: u64,
+    },
+}
+
+struct Em {
+    ops: VecAssembler<X64Relocation>,
+    key: BlockKey,
+    le: bool,
+    idx_read: i32,
+    idx_write: i32,
+    /// Index of the instruction being translated and its address.
+    k: u32,
+    pc: u64,
+    cold: Vec<Cold>,
+    /// The probe exit: `rax` = next PC, budget already charged.
+    probe: Exit,
+    stubs: Stubs,
+    fixups: Vec<Fixup>,
+    /// GPR copies in host registers (`regcache`); used only while `caching` (the body: out
+    /// of line code reads the homes).
+    cache: RegCache,
+    caching: bool,
+    /// Per instruction, the GPRs the rest of the block names (`regcache::later_gprs`).
+    later: Vec<u32>,
+    /// Host address of guest address 0 when all TLB entries share it (see [`Space`]).
+    flat: Option<u64>,
+    /// Host-guarded memory (see [`Space`]), and the direct access sites so far: the access
+    /// instruction's offset and its miss path.
+    guarded: bool,
+    sites: Vec<(u32, DynamicLabel)>,
+    /// User mode: nothing outside the vCPU's own instructions stops it (see [`Space`]).
+    user: bool,
+    /// The CR field whose LT/GT/EQ bits the instruction just translated left in `r8d`
+    /// (8/4/2, as `cmp_field` makes them), and the same for the one before it (`prev_crf`):
+    /// a conditional branch right after a compare tests the register, not the CR home it
+    /// was just stored to, so that a mispredicted branch resolves without a store-to-load
+    /// round trip.
+    crf_r8: Option<u32>,
+    prev_crf: Option<u32>,
+}
+
+/// Translates `words` (the block at `key.pc`). `counter`: the block's execution counter,
+/// if it has one (the block asks for promotion when it runs out). `probe`:
+/// the shared probe exits of the block's MSR state, if the machine has them. `space`: what
+/// the address space promises (user mode's).
+pub fn emit(
+    key: BlockKey,
+    words: &[u32],
+    counter: Option<Counter>,
+    stubs: &Stubs,
+    probe: Option<ProbeStubs>,
+    space: Space,
+) -> Emitted {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let probe = match probe {
+        Some(p) => Exit::Shared {
+            probe: p.probe,
+            unlinked: p.unlinked,
+        },
+        None => Exit::Local(ops.new_dynamic_label()),
+    };
+    let mut e = Em {
+        ops,
+        key,
+        le: key.flags & msr::LE != 0,
+        idx_read: mmu_idx(key.flags, Access::Read) as i32,
+        idx_write: mmu_idx(key.flags, Access::Write) as i32,
+        k: 0,
+        pc: key.pc,
+        cold: Vec::new(),
+        probe,
+        stubs: *stubs,
+        fixups: Vec::new(),
+        cache: RegCache::default(),
+        caching: true,
+        later: later_gprs(words),
+        flat: space.flat_base,
+        guarded: space.guarded && space.flat_base.is_some(),
+        sites: Vec::new(),
+        user: space.user,
+        crf_r8: None,
+        prev_crf: None,
+    };
+    e.entry(counter);
+    let body = e.ops.offset().0 as u32;
+    // 32-bit mode (rare: early boot) runs everything through the interpreter.
+    let native_ok = key.flags & msr::SF != 0;
+    let (mut native, mut fallbacks) = (0, 0);
+    let mut ended = false;
+    let mut last_fallback = false;
+    for (k, &w) in words.iter().enumerate() {
+        e.k = k as u32;
+        e.pc = key.pc.wrapping_add(4 * k as u64);
+        e.prev_crf = e.crf_r8.take();
+        let op = decode(w);
+        let done = native_ok && e.native(op, Insn(w), &mut ended);
+        if done {
+            native += 1;
+        } else {
+            fallbacks += 1;
+            e.fallback(op, w);
+        }
+        last_fallback = !done;
+    }
+    if !ended {
+        let n = words.len() as u32;
+        if last_fallback {
+            // The interpreter left the next PC in `CpuState`.
+            asm!(e.ops ; sub rbp, n as i32 ; mov rax, QWORD [rbx + PC]);
+            e.jmp_probe();
+        } else {
+            e.exit_direct(n, key.pc.wrapping_add(4 * n as u64));
+        }
+    }
+    let probe = e.ops.offset().0 as u32;
+    let cold = e.emit_cold();
+    let fault_sites = e
+        .sites
+        .iter()
+        .map(|&(at, miss)| {
+            let miss = e.ops.labels().resolve_dynamic(miss).expect("miss path");
+            (at, miss.0 as u32)
+        })
+        .collect();
+    Emitted {
+        code: e.ops.finalize().expect("block code"),
+        native,
+        fallbacks,
+        sections: [body, probe, cold],
+        fixups: e.fixups,
+        fault_sites,
+    }
+}
+
+impl Em {
+    fn label(&mut self) -> DynamicLabel {
+        self.ops.new_dynamic_label()
+    }
+
+    /// `op reg, GPR r`: on the host register holding a copy of `r` when there is one
+    /// (`regcache`); a store also writes the copy, and a GPR the rest of the block names
+    /// gets one.
+    fn gpr_rm(&mut self, op: GprOp, reg: u8, r: u32) {
+        if !self.caching {
+            return self.gpr_home(op, reg, r);
+        }
+        let wanted = self.later[self.k as usize] & 1 << r != 0;
+        if op == GprOp::Store64 {
+            self.gpr_home(op, reg, r);
+            let copy = match self.cache.find(r) {
+                Some(h) => Some(h),
+                None => wanted.then(|| self.cache.take(r)),
+            };
+            if let Some(h) = copy {
+                self.reg_reg(GprOp::Store64, reg, h);
+            }
+            return;
+        }
+        match self.cache.find(r) {
+            Some(h) => self.reg_reg(op, reg, h),
+            None if wanted => {
+                let h = self.cache.take(r);
+                self.gpr_home(GprOp::Load64, h, r);
+                self.reg_reg(op, reg, h);
+            }
+            None => self.gpr_home(op, reg, r),
+        }
+    }
+
+    /// The host register holding a copy of GPR `r`, if any (body code only).
+    fn copy_of(&mut self, r: u32) -> Option<u8> {
+        if self.caching {
+            self.cache.find(r)
+        } else {
+            None
+        }
+    }
+
+    /// `op reg, h` (`Store64`: `mov h, reg`).
+    fn reg_reg(&mut self, op: GprOp, reg: u8, h: u8) {
+        let (wide, opcode) = op.encoding();
+        let rex = 0x40 | (wide as u8) << 3 | (reg >> 3) << 2 | h >> 3;
+        if rex != 0x40 {
+            self.ops.push(rex);
+        }
+        self.ops.extend(opcode.iter().copied());
+        self.ops.push(0xc0 | (reg & 7) << 3 | (h & 7));
+    }
+
+    /// Refills the copies `held` names from their homes (out-of-line code going back).
+    fn reload(&mut self, held: &RegCache) {
+        for (h, r) in held.held() {
+            self.gpr_home(GprOp::Load64, h, r);
+        }
+    }
+
+    /// `op reg, [rbx + gpr(r)]`, encoded here because `dynasm` gives every runtime
+    /// displacement 32 bits: with `RBX_BIAS` each GPR takes an 8-bit one.
+    fn gpr_home(&mut self, op: GprOp, reg: u8, r: u32) {
+        let (wide, opcode) = op.encoding();
+        let rex = 0x40 | (wide as u8) << 3 | (reg >> 3) << 2;
+        if rex != 0x40 {
+            self.ops.push(rex);
+        }
+        self.ops.extend(opcode.iter().copied());
+        let disp = gpr(r);
+        // ModRM: rm = rbx (011), mod 01 = disp8, 10 = disp32.
+        match i8::try_from(disp) {
+            Ok(d) => self.ops.extend([0x43 | (reg & 7) << 3, d as u8]),
+            Err(_) => {
+                self.ops.push(0x83 | (reg & 7) << 3);
+                self.ops.extend(disp.to_le_bytes());
+            }
+        }
+    }
+
+    /// Runs the instruction in the interpreter (the registers are in `CpuState` already).
+    fn fallback(&mut self, op: Op, word: u32) {
+        self.store_pc(self.pc);
+        asm!(self.ops ; mov edx, word as i32 ; mov ecx, op as i32 ; xor r8d, r8d);
+        self.call(Helper::Interp);
+        // The interpreter may have written any GPR (and the call clobbered the caller-saved
+        // registers).
+        self.cache.clear();
+        let at = self.label();
+        asm!(self.ops ; mov rax, QWORD [r12 + RET] ; test rax, rax ; jnz =>at);
+        self.cold.push(Cold::Interp { at, k: self.k });
+    }
+
+    // --- CR ---
+
+    /// `ecx` = LT/GT/EQ (8/4/2) from the flags of a compare: signed or unsigned.
+    fn cmp_field(&mut self, signed: bool) {
+        asm!(self.ops ; mov ecx, 2 ; mov edx, 4);
+        if signed {
+            asm!(self.ops ; cmovg ecx, edx ; mov edx, 8 ; cmovl ecx, edx);
+        } else {
+            asm!(self.ops ; cmova ecx, edx ; mov edx, 8 ; cmovb ecx, edx);
+        }
+    }
+
+    /// CR field `bf` = `ecx` | XER[SO] (LT/GT/EQ kept in `r8d` for a branch that follows).
+    fn set_crf_with_so(&mut self, bf: u32) {
+        asm!(self.ops ; mov r8d, ecx ; or cl, BYTE [rbx + SO]);
+        self.crf_r8 = Some(bf);
+        self.insert_crf(bf);
+    }
+
+    /// CR field `bf` = `ecx` (4 bits); clobbers `edx`.
+    fn insert_crf(&mut self, bf: u32) {
+        let sh = 28 - 4 * bf as i8;
+        let keep = !(0xf_u32 << sh) as i32;
+        asm!(self.ops ; shl ecx, sh ; mov edx, DWORD [rbx + CR] ; and edx, keep ; or edx, ecx ; mov DWORD [rbx + CR], edx);
+    }
+
+    /// CR0 from `rax` (a recording instruction, 64-bit mode); keeps `rax`.
+    fn record(&mut self) {
+        self.record_from(RAX);
+    }
+
+    /// CR0 from host register `reg`; keeps it.
+    fn record_from(&mut self, reg: u8) {
+        asm!(self.ops ; test Rq(reg), Rq(reg));
+        self.cmp_field(true);
+        self.set_crf_with_so(0);
+    }
+
+    /// `rax` → GPR `r`, recording CR0 when `rc`.
+    fn set_rc(&mut self, r: u32, rc: bool) {
+        self.gpr_rm(GprOp::Store64, RAX, r);
+        if rc {
+            self.record();
+        }
+    }
+
+    fn set_gpr(&mut self, r: u32) {
+        self.gpr_rm(GprOp::Store64, RAX, r);
+    }
+
+    /// The host register holding GPR `r`, without counting a use or taking one.
+    fn cache_peek(&self, r: u32) -> Option<u8> {
+        self.cache.held().find(|&(_, g)| g == r).map(|(h, _)| h)
+    }
+
+    /// `rax &= m`, with the shortest encoding.
+    fn and_mask(&mut self, m: u64) {
+        if m == u64::MAX {
+        } else if m == 0xffff_ffff {
+            asm!(self.ops ; mov eax, eax);
+        } else if m as i64 == m as i32 as i64 {
+            asm!(self.ops ; and rax, m as i32);
+        } else {
+            asm!(self.ops ; mov rdx, QWORD m as i64 ; and rax, rdx);
+        }
+    }
+
+    // --- memory ---
+
+    /// Queues the interpreter as the slow path at `slow` of the instruction being translated,
+    /// which goes on at `back` (the register cache as it is there).
+    fn interp_slow(&mut self, slow: DynamicLabel, back: DynamicLabel, op: Op, i: Insn) {
+        self.cold.push(Cold::InterpSlow {
+            at: slow,
+            back,
+            held: self.cache,
+            op,
+            word: i.0,
+            k: self.k,
+            pc: self.pc,
+        });
+    }
+
+    // --- branches ---
+
+    /// Translates one instruction natively; false leaves it to the interpreter. `ended`:
+    /// set when the instruction left the block (a branch).
+    fn native(&mut self, op: Op, i: Insn, ended: &mut bool) -> bool {
+        // Overflow-recording (OE) forms stay in the interpreter.
+        if op.info().flags.contains(InsnFlags::OE) && i.oe() {
+            return false;
+        }
+        match table::TRANSLATORS[op as usize] {
+            Some(translate) => translate(self, op, i, ended),
+            None => false,
+        }
+    }
+}

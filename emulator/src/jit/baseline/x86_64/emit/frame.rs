@@ -1,0 +1,559 @@
+//! The baseline tier's frame and ABI: the entry trampoline and the code every block of the
+//! machine shares (the return to the run loop, helper thunks, probe exits), placed code and
+//! its fixups, and each block's entry check, exits, probes and out-of-line code.
+//!
+//! The stop condition a block tests (at its entry, and in the probes before it chains) is
+//! the vCPU's (`vcpu::exit::keeps_running`): budget spent, kick, events.
+
+use super::*;
+
+/// Code of one block.
+pub struct Emitted {
+    pub code: Vec<u8>,
+    /// Instructions translated natively / left to the interpreter.
+    pub native: u32,
+    pub fallbacks: u32,
+    /// Offsets where the body, the exits and the out-of-line code start (the entry checks
+    /// come first): sections of `PPC64EMU_LOG=perfmap`.
+    pub sections: [u32; 3],
+    /// `rel32` fields of jumps, calls and RIP-relative operands whose target is outside the
+    /// block (shared stubs, the block's counter), resolved where the code is placed
+    /// ([`Emitted::place`]).
+    pub fixups: Vec<Fixup>,
+    /// Host-guarded memory ([`Space::guarded`]): each direct access instruction's offset
+    /// and the offset of the miss path a host fault on it resumes at.
+    pub fault_sites: Vec<(u32, u32)>,
+}
+
+/// A `rel32` field at `off` in a block's code that must reach `target`; `tail`: bytes of
+/// the instruction after the field (an immediate), which the displacement is relative to.
+#[derive(Clone, Copy, Debug)]
+pub struct Fixup {
+    off: u32,
+    tail: u8,
+    target: usize,
+}
+
+impl Emitted {
+    /// Resolves the jumps to shared stubs for the code copied to `at`.
+    ///
+    /// # Safety
+    /// `at` holds a copy of `code`, writable, not yet run.
+    pub unsafe fn place(&self, at: *mut u8) {
+        for &Fixup { off, tail, target } in &self.fixups {
+            let next = at as i64 + off as i64 + 4 + tail as i64;
+            let disp = i32::try_from(target as i64 - next).expect("target out of rel32 reach");
+            // SAFETY: `off + 4 <= code.len()` (an emitted rel32 field) inside the copy.
+            unsafe { (at.add(off as usize) as *mut [u8; 4]).write_unaligned(disp.to_le_bytes()) };
+        }
+    }
+}
+
+/// Code every block of the machine shares, placed once in the code region next to the
+/// entry trampoline (blocks reach it with `rel32` jumps and calls): the return to the run
+/// loop and one thunk per helper. Keeping it out of the blocks makes each translation a few
+/// hundred bytes smaller, and the instruction cache holds the hot paths of more blocks.
+#[derive(Clone, Copy, Debug)]
+pub struct Stubs {
+    /// Pops the trampoline's frame and returns to the run loop.
+    pub exit: usize,
+    /// `helper(cpu, ctx, rdx, rcx, r8)`: sets the first two arguments and jumps to the
+    /// helper, in the order of [`HELPERS`].
+    pub thunks: [usize; HELPERS.len()],
+}
+
+/// A block's execution counter, in two parts so that the part every entry touches is one
+/// byte: the entries counted by the translated code dominate a cold block's cost, and 388 k
+/// blocks of a Linux build keep 1.5 MB of 4-byte counters, which miss in the cache.
+#[derive(Clone, Copy, Debug)]
+pub struct Counter {
+    /// The low byte, decremented on every entry (within `rel32` reach of the code).
+    pub low: usize,
+    /// The high part (`u32`), decremented each time the low byte wraps; the block asks to be
+    /// promoted when it goes negative.
+    pub high: usize,
+}
+
+/// The helpers blocks call, each through its thunk.
+pub const HELPERS: [Helper; 4] = [
+    Helper::Interp,
+    Helper::Load,
+    Helper::Store,
+    Helper::RunOptimized,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helper {
+    Interp,
+    Load,
+    Store,
+    RunOptimized,
+}
+
+impl Helper {
+    fn address(self) -> usize {
+        match self {
+            Helper::Interp => helpers::interp as *const () as usize,
+            Helper::Load => helpers::load as *const () as usize,
+            Helper::Store => helpers::store as *const () as usize,
+            Helper::RunOptimized => helpers::run_optimized as *const () as usize,
+        }
+    }
+}
+
+/// The shared return to the run loop (after the trampoline's frame).
+pub fn exit_stub() -> Vec<u8> {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    asm!(ops ; mov QWORD [r12 + BUDGET], rbp ; add rsp, 8 ; pop rbp ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
+    ops.finalize().expect("exit stub")
+}
+
+/// The thunk of `h`: `cpu` and `ctx` into the first two argument registers, then the helper
+/// (a tail jump: the block's `call` return address is the helper's).
+pub fn thunk(h: Helper) -> Vec<u8> {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    asm!(ops ; lea rdi, [rbx - RBX_BIAS] ; mov rsi, r12 ; mov rax, QWORD h.address() as i64 ; jmp rax);
+    ops.finalize().expect("helper thunk")
+}
+
+/// The probe exit of blocks of MSR state `flags` (`rax` = next PC, budget charged), called by
+/// the block: a baseline block for it in the jump cache is returned in `rcx` for the block's
+/// own indirect jump (the target's entry checks the budget);
+/// an optimized block of the same MSR state is run through `helpers::run_optimized`, after
+/// which the probe goes on from the PC it left; anything else returns to the run loop.
+///
+/// With `unlinked_of` (the address of that stub), the variant for direct exits whose jump is
+/// not linked (`r13` = the jump's displacement): a baseline target, or none in the jump
+/// cache, returns with `JitCtx::link` naming the jump so that the run loop links it; an
+/// optimized target is run at once and the plain probe goes on. Without it, a block whose
+/// same-page successor was promoted would return to the run loop on every pass (baseline
+/// jumps link only to baseline blocks).
+pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emitted {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let probe = ops.new_dynamic_label();
+    let mut e = Em {
+        ops,
+        key: BlockKey {
+            pc: 0,
+            host: 0,
+            flags,
+        },
+        le: flags & msr::LE != 0,
+        idx_read: 0,
+        idx_write: 0,
+        k: 0,
+        pc: 0,
+        cold: Vec::new(),
+        probe: Exit::Local(probe),
+        stubs: *stubs,
+        fixups: Vec::new(),
+        cache: RegCache::default(),
+        caching: false,
+        later: Vec::new(),
+        flat: None,
+        guarded: false,
+        sites: Vec::new(),
+        user: false,
+        crf_r8: None,
+        prev_crf: None,
+    };
+    e.emit_probe(probe, unlinked_of);
+    Emitted {
+        code: e.ops.finalize().expect("probe stub"),
+        native: 0,
+        fallbacks: 0,
+        sections: [0; 3],
+        fixups: e.fixups,
+        fault_sites: Vec::new(),
+    }
+}
+
+/// Where a block's probe exits go: its own copy (when the machine has no room for another
+/// shared one) or the shared stubs of its MSR state (see [`probe_stub`]).
+#[derive(Clone, Copy)]
+pub(super) enum Exit {
+    Local(DynamicLabel),
+    Shared { probe: usize, unlinked: usize },
+}
+
+/// The shared probe stubs of one MSR state: the plain one and the unlinked-exit variant.
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeStubs {
+    pub probe: usize,
+    pub unlinked: usize,
+}
+
+/// The entry trampoline, `extern "C" fn(cpu, ctx, code)`: saves the callee-saved registers
+/// blocks use, pins the two pointers and jumps to the block; every exit pops and returns.
+pub fn trampoline() -> Vec<u8> {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    // Six pushes and eight bytes keep rsp 16-byte aligned for helper calls. `rbp` holds the
+    // budget while blocks run, `r15` a copy of a guest GPR (`regcache`).
+    asm!(ops
+        ; push rbx
+        ; push r12
+        ; push r13
+        ; push r14
+        ; push r15
+        ; push rbp
+        ; sub rsp, 8
+        ; mov r14, QWORD [rdi + TLB_TABLE_PTR]
+        ; lea rbx, [rdi + RBX_BIAS]
+        ; mov r12, rsi
+        ; mov rbp, QWORD [r12 + BUDGET]
+        ; jmp rdx
+    );
+    ops.finalize().expect("trampoline")
+}
+
+impl Em {
+    /// A `jmp` or `call` (`opcode`) to a shared stub at `target`.
+    pub(super) fn branch_to_stub(&mut self, opcode: u8, target: usize) {
+        self.ops.push(opcode);
+        self.rel32(target, 0);
+    }
+
+    /// A `rel32` field reaching `target` from the end of an instruction `tail` bytes later.
+    pub(super) fn rel32(&mut self, target: usize, tail: u8) {
+        let off = self.ops.offset().0 as u32;
+        self.fixups.push(Fixup { off, tail, target });
+        self.ops.extend([0u8; 4]);
+    }
+
+    /// Returns to the run loop.
+    pub(super) fn epilogue(&mut self) {
+        self.branch_to_stub(0xe9, self.stubs.exit);
+    }
+
+    /// Leaves through the probe exit (`rax` = next PC, budget charged).
+    ///
+    /// The probe is called and returns the target block in `rcx` when the jump cache has
+    /// one, so that the indirect jump is the block's own: one shared jump for every indirect
+    /// exit of the machine left the host's branch predictor a single site for all targets.
+    pub(super) fn jmp_probe(&mut self) {
+        match self.probe {
+            Exit::Local(l) => asm!(self.ops ; call =>l),
+            Exit::Shared { probe, .. } => self.branch_to_stub(0xe8, probe),
+        }
+        asm!(self.ops ; jmp rcx);
+    }
+
+    pub(super) fn store_pc(&mut self, pc: u64) {
+        asm!(self.ops ; mov rax, QWORD pc as i64 ; mov QWORD [rbx + PC], rax);
+    }
+
+    /// Block entry: the promotion counter, then the budget, the kick flag and pending
+    /// events, so that a vCPU leaves a chain of linked blocks promptly. In user mode only
+    /// the budget: nothing but the vCPU's own instructions stops it there, and the
+    /// interpreter's helper already stops the block when one of them leaves events.
+    pub(super) fn entry(&mut self, counter: Option<Counter>) {
+        let stop = self.label();
+        if let Some(c) = counter {
+            // `sub byte [rip + low], 1`: every 256th entry (the byte wraps to 0) takes a
+            // tick off the word out of line.
+            let (tick, back) = (self.label(), self.label());
+            self.ops.extend([0x80, 0x2d]);
+            self.rel32(c.low, 1);
+            self.ops.push(1);
+            asm!(self.ops ; jz =>tick ; =>back);
+            self.cold.push(Cold::Tick {
+                at: tick,
+                back,
+                high: c.high,
+            });
+        }
+        asm!(self.ops ; test rbp, rbp ; jle =>stop);
+        if !self.user {
+            asm!(self.ops
+                ; mov rax, QWORD [r12 + KICK]
+                ; cmp BYTE [rax], 0
+                ; jne =>stop
+                ; cmp DWORD [rbx + EVENTS], 0
+                ; jne =>stop
+            );
+        }
+        self.cold.push(Cold::Stop { at: stop });
+    }
+
+    /// Emits the block's own probe exit if it has one and the out-of-line code; returns
+    /// where the latter starts.
+    pub(super) fn emit_cold(&mut self) -> u32 {
+        if let Exit::Local(l) = self.probe {
+            self.emit_probe(l, None);
+        }
+        let cold = self.ops.offset().0 as u32;
+        // Out-of-line code reads the homes and reloads the copies it returns to.
+        (self.caching, self.cache) = (false, RegCache::default());
+        // Cold code may queue more cold code (an interpreter slow path queues its exit).
+        while !self.cold.is_empty() {
+            for c in std::mem::take(&mut self.cold) {
+                self.emit_cold_item(c);
+            }
+        }
+        cold
+    }
+
+    /// The probe exit at `probe`; with `unlinked_of`, its unlinked-exit variant, which goes
+    /// on at that plain probe after running an optimized block (see [`probe_stub`]).
+    ///
+    /// The plain probe is called (`Em::jmp_probe`): a baseline target in the jump cache is
+    /// returned in `rcx`; every other way drops the return address and does not come back.
+    /// The unlinked variant is jumped to.
+    pub(super) fn emit_probe(&mut self, probe: DynamicLabel, unlinked_of: Option<usize>) {
+        let called = unlinked_of.is_none();
+        let (out, optimized) = (self.label(), self.label());
+        // Where the run loop is asked to link the jump in `r13` to the block at the PC.
+        let out_link = if unlinked_of.is_some() {
+            self.label()
+        } else {
+            out
+        };
+        // Ways out of the lookup: the called probe first drops its return address.
+        let (miss, other) = if called {
+            (self.label(), self.label())
+        } else {
+            (out_link, optimized)
+        };
+        let tag = jc_flags(self.key.flags, TierId::Baseline) as i64;
+        let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
+        let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
+        let exec_addend = exec + offset_of!(TlbEntry, addend) as i32;
+        asm!(self.ops
+            ; =>probe
+            ; mov QWORD [rbx + PC], rax
+            ; mov rcx, rax
+            ; shr rcx, 2
+            ; and ecx, (JC_SIZE - 1) as i32
+            ; imul ecx, ecx, size_of::<JcEntry>() as i32
+            ; add rcx, QWORD [r12 + JC]
+            ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
+            ; jne =>miss
+            // The entry holds while the PC's exec TLB entry maps the page it was made for.
+            ; mov rdx, rax
+            ; shr rdx, 12
+            ; and edx, (TLB_ENTRIES - 1) as i32
+            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov rsi, rax
+            ; and rsi, PAGE_MASK as i32
+            ; cmp rsi, QWORD [r14 + rdx + exec_tag]
+            ; jne =>miss
+            ; mov rsi, QWORD [r14 + rdx + exec_addend]
+            ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
+            ; jne =>miss
+            ; mov rdx, QWORD tag
+            ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
+            ; jne =>other
+        );
+        if called {
+            asm!(self.ops
+                ; mov rcx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
+                ; ret
+                ; =>miss
+                ; add rsp, 8
+                ; jmp =>out_link
+                ; =>other
+                ; add rsp, 8
+            );
+        } else {
+            // A baseline target: the run loop links the jump to it.
+            asm!(self.ops ; jmp =>out_link);
+        }
+        asm!(self.ops
+            ; =>optimized
+            ; mov rdx, QWORD self.key.flags as i64
+            ; cmp rdx, QWORD [rcx + offset_of!(JcEntry, flags) as i32]
+            ; jne =>out_link
+            ; cmp QWORD [r12 + OPTIMIZED], 0
+            ; je =>out_link
+            ; mov rdx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
+            ; mov rcx, QWORD self.key.flags as i64
+            ; mov QWORD [r12 + BUDGET], rbp
+        );
+        self.call(Helper::RunOptimized);
+        asm!(self.ops
+            ; mov rbp, QWORD [r12 + BUDGET]
+            ; cmp QWORD [r12 + RET], 0
+            ; jne =>out
+            ; mov rax, QWORD [rbx + PC]
+        );
+        // Probe again from the PC the optimized code left.
+        match unlinked_of {
+            Some(plain) => self.branch_to_stub(0xe8, plain),
+            None => asm!(self.ops ; call =>probe),
+        }
+        asm!(self.ops ; jmp rcx);
+        if unlinked_of.is_some() {
+            asm!(self.ops ; =>out_link ; mov QWORD [r12 + LINK], r13);
+        }
+        asm!(self.ops ; =>out);
+        self.epilogue();
+    }
+
+    pub(super) fn emit_cold_item(&mut self, c: Cold) {
+        {
+            match c {
+                Cold::InterpSlow {
+                    at,
+                    back,
+                    held,
+                    op,
+                    word,
+                    k,
+                    pc,
+                } => {
+                    asm!(self.ops ; =>at);
+                    (self.k, self.pc) = (k, pc);
+                    self.fallback(op, word);
+                    self.reload(&held);
+                    asm!(self.ops ; jmp =>back);
+                }
+                Cold::Stop { at } => {
+                    asm!(self.ops ; =>at);
+                    self.store_pc(self.key.pc);
+                    self.epilogue();
+                }
+                Cold::Unlinked { at, site, target } => {
+                    asm!(self.ops ; =>at);
+                    if let Exit::Shared { unlinked, .. } = self.probe {
+                        asm!(self.ops ; lea r13, [=>site] ; mov rax, QWORD target as i64);
+                        self.branch_to_stub(0xe9, unlinked);
+                    } else {
+                        self.store_pc(target);
+                        asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
+                        self.epilogue();
+                    }
+                }
+                Cold::Tick { at, back, high } => {
+                    // Retires nothing when it promotes: the run loop promotes the block and
+                    // runs it again.
+                    let promote = self.label();
+                    asm!(self.ops
+                        ; =>at
+                        ; mov rax, QWORD high as i64
+                        ; sub DWORD [rax], 1
+                        ; js =>promote
+                        ; jmp =>back
+                        ; =>promote
+                    );
+                    self.store_pc(self.key.pc);
+                    asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
+                    self.epilogue();
+                }
+                Cold::LoadMiss {
+                    at,
+                    back,
+                    held,
+                    size,
+                    le,
+                    fault,
+                } => {
+                    asm!(self.ops ; =>at ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
+                    self.call(Helper::Load);
+                    asm!(self.ops
+                        ; cmp DWORD [r12 + FAULT], 0
+                        ; jne =>fault
+                    );
+                    self.reload(&held);
+                    asm!(self.ops
+                        ; mov rax, QWORD [r12 + RET]
+                        ; jmp =>back
+                    );
+                }
+                Cold::StoreMiss {
+                    at,
+                    back,
+                    held,
+                    src,
+                    size,
+                    le,
+                    update_ra,
+                    fault,
+                    k,
+                    next,
+                } => {
+                    let wrote_code = self.label();
+                    asm!(self.ops ; =>at ; mov rdx, r13);
+                    self.store_src(RCX, src);
+                    asm!(self.ops ; mov r8d, (size | (le as u32) << 8) as i32);
+                    self.call(Helper::Store);
+                    asm!(self.ops
+                        ; mov rax, QWORD [r12 + RET]
+                        ; cmp eax, helpers::STOP_FAULT as i32
+                        ; je =>fault
+                        ; test eax, eax
+                        ; jnz =>wrote_code
+                    );
+                    self.reload(&held);
+                    asm!(self.ops
+                        ; jmp =>back
+                        ; =>wrote_code
+                    );
+                    // The rest of the block may be stale: stop after this instruction.
+                    if let Some(ra) = update_ra {
+                        self.gpr_rm(GprOp::Store64, R13, ra);
+                    }
+                    self.store_pc(next);
+                    asm!(self.ops ; sub rbp, k as i32);
+                    self.epilogue();
+                }
+                Cold::Interp { at, k } => {
+                    // STOP_FAULT retires nothing more, STOP_AFTER this instruction.
+                    asm!(self.ops ; =>at ; lea rax, [rax + k as i32 - 1] ; sub rbp, rax);
+                    self.epilogue();
+                }
+                Cold::Fault { at, k, pc } => {
+                    asm!(self.ops ; =>at);
+                    self.store_pc(pc);
+                    asm!(self.ops ; sub rbp, k as i32);
+                    self.epilogue();
+                }
+            }
+        }
+    }
+
+    /// Leaves the block for `target` with `retired` instructions done. A target on the
+    /// block's own page gets a patchable jump (initially to the next instruction, which
+    /// returns with `JitCtx::link` naming the jump); others go through the probe.
+    pub(super) fn exit_direct(&mut self, retired: u32, target: u64) {
+        asm!(self.ops ; sub rbp, retired as i32);
+        // A user process's pages never change mapping (an unmapped, replaced or no longer
+        // executable page drops its blocks, and with them the jumps into them), so its
+        // exits link to any page.
+        if !self.user && target & PAGE_MASK != self.key.pc & PAGE_MASK {
+            asm!(self.ops ; mov rax, QWORD target as i64);
+            self.jmp_probe();
+            return;
+        }
+        // The displacement must be 4-byte aligned so that patching it is one atomic store.
+        while !(self.ops.offset().0 + 1).is_multiple_of(4) {
+            asm!(self.ops ; nop);
+        }
+        let (site, unlinked) = (self.label(), self.label());
+        self.ops.push(0xe9);
+        asm!(self.ops ; =>site);
+        self.ops.extend([0u8; 4]);
+        // Unlinked, the jump falls through to here: the way out is out of line.
+        asm!(self.ops ; jmp =>unlinked);
+        self.cold.push(Cold::Unlinked {
+            at: unlinked,
+            site,
+            target,
+        });
+    }
+
+    /// Leaves the block for the PC in `rax` with `retired` instructions done.
+    pub(super) fn exit_indirect(&mut self, retired: u32) {
+        asm!(self.ops ; sub rbp, retired as i32);
+        self.jmp_probe();
+    }
+
+    /// `helper(cpu, ctx, rdx, rcx, r8)` through its thunk: the caller has set the three
+    /// arguments.
+    pub(super) fn call(&mut self, h: Helper) {
+        let i = HELPERS
+            .iter()
+            .position(|&x| x == h)
+            .expect("a helper with a thunk");
+        self.branch_to_stub(0xe8, self.stubs.thunks[i]);
+    }
+}
