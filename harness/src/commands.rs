@@ -463,6 +463,10 @@ fn print_plan(r: &Resolved) {
 }
 
 pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
+    // `--slurm`: submitted as a Slurm array and a merge job (slurm.rs).
+    if a.slurm.slurm {
+        return crate::slurm::sweep(repo, a);
+    }
     if let Some(path) = &a.resume {
         return resume(repo, &user_path(path), a);
     }
@@ -643,6 +647,7 @@ fn new_results_file(
         workload,
         runs: Vec::new(),
         merged_from: Vec::new(),
+        hosts: Vec::new(),
     }
 }
 
@@ -876,6 +881,7 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     }
     let refs: Vec<&crate::analysis::Analysis> = analyses.iter().collect();
     let mut notes = plot_notes(&refs);
+    notes.extend(files.iter().filter_map(merge::mixed_hosts_note));
     if let Some(r) = &refc {
         notes.push(format!("posted: {}", r.source));
     }
