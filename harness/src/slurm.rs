@@ -58,7 +58,12 @@ pub struct SlurmArgs {
     pub shares: Option<u32>,
     /// One more argument for both `sbatch` calls, e.g. --slurm-arg=--partition=big or
     /// --slurm-arg=--time=2:00:00 (it overrides the script's own #SBATCH lines; repeatable).
-    #[arg(long = "slurm-arg", value_name = "ARG", allow_hyphen_values = true, requires = "slurm")]
+    #[arg(
+        long = "slurm-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "slurm"
+    )]
     pub slurm_args: Vec<String>,
     /// Follow the jobs until the merge job ends (progress on stderr); exit 0 when it
     /// completed, else non-zero naming every share that failed.
@@ -171,7 +176,11 @@ fn check_writable(dir: &Path) -> Result<()> {
 
 fn mode_of(a: &SweepArgs) -> Mode {
     let p = &a.plan_args;
-    if p.cpus.is_some() || p.units.is_some() || p.size.is_some() || p.seed.is_some() || p.reps.is_some()
+    if p.cpus.is_some()
+        || p.units.is_some()
+        || p.size.is_some()
+        || p.seed.is_some()
+        || p.reps.is_some()
     {
         Mode::Custom
     } else if a.quick {
@@ -204,9 +213,7 @@ fn staged_input(repo: &Path, stage: &Path, p: &Path) -> PathBuf {
     let p = absolute(p);
     match p.strip_prefix(repo) {
         Ok(rel) if !rel.as_os_str().is_empty() => stage.join(rel),
-        _ => stage
-            .join("guest")
-            .join(p.file_name().unwrap_or_default()),
+        _ => stage.join("guest").join(p.file_name().unwrap_or_default()),
     }
 }
 
@@ -268,7 +275,10 @@ pub struct PlanPoint {
 /// Parses the job list of `sweep --plan`.
 pub fn parse_plan(text: &str) -> Result<Vec<PlanPoint>> {
     let mut v = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let f: Vec<&str> = line.split('\t').collect();
         let parsed = (f.len() >= 4)
             .then(|| Some((f[0].parse().ok()?, f[2].parse().ok()?, f[3].parse().ok()?)))
@@ -310,7 +320,11 @@ fn run_self(repo: &Path, args: &[String]) -> Result<String> {
             .join("; ");
         bail!(
             "{}",
-            if msg.is_empty() { err.trim().to_string() } else { msg }
+            if msg.is_empty() {
+                err.trim().to_string()
+            } else {
+                msg
+            }
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -358,8 +372,7 @@ pub fn resources(
 /// Quotes a word for bash.
 pub fn sh_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
     {
         return s.to_string();
@@ -368,7 +381,11 @@ pub fn sh_quote(s: &str) -> String {
 }
 
 fn quoted(words: &[String]) -> String {
-    words.iter().map(|w| sh_quote(w)).collect::<Vec<_>>().join(" ")
+    words
+        .iter()
+        .map(|w| sh_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The array job's script.
@@ -427,7 +444,10 @@ pub fn merge_script(stage: &Path, rec: &StageRecord, allow_mixed_hosts: bool) ->
         "# Written by `lockscale sweep --slurm`: merges the {} shares of {} once they all succeeded.\n",
         rec.shares, rec.name
     ));
-    s.push_str(&format!("#SBATCH --job-name=lockscale-{}-merge\n", rec.name));
+    s.push_str(&format!(
+        "#SBATCH --job-name=lockscale-{}-merge\n",
+        rec.name
+    ));
     s.push_str("#SBATCH --cpus-per-task=1\n#SBATCH --time=30\n#SBATCH --kill-on-invalid-dep=yes\n");
     s.push_str(&format!(
         "#SBATCH --output={}/logs/merge-job-%j.out\n",
@@ -436,7 +456,11 @@ pub fn merge_script(stage: &Path, rec: &StageRecord, allow_mixed_hosts: bool) ->
     s.push_str("set -eu\n");
     s.push_str(&format!("STAGE={st}\n"));
     let files: Vec<String> = (1..=rec.shares)
-        .map(|i| share_file(stage, &rec.name, i, rec.shares).display().to_string())
+        .map(|i| {
+            share_file(stage, &rec.name, i, rec.shares)
+                .display()
+                .to_string()
+        })
         .collect();
     let mut merge = vec![
         "merge".to_string(),
@@ -490,8 +514,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         if e.file_type().is_dir() {
             fs::create_dir_all(&dest).with_context(|| format!("creating {}", dest.display()))?;
         } else if e.file_type().is_file() {
-            fs::copy(e.path(), &dest)
-                .with_context(|| format!("copying {}", e.path().display()))?;
+            fs::copy(e.path(), &dest).with_context(|| format!("copying {}", e.path().display()))?;
         }
     }
     Ok(())
@@ -594,7 +617,10 @@ fn stage_guest(repo: &Path, a: &SweepArgs, stage: &Path) -> Result<()> {
         if let Some(s) = a.plan_args.size {
             args.push(format!("--size={s}"));
         }
-        eprintln!("lockscale: exporting the {} image for the nodes", a.workload);
+        eprintln!(
+            "lockscale: exporting the {} image for the nodes",
+            a.workload
+        );
         run_self(repo, &args).context("exporting the guest image")?;
         crate::carry::import(stage, &tar).context("installing the guest image into the stage")?;
     }
@@ -641,18 +667,17 @@ fn scancel(job: &str) {
 
 /// Submits the array (`tasks`, 0-based; none: the merge alone) and the merge job after it.
 /// When the merge submission fails the array is cancelled: nothing is left half-submitted.
-fn submit(
-    sbatch_path: &Path,
-    a: &SlurmArgs,
-    stage: &Path,
-    tasks: &[u32],
-) -> Result<Submission> {
+fn submit(sbatch_path: &Path, a: &SlurmArgs, stage: &Path, tasks: &[u32]) -> Result<Submission> {
     let array = if tasks.is_empty() {
         None
     } else {
         let mut args = vec![format!(
             "--array={}",
-            tasks.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            tasks
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
         )];
         args.extend(a.slurm_args.iter().cloned());
         args.push(stage.join("sweep.sbatch").display().to_string());
@@ -801,9 +826,16 @@ fn submit_new(repo: &Path, a: &SweepArgs, sbatch_path: &Path) -> Result<i32> {
     stage_guest(repo, a, &stage)?;
     let exe = std::env::current_exe().context("locating the lockscale binary")?;
     place(&exe, &stage.join("bin/lockscale"))?;
-    let task_kernel = user_kernel.as_deref().map(|k| staged_input(repo, &stage, k));
+    let task_kernel = user_kernel
+        .as_deref()
+        .map(|k| staged_input(repo, &stage, k));
     let task_bios = user_bios.as_deref().map(|b| staged_input(repo, &stage, b));
-    let task_args = forwarded_args(a, task_kernel.as_deref(), task_bios.as_deref(), cpus.as_deref());
+    let task_args = forwarded_args(
+        a,
+        task_kernel.as_deref(),
+        task_bios.as_deref(),
+        cpus.as_deref(),
+    );
     write_atomic(
         &stage.join("sweep.sbatch"),
         array_script(&stage, &name, k, &res, &task_args).as_bytes(),
@@ -1064,7 +1096,15 @@ fn job_states(job: &str) -> Option<Vec<JobState>> {
         }
     }
     let out = Command::new("sacct")
-        .args(["-n", "-P", "-X", "-o", "JobID,State,ExitCode,NodeList", "-j", job])
+        .args([
+            "-n",
+            "-P",
+            "-X",
+            "-o",
+            "JobID,State,ExitCode,NodeList",
+            "-j",
+            job,
+        ])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
@@ -1285,7 +1325,13 @@ mod tests {
             exclusive: true,
             minutes: 9,
         };
-        let s = array_script(stage, "q", 3, &res, &["--quick".into(), "--emu-args=a b".into()]);
+        let s = array_script(
+            stage,
+            "q",
+            3,
+            &res,
+            &["--quick".into(), "--emu-args=a b".into()],
+        );
         assert!(s.contains("#SBATCH --array=0-2\n"));
         assert!(s.contains("#SBATCH --cpus-per-task=2\n"));
         assert!(s.contains("#SBATCH --exclusive\n"));

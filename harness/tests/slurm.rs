@@ -77,8 +77,7 @@ impl Cluster {
         for sub in ["munge", "state", "spool", "log"] {
             std::fs::create_dir_all(d.join(sub)).unwrap();
         }
-        std::fs::set_permissions(d.join("munge"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
+        std::fs::set_permissions(d.join("munge"), std::fs::Permissions::from_mode(0o700)).unwrap();
         // A generated munge key (1 KiB of randomness), readable by its owner only.
         let key: Vec<u8> = (0..1024).map(|_| rand_byte()).collect();
         let key_path = d.join("munge/munge.key");
@@ -96,16 +95,24 @@ impl Cluster {
             .arg("--force")
             .arg(format!("--key-file={}", key_path.display()))
             .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--pid-file={}", d.join("munge/munged.pid").display()))
+            .arg(format!(
+                "--pid-file={}",
+                d.join("munge/munged.pid").display()
+            ))
             .arg(format!("--log-file={}", d.join("log/munged.log").display()))
-            .arg(format!("--seed-file={}", d.join("munge/munged.seed").display()))
+            .arg(format!(
+                "--seed-file={}",
+                d.join("munge/munged.seed").display()
+            ))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(d.join("log/munged.err")).unwrap())
             .spawn()
             .expect("starting munged");
         c.daemons.push(("munged", munged));
-        c.wait_for(Duration::from_secs(20), "munged's socket", || socket.exists());
+        c.wait_for(Duration::from_secs(20), "munged's socket", || {
+            socket.exists()
+        });
 
         let host = short_hostname();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -167,9 +174,15 @@ impl Cluster {
                 .unwrap_or_else(|e| panic!("starting {name}: {e}"));
             c.daemons.push((name, child));
         }
+        let sinfo = find("sinfo").unwrap();
+        let conf_path = c.conf.clone();
         c.wait_for(Duration::from_secs(60), "the node to come up idle", || {
-            let o = c.client("sinfo").args(["-h", "-N", "-o", "%t"]).output();
-            o.map(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
+            Command::new(&sinfo)
+                .args(["-h", "-N", "-o", "%t"])
+                .env("SLURM_CONF", &conf_path)
+                .stdin(Stdio::null())
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
                 .unwrap_or(false)
         });
         Some(c)
@@ -213,10 +226,16 @@ impl Cluster {
     fn wait_for(&mut self, limit: Duration, what: &str, mut ok: impl FnMut() -> bool) {
         let t0 = Instant::now();
         while !ok() {
-            for (name, child) in &mut self.daemons {
-                if let Ok(Some(st)) = child.try_wait() {
-                    panic!("{name} exited ({st}) waiting for {what}\n{}", self.logs());
-                }
+            let exited: Vec<String> = self
+                .daemons
+                .iter_mut()
+                .filter_map(|(name, child)| match child.try_wait() {
+                    Ok(Some(st)) => Some(format!("{name} exited ({st})")),
+                    _ => None,
+                })
+                .collect();
+            if !exited.is_empty() {
+                panic!("{} waiting for {what}\n{}", exited.join(", "), self.logs());
             }
             if t0.elapsed() > limit {
                 panic!("timed out waiting for {what}\n{}", self.logs());
@@ -226,7 +245,11 @@ impl Cluster {
     }
 
     fn queue(&self) -> String {
-        let o = self.client("squeue").args(["-h", "-o", "%i %T"]).output().unwrap();
+        let o = self
+            .client("squeue")
+            .args(["-h", "-o", "%i %T"])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 }
@@ -272,12 +295,11 @@ fn rand_byte() -> u8 {
     static STATE: AtomicU64 = AtomicU64::new(0);
     let mut x = STATE.load(Ordering::Relaxed);
     if x == 0 {
-        x = std::time::SystemTime::now()
+        let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
-            .as_nanos() as u64
-            ^ (std::process::id() as u64) << 32
-            | 1;
+            .as_nanos() as u64;
+        x = (nanos ^ ((std::process::id() as u64) << 32)) | 1;
     }
     x ^= x << 13;
     x ^= x >> 7;
@@ -341,12 +363,18 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
     // (a) A --quick sweep as a 3-task array and a merge job equals a local sweep of the plan.
     let o = run_env(
         &s,
-        &quick_args(&s, &["--slurm", "--shares", "3", "--slurm-wait", "--name", "qa"]),
+        &quick_args(
+            &s,
+            &["--slurm", "--shares", "3", "--slurm-wait", "--name", "qa"],
+        ),
         &env,
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o), cluster.logs());
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("array job ") && out.contains("merge job "), "{out}");
+    assert!(
+        out.contains("array job ") && out.contains("merge job "),
+        "{out}"
+    );
     assert!(
         out.contains(&format!("results {}", s.p("results/qa.json").display())),
         "{out}"
@@ -360,11 +388,7 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
     );
     assert_eq!(merged.hosts.len(), 3, "every share's host is kept");
     assert!(s.p("plots/qa.png").is_file() && s.p("plots/qa.svg").is_file());
-    let o = run_env(
-        &s,
-        &quick_args(&s, &["--no-plot", "--name", "local"]),
-        &env,
-    );
+    let o = run_env(&s, &quick_args(&s, &["--no-plot", "--name", "local"]), &env);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let local = load(&s.p("results/local.json"));
     assert_eq!(merged.runs.len(), local.runs.len());
@@ -427,8 +451,16 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(3), "{printed}{rest}\n{err}\n{}", cluster.logs());
-    assert!(err.contains("share 3/3") && err.contains("CANCELLED"), "{err}");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{printed}{rest}\n{err}\n{}",
+        cluster.logs()
+    );
+    assert!(
+        err.contains("share 3/3") && err.contains("CANCELLED"),
+        "{err}"
+    );
     assert!(err.contains("--resume qb"), "{err}");
     assert!(!s.p("results/qb.json").exists());
     let stage = s.p("target/lockscale/slurm/qb");
@@ -477,7 +509,10 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{}\n{}", text(&o), cluster.logs());
     // Points are dealt round-robin: share 1 holds baseline's two points.
-    assert!(err.contains("failed: share 1/3") && err.contains("FAILED"), "{err}");
+    assert!(
+        err.contains("failed: share 1/3") && err.contains("FAILED"),
+        "{err}"
+    );
     assert!(!err.contains("failed: share 2/3"), "{err}");
     assert!(!s.p("results/qc.json").exists());
 
@@ -610,12 +645,13 @@ fn slurm_refusals_show_sbatch_and_leave_nothing_half_submitted() {
     assert!(err.contains("Job dependency problem"), "{err}");
     assert!(err.contains("array job 4242 was cancelled"), "{err}");
     assert_eq!(
-        std::fs::read_to_string(fake.join("scancel.log")).unwrap().trim(),
+        std::fs::read_to_string(fake.join("scancel.log"))
+            .unwrap()
+            .trim(),
         "4242"
     );
     // The staged scripts say what each task runs.
-    let script =
-        std::fs::read_to_string(s.p("target/lockscale/slurm/r2/sweep.sbatch")).unwrap();
+    let script = std::fs::read_to_string(s.p("target/lockscale/slurm/r2/sweep.sbatch")).unwrap();
     assert!(script.contains("#SBATCH --array=0-5"), "{script}");
     assert!(script.contains("#SBATCH --cpus-per-task=2"), "{script}");
     assert!(script.contains("#SBATCH --exclusive"), "{script}");
