@@ -1129,9 +1129,17 @@ fn follow(stage: &Path, rec: &StageRecord, sub: &Submission) -> Result<i32> {
     let mut last_merge = String::new();
     let mut tasks: BTreeMap<u32, JobState> = BTreeMap::new();
     let mut unknown_polls = 0;
+    let mut cancelled_merge = false;
+    let mut array_unknown_polls = 0;
     loop {
         if let Some(array) = &sub.array_job {
-            if let Some(states) = job_states(array) {
+            let states = job_states(array);
+            array_unknown_polls = if states.is_none() {
+                array_unknown_polls + 1
+            } else {
+                0
+            };
+            if let Some(states) = states {
                 for st in states {
                     if let Some(t) = st.task {
                         tasks.insert(t, st);
@@ -1198,18 +1206,27 @@ fn follow(stage: &Path, rec: &StageRecord, sub: &Submission) -> Result<i32> {
                 }
                 // A merge job whose dependency can never be met stays pending where the
                 // cluster does not cancel such jobs: cancel it here.
-                if m.state == "PENDING" && m.reason.starts_with("DependencyNeverSatisfied") {
+                let never =
+                    m.state == "PENDING" && m.reason.starts_with("DependencyNeverSatisfied");
+                if never && !cancelled_merge {
                     scancel(&sub.merge_job);
-                    return report_failure(stage, rec, sub, &tasks, m);
+                    cancelled_merge = true;
                 }
-                if m.terminal() {
-                    if m.state == "COMPLETED" {
-                        eprintln!(
-                            "lockscale: the merge job completed: {}",
-                            rec.results.display()
-                        );
-                        return Ok(0);
-                    }
+                if m.terminal() && m.state == "COMPLETED" {
+                    eprintln!(
+                        "lockscale: the merge job completed: {}",
+                        rec.results.display()
+                    );
+                    return Ok(0);
+                }
+                // The merge will not run: report once every share has ended (a failed task
+                // cancels the merge at once, while the others may still run).
+                let shares_ended = array_unknown_polls > 3
+                    || sub
+                        .tasks
+                        .iter()
+                        .all(|t| tasks.get(t).is_some_and(JobState::terminal));
+                if (m.terminal() || never) && shares_ended {
                     return report_failure(stage, rec, sub, &tasks, m);
                 }
             }
