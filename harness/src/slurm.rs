@@ -1140,6 +1140,27 @@ fn follow(stage: &Path, rec: &StageRecord, sub: &Submission) -> Result<i32> {
                 0
             };
             if let Some(states) = states {
+                // A task cancelled while pending leaves the array's pending record and gets
+                // no record of its own in `scontrol`: a submitted task no record lists ended.
+                let listed: Vec<u32> = states
+                    .iter()
+                    .flat_map(|s| s.task.into_iter().chain(s.pending_tasks.iter().copied()))
+                    .collect();
+                for t in &sub.tasks {
+                    if !listed.contains(t) && !tasks.get(t).is_some_and(JobState::terminal) {
+                        tasks.insert(
+                            *t,
+                            JobState {
+                                task: Some(*t),
+                                pending_tasks: Vec::new(),
+                                state: "CANCELLED".into(),
+                                reason: "no longer listed by Slurm".into(),
+                                exit_code: "-".into(),
+                                node: String::new(),
+                            },
+                        );
+                    }
+                }
                 for st in states {
                     if let Some(t) = st.task {
                         tasks.insert(t, st);

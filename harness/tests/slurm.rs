@@ -320,12 +320,39 @@ fn scratch() -> Scratch {
 }
 
 fn run_env(s: &Scratch, args: &[String], env: &[(&str, String)]) -> std::process::Output {
+    // Output to files and a deadline, so that a command that never returns fails the test
+    // (and the cluster is still stopped) instead of hanging it.
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let err = tempfile::NamedTempFile::new().unwrap();
     let mut c = s.cmd();
-    c.args(args);
+    c.args(args)
+        .stdin(Stdio::null())
+        .stdout(out.reopen().unwrap())
+        .stderr(err.reopen().unwrap());
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().unwrap()
+    let mut child = c.spawn().unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{args:?} did not end within 240 s; stderr:\n{}",
+                std::fs::read_to_string(err.path()).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::process::Output {
+        status,
+        stdout: std::fs::read(out.path()).unwrap(),
+        stderr: std::fs::read(err.path()).unwrap(),
+    }
 }
 
 /// `sweep --quick` of the three variants on the fake emulator, then `extra`.
@@ -403,6 +430,7 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
 
     // (b) One task cancelled (the jobs are submitted held, so the cancel comes first), then
     // --resume runs that share alone and the merge.
+    let b_err = tempfile::NamedTempFile::new().unwrap();
     let mut child = {
         let mut c = s.cmd();
         c.args(quick_args(
@@ -420,7 +448,7 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
         for (k, v) in &env {
             c.env(k, v);
         }
-        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.stdout(Stdio::piped()).stderr(b_err.reopen().unwrap());
         c.spawn().unwrap()
     };
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -447,9 +475,28 @@ fn slurm_array_sweeps_merge_resume_and_name_failed_shares() {
     for id in [&array, &merge_job] {
         let _ = cluster.client("scontrol").args(["release", id]).status();
     }
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "--slurm-wait did not end within 240 s:\n{}",
+                std::fs::read_to_string(b_err.path()).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = std::process::Output {
+        status,
+        stdout: Vec::new(),
+        stderr: std::fs::read(b_err.path()).unwrap(),
+    };
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         o.status.code(),
