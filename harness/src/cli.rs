@@ -67,7 +67,10 @@ core of its own, so N above the host's cores is not oversubscribed and N = 16 or
 on 2 cores (at a wall-time cost of about N / cores × the guest time). Peers stay on host time. \
 The results file records the clock of the sweep and of every run.\n\nSeveral hosts: --plan prints the \
 points as a job list; --only I/K runs share I of K (e.g. as a Slurm array task); `lockscale \
-merge` combines the files."
+merge` combines the files. --slurm submits the shares as a Slurm array and a merge job \
+after it (binaries and guest staged into --stage, a directory every node can read); \
+--slurm-wait follows the jobs; --slurm --resume NAME resubmits the shares that are missing or \
+failed."
     )]
     Sweep(SweepArgs),
 
@@ -338,6 +341,10 @@ pub struct SweepArgs {
     /// "--sync-profile" or "--tlb-flush-mode synced" (peers do not get them).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub emu_args: Option<String>,
+    /// Slurm: `--slurm [--shares K] [--slurm-arg ARG]… [--slurm-wait] [--stage DIR]`
+    /// (harness/src/slurm.rs).
+    #[command(flatten)]
+    pub slurm: crate::slurm::SlurmArgs,
 }
 
 /// What to run and on which guest: the options `sweep` and the revision form of `gate` share.

@@ -30,6 +30,7 @@ pub mod report;
 pub mod resultline;
 pub mod runner;
 pub mod sizes;
+pub mod slurm;
 pub mod stats;
 pub mod sweep;
 pub mod util;

@@ -62,6 +62,17 @@ pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> 
     out.updated = now_rfc3339();
     out.config.share = None;
     out.merged_from = files.iter().map(|f| f.name.clone()).collect();
+    // A file that is itself a merge contributes its own hosts.
+    out.hosts = files
+        .iter()
+        .flat_map(|f| {
+            if f.hosts.is_empty() {
+                vec![f.host.clone()]
+            } else {
+                f.hosts.clone()
+            }
+        })
+        .collect();
     for f in &files[1..] {
         crate::compare::check_comparable(first, f)?;
         crate::clock::check_mix(first, f, opts.allow_mixed_clocks)?;
@@ -152,4 +163,26 @@ pub fn merge(files: &[ResultsFile], opts: &MergeOptions) -> Result<ResultsFile> 
         .iter()
         .all(|p| seen.contains(&(p.variant.clone(), p.cpus, p.rep)));
     Ok(out)
+}
+
+/// The note a plot of `file` carries when its runs come from hosts of different types.
+pub fn mixed_hosts_note(file: &ResultsFile) -> Option<String> {
+    let mut types: Vec<&crate::model::HostInfo> = Vec::new();
+    for h in &file.hosts {
+        if !types.iter().any(|t| crate::host::same_type(t, h)) {
+            types.push(h);
+        }
+    }
+    (types.len() > 1).then(|| {
+        format!(
+            "{}: runs from {} host types mixed ({})",
+            file.name,
+            types.len(),
+            types
+                .iter()
+                .map(|h| format!("{}, {} cores", h.cpu_model, h.logical_cores))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    })
 }

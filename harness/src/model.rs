@@ -43,6 +43,10 @@ pub struct ResultsFile {
     /// For merged files: the names of the files merged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
+    /// For merged files: the host of every file merged, in the order of `merged_from` (so a
+    /// merge of shares from several nodes keeps each node's metadata; `host` is the first's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostInfo>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

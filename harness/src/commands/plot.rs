@@ -9,6 +9,7 @@ use super::{abs, load_checked, user_path};
 use crate::analysis::{Analysis, analyze};
 use crate::charts::{self, Labelled};
 use crate::cli::PlotArgs;
+use crate::merge;
 use crate::model::ResultsFile;
 use crate::plot::LineKind;
 use crate::reference;
@@ -60,6 +61,7 @@ pub fn plot(repo: &Path, a: &PlotArgs) -> Result<i32> {
     }
     let refs: Vec<&Analysis> = analyses.iter().collect();
     let mut notes = plot_notes(&refs);
+    notes.extend(files.iter().filter_map(merge::mixed_hosts_note));
     if let Some(r) = &refc {
         notes.push(format!("posted: {}", r.source));
     }

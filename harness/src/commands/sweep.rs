@@ -22,6 +22,10 @@ use crate::util::{file_stamp, find_in_path, now_rfc3339, sha256_file, unix_now};
 use crate::workload::Workload;
 
 pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
+    // `--slurm`: submitted as a Slurm array and a merge job (slurm.rs).
+    if a.slurm.slurm {
+        return crate::slurm::sweep(repo, a);
+    }
     if let Some(path) = &a.resume {
         return resume(repo, &user_path(path), a);
     }
@@ -225,6 +229,7 @@ pub(super) fn new_results_file(
         workload,
         runs: Vec::new(),
         merged_from: Vec::new(),
+        hosts: Vec::new(),
     }
 }
 

@@ -276,6 +276,7 @@ pub fn synthetic(name: &str, times: &[(&str, u32, Vec<f64>)]) -> ResultsFile {
         },
         runs,
         merged_from: vec![],
+        hosts: vec![],
     }
 }
 
