@@ -36,8 +36,8 @@ use crate::builder::{self, BuildRequest, VARIANTS};
 use crate::cli::SweepArgs;
 use crate::model::{BuildKind, ClockKind};
 use crate::plan::in_share;
-use crate::runner::find_in_path;
 use crate::sizes::{self, Mode};
+use crate::util::find_in_path;
 use crate::util::{file_stamp, now_rfc3339, unix_now, write_atomic};
 
 /// Exit code of `--slurm-wait` when a share did not complete (as a sweep with failed runs).
