@@ -344,7 +344,7 @@ pub struct SweepArgs {
     /// Slurm: `--slurm [--shares K] [--slurm-arg ARG]… [--slurm-wait] [--stage DIR]`
     /// (harness/src/slurm.rs).
     #[command(flatten)]
-    pub slurm: crate::slurm::SlurmArgs,
+    pub slurm: SlurmArgs,
 }
 
 /// What to run and on which guest: the options `sweep` and the revision form of `gate` share.
@@ -569,4 +569,39 @@ pub struct SchemaArgs {
     /// Output file (default results/schema.json); `-` for stdout.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// The options of `sweep --slurm` (flattened into `sweep`'s).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SlurmArgs {
+    /// Submit the sweep to Slurm: one array task per share (`--only I/K`) and a merge job
+    /// after them (`--dependency=afterok`), which writes results/<name>.json and its plots.
+    /// Binaries and guest are staged into --stage, which every node must be able to read (a
+    /// shared filesystem); the results and plots paths must be writable by the nodes too.
+    /// With --resume NAME: resubmit only the shares whose results are missing or failed.
+    #[arg(long)]
+    pub slurm: bool,
+    /// Number of shares, i.e. array tasks (default: one per point).
+    #[arg(long, value_name = "K", requires = "slurm")]
+    pub shares: Option<u32>,
+    /// One more argument for both `sbatch` calls, e.g. --slurm-arg=--partition=big or
+    /// --slurm-arg=--time=2:00:00 (it overrides the script's own #SBATCH lines; repeatable).
+    #[arg(
+        long = "slurm-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "slurm"
+    )]
+    pub slurm_args: Vec<String>,
+    /// Follow the jobs until the merge job ends (progress on stderr); exit 0 when it
+    /// completed, else non-zero naming every share that failed.
+    #[arg(long, requires = "slurm")]
+    pub slurm_wait: bool,
+    /// Where to stage binaries, guest, scripts and share results (default
+    /// target/lockscale/slurm); the sweep's files go to DIR/<name>/.
+    #[arg(long, value_name = "DIR", requires = "slurm")]
+    pub stage: Option<PathBuf>,
+    /// Let the merge job merge shares from different host types (`merge --allow-mixed-hosts`).
+    #[arg(long, requires = "slurm")]
+    pub allow_mixed_hosts: bool,
 }

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::cli::SlurmArgs;
 use anyhow::{Context, Result, bail};
-use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::builder::{self, BuildRequest, VARIANTS};
@@ -42,41 +42,6 @@ use crate::util::{file_stamp, now_rfc3339, unix_now, write_atomic};
 
 /// Exit code of `--slurm-wait` when a share did not complete (as a sweep with failed runs).
 pub const EXIT_SHARE_FAILED: i32 = 3;
-
-/// The options of `sweep --slurm` (flattened into `sweep`'s).
-#[derive(Args, Debug, Clone, Default)]
-pub struct SlurmArgs {
-    /// Submit the sweep to Slurm: one array task per share (`--only I/K`) and a merge job
-    /// after them (`--dependency=afterok`), which writes results/<name>.json and its plots.
-    /// Binaries and guest are staged into --stage, which every node must be able to read (a
-    /// shared filesystem); the results and plots paths must be writable by the nodes too.
-    /// With --resume NAME: resubmit only the shares whose results are missing or failed.
-    #[arg(long)]
-    pub slurm: bool,
-    /// Number of shares, i.e. array tasks (default: one per point).
-    #[arg(long, value_name = "K", requires = "slurm")]
-    pub shares: Option<u32>,
-    /// One more argument for both `sbatch` calls, e.g. --slurm-arg=--partition=big or
-    /// --slurm-arg=--time=2:00:00 (it overrides the script's own #SBATCH lines; repeatable).
-    #[arg(
-        long = "slurm-arg",
-        value_name = "ARG",
-        allow_hyphen_values = true,
-        requires = "slurm"
-    )]
-    pub slurm_args: Vec<String>,
-    /// Follow the jobs until the merge job ends (progress on stderr); exit 0 when it
-    /// completed, else non-zero naming every share that failed.
-    #[arg(long, requires = "slurm")]
-    pub slurm_wait: bool,
-    /// Where to stage binaries, guest, scripts and share results (default
-    /// target/lockscale/slurm); the sweep's files go to DIR/<name>/.
-    #[arg(long, value_name = "DIR", requires = "slurm")]
-    pub stage: Option<PathBuf>,
-    /// Let the merge job merge shares from different host types (`merge --allow-mixed-hosts`).
-    #[arg(long, requires = "slurm")]
-    pub allow_mixed_hosts: bool,
-}
 
 /// What was staged and submitted: `<stage>/slurm.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -883,10 +848,10 @@ fn mode_base(a: &SweepArgs) -> Mode {
 
 /// Whether share `i`'s results are there and complete without failed runs.
 fn share_done(path: &Path) -> bool {
-    match crate::commands::load_results(path) {
-        Ok(f) => f.complete && f.failed_runs().count() == 0,
-        Err(_) => false,
-    }
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<crate::model::ResultsFile>(&t).ok())
+        .is_some_and(|f| f.complete && f.failed_runs().count() == 0)
 }
 
 fn resume(repo: &Path, a: &SweepArgs, sbatch_path: &Path, name: &str) -> Result<i32> {
