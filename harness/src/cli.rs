@@ -347,6 +347,36 @@ pub struct SweepArgs {
     pub slurm: SlurmArgs,
 }
 
+impl SweepArgs {
+    /// The options given that would change a sweep's plan or guest: what `--resume` (local or
+    /// `--slurm`) refuses, since the plan comes from the results file.
+    pub fn plan_options_given(&self) -> Vec<&'static str> {
+        let p = &self.plan_args;
+        [
+            (p.variants.is_some(), "--variants"),
+            (p.cpus.is_some(), "--cpus"),
+            (p.reps.is_some(), "--reps"),
+            (self.quick, "--quick"),
+            (self.full, "--full"),
+            (p.units.is_some(), "--units"),
+            (p.size.is_some(), "--size"),
+            (p.seed.is_some(), "--seed"),
+            (!self.peers.is_empty(), "--peer"),
+            (!self.bins.is_empty(), "--bin"),
+            (p.kernel.is_some(), "--kernel"),
+            (p.timeout.is_some(), "--timeout"),
+            (self.name.is_some(), "--name"),
+            (self.output.is_some(), "--output"),
+            (self.emu_args.is_some(), "--emu-args"),
+            (p.clock.is_some(), "--clock"),
+            (p.quantum.is_some(), "--quantum"),
+        ]
+        .into_iter()
+        .filter_map(|(set, n)| set.then_some(n))
+        .collect()
+    }
+}
+
 /// What to run and on which guest: the options `sweep` and the revision form of `gate` share.
 /// Defaults differ per command and are named in each option's help.
 #[derive(Args, Debug, Clone)]

@@ -79,18 +79,8 @@ pub fn stage_dir(repo: &Path, a: &SlurmArgs, name: &str) -> PathBuf {
 fn stage_root(repo: &Path, a: &SlurmArgs) -> PathBuf {
     a.stage
         .as_deref()
-        .map(absolute)
+        .map(crate::util::user_path)
         .unwrap_or_else(|| repo.join("target/lockscale/slurm"))
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf())
-    }
 }
 
 /// The file share `i` of `k` writes.
@@ -175,7 +165,7 @@ fn value_name<T: clap::ValueEnum>(v: &T) -> String {
 /// Where a task finds a file given on the command line: inside the checkout the same relative
 /// path in the stage, else `guest/<file name>`.
 fn staged_input(repo: &Path, stage: &Path, p: &Path) -> PathBuf {
-    let p = absolute(p);
+    let p = crate::util::user_path(p);
     match p.strip_prefix(repo) {
         Ok(rel) if !rel.as_os_str().is_empty() => stage.join(rel),
         _ => stage.join("guest").join(p.file_name().unwrap_or_default()),
@@ -493,7 +483,10 @@ fn stage_binaries(repo: &Path, a: &SweepArgs, variants: &[String], stage: &Path)
             bail!("--bin takes NAME=VALUE, got {b:?}");
         };
         builder::check_variants(&[v.trim().to_string()])?;
-        bins.insert(v.trim().to_string(), absolute(Path::new(p.trim())));
+        bins.insert(
+            v.trim().to_string(),
+            crate::util::user_path(Path::new(p.trim())),
+        );
     }
     let ours: Vec<String> = variants
         .iter()
@@ -556,7 +549,7 @@ fn stage_guest(repo: &Path, a: &SweepArgs, stage: &Path) -> Result<()> {
         .flatten()
     {
         let dest = staged_input(repo, stage, p);
-        let src = absolute(p);
+        let src = crate::util::user_path(p);
         if src != dest {
             place(&src, &dest)?;
         }
@@ -738,8 +731,8 @@ fn submit_new(repo: &Path, a: &SweepArgs, sbatch_path: &Path) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(",")
     });
-    let user_kernel = a.plan_args.kernel.as_deref().map(absolute);
-    let user_bios = a.bios.as_deref().map(absolute);
+    let user_kernel = a.plan_args.kernel.as_deref().map(crate::util::user_path);
+    let user_bios = a.bios.as_deref().map(crate::util::user_path);
     let mut plan_args = vec!["sweep".to_string(), "--plan".into()];
     plan_args.extend(forwarded_args(
         a,
@@ -758,7 +751,7 @@ fn submit_new(repo: &Path, a: &SweepArgs, sbatch_path: &Path) -> Result<i32> {
     let results = a
         .output
         .as_deref()
-        .map(absolute)
+        .map(crate::util::user_path)
         .unwrap_or_else(|| repo.join("results").join(format!("{name}.json")));
     if results.exists() {
         bail!(
@@ -855,29 +848,10 @@ fn share_done(path: &Path) -> bool {
 }
 
 fn resume(repo: &Path, a: &SweepArgs, sbatch_path: &Path, name: &str) -> Result<i32> {
-    let p = &a.plan_args;
-    let given: Vec<&str> = [
-        (p.variants.is_some(), "--variants"),
-        (p.cpus.is_some(), "--cpus"),
-        (p.reps.is_some(), "--reps"),
-        (a.quick, "--quick"),
-        (a.full, "--full"),
-        (p.units.is_some(), "--units"),
-        (p.size.is_some(), "--size"),
-        (p.seed.is_some(), "--seed"),
-        (!a.peers.is_empty(), "--peer"),
-        (!a.bins.is_empty(), "--bin"),
-        (p.kernel.is_some(), "--kernel"),
-        (p.timeout.is_some(), "--timeout"),
-        (a.name.is_some(), "--name"),
-        (a.output.is_some(), "--output"),
-        (a.emu_args.is_some(), "--emu-args"),
-        (p.clock.is_some(), "--clock"),
-        (a.slurm.shares.is_some(), "--shares"),
-    ]
-    .into_iter()
-    .filter_map(|(set, n)| set.then_some(n))
-    .collect();
+    let mut given = a.plan_options_given();
+    if a.slurm.shares.is_some() {
+        given.push("--shares");
+    }
     if !given.is_empty() {
         bail!(
             "--slurm --resume NAME takes the configuration from the staged sweep; drop {}",

@@ -210,6 +210,17 @@ pub fn find_in_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Paths on the command line are relative to the current directory (not the repository).
+pub fn user_path(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,16 +61,7 @@ fn abs(repo: &Path, p: &Path) -> PathBuf {
     }
 }
 
-/// Paths on the command line are relative to the current directory; defaults to the repo.
-fn user_path(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf())
-    }
-}
+use crate::util::user_path;
 
 /// Loads a results file named on the command line, refusing another workload than `--workload`.
 fn load_checked(p: &Path, workload: Option<Workload>) -> Result<ResultsFile> {

@@ -258,31 +258,12 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
 
 /// `--resume` takes the plan from the file: options that would change it are refused.
 fn refuse_plan_options(a: &SweepArgs) -> Result<()> {
-    let p = &a.plan_args;
-    let given: Vec<&str> = [
-        (p.variants.is_some(), "--variants"),
-        (p.cpus.is_some(), "--cpus"),
-        (p.reps.is_some(), "--reps"),
-        (a.quick, "--quick"),
-        (a.full, "--full"),
-        (p.units.is_some(), "--units"),
-        (p.size.is_some(), "--size"),
-        (p.seed.is_some(), "--seed"),
-        (!a.peers.is_empty(), "--peer"),
-        (!a.bins.is_empty(), "--bin"),
-        (p.kernel.is_some(), "--kernel"),
-        (a.only.is_some(), "--only"),
-        (p.timeout.is_some(), "--timeout"),
-        (a.name.is_some(), "--name"),
-        (a.output.is_some(), "--output"),
-        (a.plan, "--plan"),
-        (a.emu_args.is_some(), "--emu-args"),
-        (p.clock.is_some(), "--clock"),
-        (p.quantum.is_some(), "--quantum"),
-    ]
-    .into_iter()
-    .filter_map(|(set, n)| set.then_some(n))
-    .collect();
+    let mut given = a.plan_options_given();
+    given.extend(
+        [(a.only.is_some(), "--only"), (a.plan, "--plan")]
+            .into_iter()
+            .filter_map(|(set, n)| set.then_some(n)),
+    );
     if !given.is_empty() {
         bail!(
             "--resume takes the configuration from the results file; drop {}",
