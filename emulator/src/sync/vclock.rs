@@ -5,7 +5,14 @@
 //! - **Clock.** A vCPU's clock advances by its thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`),
 //!   charged at *sync points*: lock operations, returns from guest code, timebase reads. Time
 //!   blocked, parked or descheduled is not CPU time and never counts; the CPU time spent
-//!   inside a contended acquire (the mutex's spinning) is discarded.
+//!   inside a contended acquire (the mutex's spinning) is discarded. Reading that clock is a
+//!   system call (0.5–1 µs on a virtualised host, a hundred thousand reads a second in a
+//!   hypercall-heavy guest) that a host-time run does not make: every charged interval holds
+//!   one read's cost, measured once per process ([`read_cost_ns`]) and subtracted.
+//! - **Line cost.** A many-core host adds a cost that one core does not: a lock's cache line
+//!   (and the data it guards) moving to the acquirer's core. `line_cost_ns` (0 by default,
+//!   until a many-core host measures it) is charged to an acquirer whose lock was last held
+//!   by another thread, inside its hold.
 //! - **Locks.** The BQL is a FIFO queue in virtual time, resolved late ([`Rule::Fifo`]):
 //!   each hold is recorded at its release as (arrival clock, CPU time held); once every
 //!   busy vCPU's clock has passed an arrival (nobody can still arrive before it), the
@@ -57,13 +64,28 @@ pub enum Rule {
 
 /// The virtual-time state of a lock: the queue of holds not yet served (Fifo), in
 /// virtual ns.
-#[derive(Default)]
 pub struct LockTime {
     /// Fifo: the arrival clock of the current holder (`u64::MAX`, or 0 before first use,
     /// when free): arrivals up to it may still be recorded.
     holder_since: AtomicU64,
     fifo: Mutex<FifoQueue>,
+    /// Who held it last (`LAST_NONE`: nobody yet, `LAST_OTHER`: a thread without a clock),
+    /// for the line cost.
+    last_holder: AtomicUsize,
 }
+
+impl Default for LockTime {
+    fn default() -> Self {
+        Self {
+            holder_since: AtomicU64::new(0),
+            fifo: Mutex::default(),
+            last_holder: AtomicUsize::new(LAST_NONE),
+        }
+    }
+}
+
+const LAST_NONE: usize = usize::MAX;
+const LAST_OTHER: usize = usize::MAX - 1;
 
 #[derive(Default)]
 struct FifoQueue {
@@ -135,6 +157,8 @@ struct Slot {
     parks: AtomicU64,
     /// Virtual time spent idle: the jumps to the stamps that woke it.
     idle_ns: AtomicU64,
+    /// Line costs charged to it.
+    line_ns: AtomicU64,
     /// Fifo waits: served (resolved) and added to the clock (applied), and those served
     /// but not yet added, by lock site.
     resolved: AtomicU64,
@@ -182,6 +206,8 @@ impl Slot {
 /// The clocks of one machine's vCPUs.
 pub struct VirtualTime {
     quantum_ns: u64,
+    /// Charged to an acquirer whose lock's line comes from another thread (module doc).
+    line_cost_ns: u64,
     slots: Box<[Slot]>,
     /// The largest timebase value (as ns) returned to any reader.
     tb_max_ns: AtomicU64,
@@ -213,8 +239,14 @@ pub struct VirtualTime {
 
 impl VirtualTime {
     pub fn new(n: usize, quantum_ns: u64) -> Arc<Self> {
+        Self::with_line_cost(n, quantum_ns, 0)
+    }
+
+    /// [`VirtualTime::new`] with a line cost (module doc).
+    pub fn with_line_cost(n: usize, quantum_ns: u64, line_cost_ns: u64) -> Arc<Self> {
         Arc::new(Self {
             quantum_ns,
+            line_cost_ns,
             slots: (0..n)
                 .map(|_| Slot {
                     clock: AtomicU64::new(0),
@@ -226,6 +258,7 @@ impl VirtualTime {
                     cpu_ns: AtomicU64::new(0),
                     parks: AtomicU64::new(0),
                     idle_ns: AtomicU64::new(0),
+                    line_ns: AtomicU64::new(0),
                     resolved: AtomicU64::new(0),
                     applied: AtomicU64::new(0),
                     has_pending: std::sync::atomic::AtomicBool::new(false),
@@ -250,6 +283,10 @@ impl VirtualTime {
 
     pub fn quantum_ns(&self) -> u64 {
         self.quantum_ns
+    }
+
+    pub fn line_cost_ns(&self) -> u64 {
+        self.line_cost_ns
     }
 
     /// Called once with the first failure (clocks diverged beyond the quantum): the machine
@@ -555,12 +592,20 @@ impl VirtualTime {
     pub fn idle_ns(&self, i: usize) -> u64 {
         self.slots[i].idle_ns.load(Ordering::Relaxed)
     }
+
+    /// Line costs charged to vCPU `i`.
+    pub fn line_ns(&self, i: usize) -> u64 {
+        self.slots[i].line_ns.load(Ordering::Relaxed)
+    }
 }
 
 /// The vCPU whose thread this is.
 struct Current {
     vt: Arc<VirtualTime>,
     i: usize,
+    /// What one read of the thread's CPU clock costs it ([`read_cost_ns`]; 0 for a clock
+    /// driven by hand).
+    read_cost: u64,
 }
 
 thread_local! {
@@ -579,6 +624,26 @@ fn thread_cpu_ns() -> u64 {
         return t;
     }
     cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// What one read of the calling thread's CPU clock adds to that clock: the median gap
+/// between back-to-back reads, measured once per process. Every interval between two sync
+/// points holds one read's cost (the rest of the earlier read, the start of the later),
+/// so each charge subtracts it: the clock then counts what a host-time run also spends.
+pub fn read_cost_ns() -> u64 {
+    static COST: OnceLock<u64> = OnceLock::new();
+    *COST.get_or_init(|| {
+        const READS: usize = 2_001;
+        let mut gaps = Vec::with_capacity(READS);
+        let mut prev = cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID);
+        for _ in 0..READS {
+            let t = cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID);
+            gaps.push(t.saturating_sub(prev));
+            prev = t;
+        }
+        gaps.sort_unstable();
+        gaps[READS / 2]
+    })
 }
 
 /// CPU time of the clock `id` (this thread's, or another's from `pthread_getcpuclockid`).
@@ -617,15 +682,23 @@ pub fn active() -> bool {
 /// Makes the calling thread vCPU `i` of `vt`, runnable from clock `start` on.
 pub fn attach(vt: &Arc<VirtualTime>, i: usize, start: u64) {
     let s = &vt.slots[i];
+    let id = own_cpu_clock();
+    let read_cost = if id < 0 { 0 } else { read_cost_ns() };
     s.last_cpu.store(thread_cpu_ns(), Ordering::SeqCst);
-    s.cpu_clock.store(own_cpu_clock(), Ordering::SeqCst);
+    s.cpu_clock.store(id, Ordering::SeqCst);
     IDLE_NEXT.set(false);
     vt.join(|| {
         let c = s.clock.fetch_max(start, Ordering::SeqCst).max(start);
         s.state.store(RUN, Ordering::SeqCst);
         c
     });
-    CURRENT.with(|c| *c.borrow_mut() = Some(Current { vt: vt.clone(), i }));
+    CURRENT.with(|c| {
+        *c.borrow_mut() = Some(Current {
+            vt: vt.clone(),
+            i,
+            read_cost,
+        })
+    });
     ACTIVE.set(true);
 }
 
@@ -664,7 +737,9 @@ fn sync_with(with_waits: bool) -> Option<u64> {
     let vt = with_current(|cur| {
         let now = thread_cpu_ns();
         let s = &cur.vt.slots[cur.i];
-        let d = now.saturating_sub(s.last_cpu.load(Ordering::Relaxed));
+        let d = now
+            .saturating_sub(s.last_cpu.load(Ordering::Relaxed))
+            .saturating_sub(cur.read_cost);
         s.last_cpu.store(now, Ordering::SeqCst);
         s.cpu_ns.fetch_add(d, Ordering::Relaxed);
         let d = d + if with_waits { take_pending(s) } else { 0 };
@@ -800,7 +875,8 @@ pub fn pace() {
     let Some(c) = sync_with(true) else { return };
     if c.saturating_sub(vt.min_hint.load(Ordering::SeqCst)) <= vt.quantum_ns {
         // Within a quantum of a lower bound of the slowest: not ahead (the common case).
-        discard();
+        // The few loads since the sync are charged with the next interval: discarding them
+        // would cost another clock read.
         return;
     }
     // Lock waits added now may put it ahead legitimately (it waited in a queue).
@@ -843,12 +919,26 @@ fn defer_wait(s: &Slot, site: Site, ns: u64) {
 pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
     let start = with_current(|cur| {
         let s = &cur.vt.slots[cur.i];
-        HoldStart {
+        let start = HoldStart {
             clock: s.clock.load(Ordering::SeqCst),
             applied: s.applied.load(Ordering::SeqCst),
+        };
+        let line = cur.vt.line_cost_ns;
+        if line != 0 {
+            let prev = t.last_holder.swap(cur.i, Ordering::Relaxed);
+            if prev != cur.i && prev != LAST_NONE {
+                // After the start: the hold includes it, as the refills of the lock word
+                // and the data it guards fall inside the critical section.
+                s.clock.fetch_add(line, Ordering::SeqCst);
+                s.line_ns.fetch_add(line, Ordering::Relaxed);
+            }
         }
+        start
     })
-    .unwrap_or_default();
+    .unwrap_or_else(|| {
+        t.last_holder.store(LAST_OTHER, Ordering::Relaxed);
+        HoldStart::default()
+    });
     if rule == Rule::Fifo && active() {
         t.holder_since.store(start.clock, Ordering::SeqCst);
     }
@@ -966,6 +1056,44 @@ mod tests {
         });
         assert_eq!(h.join().unwrap(), 1_000);
         assert_eq!(vt.cpu_ns(0), 1_000);
+    }
+
+    #[test]
+    fn each_charge_leaves_out_one_clock_read() {
+        let vt = VirtualTime::new(1, 1_000_000);
+        let h = on_vcpu(&vt, 0, || {
+            with_current(|cur| cur.read_cost = 30);
+            burn(100);
+            let first = sync().unwrap();
+            // Less than a read since the last: nothing to charge, never a step back.
+            burn(10);
+            (first, sync().unwrap())
+        });
+        assert_eq!(h.join().unwrap(), (70, 70));
+        assert_eq!(vt.cpu_ns(0), 70);
+    }
+
+    #[test]
+    fn a_lock_taken_from_another_vcpu_costs_the_line_inside_the_hold() {
+        let vt = VirtualTime::with_line_cost(2, 1_000_000_000, 100);
+        let t = Arc::new(LockTime::default());
+        let hold = |i: usize| {
+            let t = t.clone();
+            on_vcpu(&vt, i, move || {
+                let since = hold_start(&t, Rule::Untimed);
+                burn(10);
+                released(&t, Rule::Untimed, since, Site::ALL[0])
+            })
+            .join()
+            .unwrap()
+        };
+        // The first holder and a holder taking it back from itself find the line at home.
+        assert_eq!(hold(0), 10);
+        assert_eq!(hold(0), 10);
+        assert_eq!(hold(1), 110);
+        assert_eq!(hold(0), 110);
+        assert_eq!((vt.line_ns(0), vt.line_ns(1)), (100, 100));
+        assert_eq!((vt.clock(0), vt.clock(1)), (130, 110));
     }
 
     #[test]

@@ -90,7 +90,11 @@ pub fn run_with<S: Strategy>(
         .map_err(|e| anyhow::anyhow!("boot image does not fit in RAM: {e:?}"))?;
     let hpt = Arc::new(Hpt::new(plan.hpt_shift).map_err(|e| anyhow::anyhow!("{e}"))?);
     let vtime = match config.clock {
-        ClockMode::Virtual { quantum_ns } => Some(VirtualTime::new(n, quantum_ns)),
+        ClockMode::Virtual { quantum_ns } => Some(VirtualTime::with_line_cost(
+            n,
+            quantum_ns,
+            config.line_cost_ns,
+        )),
         ClockMode::Host => None,
     };
     let (timebase, timer_clock): (Arc<dyn TimeBase>, TimerClock) = match &vtime {

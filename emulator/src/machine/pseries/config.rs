@@ -135,6 +135,9 @@ pub struct MachineConfig {
     pub sync_profile: bool,
     /// `--clock`/`--quantum`.
     pub clock: ClockMode,
+    /// `--line-cost`: virtual time charged to a lock acquirer whose lock was last held by
+    /// another thread (sync/vclock.rs); 0 until a many-core host measures it.
+    pub line_cost_ns: u64,
     pub timeout: Option<Duration>,
     /// Write the device tree the machine would boot with, then exit.
     pub dump_dtb: Option<PathBuf>,
@@ -217,6 +220,7 @@ impl Default for MachineConfig {
             jit_cache_limit: crate::jit::CODE_CACHE_LIMIT,
             sync_profile: false,
             clock: ClockMode::Host,
+            line_cost_ns: 0,
             timeout: None,
             dump_dtb: None,
             pin: PinMode::None,
@@ -284,6 +288,7 @@ const VALUED: &[&str] = &[
     "tlb-flush-mode",
     "clock",
     "quantum",
+    "line-cost",
     "timeout",
     "dump-dtb",
     "pin",
@@ -299,6 +304,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     let mut cfg = MachineConfig::default();
     // `--quantum` may come before `--clock virtual`.
     let mut quantum: Option<u64> = None;
+    let mut line_cost = false;
     let mut i = 0;
     while i < args.len() {
         let raw = args[i].as_str();
@@ -442,6 +448,15 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                     *quantum_ns = ns;
                 }
             }
+            "line-cost" => {
+                let ns = parse_duration_ns(v)
+                    .map_err(|e| UsageError(format!("--line-cost {v}: {e}")))?;
+                if ns > 100_000 {
+                    return err(format!("--line-cost {v}: must be at most 100 us"));
+                }
+                cfg.line_cost_ns = ns;
+                line_cost = true;
+            }
             "timeout" => {
                 let secs: f64 = v.parse().map_err(|_| {
                     UsageError(format!("--timeout {v}: expected a number of seconds"))
@@ -465,6 +480,9 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     }
     if quantum.is_some() && cfg.clock == ClockMode::Host {
         return err("--quantum needs --clock virtual");
+    }
+    if line_cost && cfg.clock == ClockMode::Host {
+        return err("--line-cost needs --clock virtual");
     }
     Ok(Command::Run(Box::new(cfg)))
 }
@@ -777,6 +795,9 @@ Ours:
                         carry clocks, as if every vCPU had a host core of its own
   --quantum DURATION    virtual time: how far (ns, us, ms, s) a vCPU may run ahead of the
                         slowest runnable one (default 500us; at most 1s)
+  --line-cost DURATION  virtual time: charged to a vCPU taking a lock another thread held
+                        last (its cache line moving between cores on a many-core host;
+                        default 0, at most 100us)
   --timeout SECS        stop the guest after SECS seconds
   --dump-dtb FILE       write the device tree the machine would boot with, and exit
   --pin compact|none    pin vCPU i to host core i (compact) or not (default none)
@@ -1012,6 +1033,28 @@ mod tests {
             Duration::from_secs(1_150_560_086)
         );
         assert_eq!(RtcBase::Utc.clock(host).now(host), host);
+    }
+
+    #[test]
+    fn virtual_clock_options() {
+        let c = run("--quantum 2ms --clock virtual --line-cost 150ns");
+        assert_eq!(
+            (c.clock, c.line_cost_ns),
+            (
+                ClockMode::Virtual {
+                    quantum_ns: 2_000_000
+                },
+                150
+            )
+        );
+        assert_eq!(run("--clock virtual").line_cost_ns, 0);
+        fails("--clock wall", "--clock wall");
+        fails("--clock virtual --quantum 0", "--quantum 0");
+        fails("--clock virtual --quantum 2s", "at most 1 s");
+        fails("--quantum 1ms", "--quantum needs --clock virtual");
+        fails("--line-cost 100ns", "--line-cost needs --clock virtual");
+        fails("--clock virtual --line-cost 1ms", "at most 100 us");
+        fails("--clock virtual --line-cost soon", "--line-cost soon");
     }
 
     #[test]

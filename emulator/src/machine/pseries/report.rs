@@ -76,6 +76,9 @@ pub struct VcpuReport {
     pub parks: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_ns: Option<u64>,
+    /// Line costs charged (`--line-cost`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_ns: Option<u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub virtual_wait_ns: BTreeMap<&'static str, u64>,
 }
@@ -86,6 +89,12 @@ pub struct ClockReport {
     pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quantum_ns: Option<u64>,
+    /// Virtual only: `--line-cost`, and the cost of one read of a thread's CPU clock that
+    /// every charge subtracts (sync/vclock.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_cost_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_read_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -168,6 +177,9 @@ impl RunReport {
                     ClockMode::Virtual { quantum_ns } => Some(quantum_ns),
                     ClockMode::Host => None,
                 },
+                line_cost_ns: (cfg.clock != ClockMode::Host).then_some(cfg.line_cost_ns),
+                clock_read_ns: (cfg.clock != ClockMode::Host)
+                    .then(crate::sync::vclock::read_cost_ns),
             },
             exit: exit_name(exit),
             host_wall_s: host_wall.as_secs_f64(),
@@ -228,6 +240,7 @@ pub(super) fn vcpu_report(
         cpu_ns: vtime.map(|vt| vt.cpu_ns(v.index)),
         parks: vtime.map(|vt| vt.parks(v.index)),
         idle_ns: vtime.map(|vt| vt.idle_ns(v.index)),
+        line_ns: vtime.map(|vt| vt.line_ns(v.index)),
         virtual_wait_ns: locks
             .to_map()
             .into_iter()
