@@ -370,6 +370,7 @@ impl SweepArgs {
             (self.emu_args.is_some(), "--emu-args"),
             (p.clock.is_some(), "--clock"),
             (p.quantum.is_some(), "--quantum"),
+            (p.line_cost.is_some(), "--line-cost"),
         ]
         .into_iter()
         .filter_map(|(set, n)| set.then_some(n))
@@ -423,6 +424,11 @@ pub struct PlanArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true,
           value_parser = crate::clock::parse_quantum)]
     pub quantum: Option<u64>,
+    /// With --clock virtual: virtual time charged to a vCPU taking a lock another thread held
+    /// last — its cache line moving between cores, a cost a many-core host adds and one core
+    /// does not — e.g. 100ns (0 to 100us; default 0, until a many-core host measures it).
+    #[arg(long, value_name = "DURATION", value_parser = crate::clock::parse_line_cost)]
+    pub line_cost: Option<u64>,
 }
 
 #[derive(Args, Debug)]

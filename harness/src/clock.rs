@@ -25,20 +25,52 @@ pub const HOST_LABEL: &str = "host time";
 /// The largest quantum `--quantum` accepts (one second), as the emulator does.
 pub const MAX_QUANTUM_NS: u64 = 1_000_000_000;
 
+/// The largest line cost `--line-cost` accepts (100 µs), as the emulator does.
+pub const MAX_LINE_COST_NS: u64 = 100_000;
+
 /// Parses `--quantum DURATION`: a number and a unit (`ns`, `us` or `µs`, `ms`, `s`), e.g.
 /// `500us`, `2ms`, `1000000ns`, `0.5ms`; above 0 and at most one second (whole nanoseconds).
 /// Used as clap's value parser, so the error names the option and exits 2 before anything runs.
 pub fn parse_quantum(s: &str) -> Result<u64, String> {
     let v = s.trim();
-    let Some(split) = v.find(|c: char| c.is_alphabetic()) else {
+    if v.starts_with('-') {
+        return Err(format!("{v:?} is negative: the quantum must be above 0"));
+    }
+    if let Ok(x) = v.parse::<f64>() {
         // A bare number: say what is wrong with its value first (`--quantum 0`).
-        match v.parse::<f64>() {
-            Ok(x) if x < 0.0 => {
-                return Err(format!("{v:?} is negative: the quantum must be above 0"));
-            }
-            Ok(0.0) => return Err(format!("{v:?}: the quantum must be above 0")),
-            _ => {}
+        if x < 0.0 {
+            return Err(format!("{v:?} is negative: the quantum must be above 0"));
         }
+        if x == 0.0 {
+            return Err(format!("{v:?}: the quantum must be above 0"));
+        }
+    }
+    let ns = parse_duration(v)?;
+    if ns == 0 {
+        return Err(format!("{v:?}: the quantum must be above 0"));
+    }
+    if ns > MAX_QUANTUM_NS {
+        return Err(format!("{v:?}: the quantum must be at most 1 s"));
+    }
+    Ok(ns)
+}
+
+/// Parses `--line-cost DURATION` (as `--quantum`): 0 to 100 µs.
+pub fn parse_line_cost(s: &str) -> Result<u64, String> {
+    let v = s.trim();
+    if v == "0" {
+        return Ok(0);
+    }
+    let ns = parse_duration(v)?;
+    if ns > MAX_LINE_COST_NS {
+        return Err(format!("{v:?}: the line cost must be at most 100 us"));
+    }
+    Ok(ns)
+}
+
+/// A non-negative duration with a unit, in whole nanoseconds.
+fn parse_duration(v: &str) -> Result<u64, String> {
+    let Some(split) = v.find(|c: char| c.is_alphabetic()) else {
         return Err(format!(
             "{v:?} has no unit: give a duration such as 500us, 2ms or 1000000ns (units ns, us, ms, s)"
         ));
@@ -60,21 +92,29 @@ pub fn parse_quantum(s: &str) -> Result<u64, String> {
         return Err(format!("{v:?} is not a duration"));
     }
     if ns < 0.0 {
-        return Err(format!("{v:?} is negative: the quantum must be above 0"));
+        return Err(format!("{v:?} is negative"));
     }
-    let ns = ns.round();
-    if ns < 1.0 {
-        return Err(format!("{v:?}: the quantum must be above 0"));
+    if ns.round() > u64::MAX as f64 / 2.0 {
+        return Err(format!("{v:?} is too long"));
     }
-    if ns > MAX_QUANTUM_NS as f64 {
-        return Err(format!("{v:?}: the quantum must be at most 1 s"));
-    }
-    Ok(ns as u64)
+    Ok(ns.round() as u64)
 }
 
-/// The clock of a sweep from `--clock` and `--quantum` (already parsed by clap).
-pub fn from_args(kind: Option<ClockKind>, quantum_ns: Option<u64>) -> Result<Clock> {
+/// The clock of a sweep from `--clock`, `--quantum` and `--line-cost` (already parsed by clap).
+pub fn from_args(
+    kind: Option<ClockKind>,
+    quantum_ns: Option<u64>,
+    line_cost_ns: Option<u64>,
+) -> Result<Clock> {
     let kind = kind.unwrap_or_default();
+    if let Some(l) = line_cost_ns
+        && kind != ClockKind::Virtual
+    {
+        bail!(
+            "--line-cost {} needs --clock virtual: host-time runs pay the host's own costs",
+            format_ns(l)
+        );
+    }
     if let Some(q) = quantum_ns {
         if kind != ClockKind::Virtual {
             bail!(
@@ -86,14 +126,18 @@ pub fn from_args(kind: Option<ClockKind>, quantum_ns: Option<u64>) -> Result<Clo
             bail!("--quantum must be above 0 and at most 1 s");
         }
     }
-    Ok(Clock { kind, quantum_ns })
+    Ok(Clock {
+        kind,
+        quantum_ns,
+        line_cost_ns,
+    })
 }
 
 /// `--emu-args` may not choose the clock: the harness must know it to record and label it.
 pub fn check_emu_args(args: &str) -> Result<()> {
     for a in args.split_whitespace() {
         let name = a.split('=').next().unwrap_or(a);
-        if name == "--clock" || name == "--quantum" {
+        if name == "--clock" || name == "--quantum" || name == "--line-cost" {
             bail!(
                 "--emu-args {a:?}: give the clock to lockscale (`--clock virtual [--quantum D]`), \
                  not to the emulator directly, so that the results record it"
@@ -113,6 +157,10 @@ pub fn emulator_args(clock: &Clock) -> Vec<String> {
             if let Some(q) = clock.quantum_ns {
                 v.push("--quantum".into());
                 v.push(format!("{q}ns"));
+            }
+            if let Some(l) = clock.line_cost_ns {
+                v.push("--line-cost".into());
+                v.push(format!("{l}ns"));
             }
             v
         }
@@ -143,15 +191,27 @@ pub fn format_ns(ns: u64) -> String {
     format!("{s} {unit}")
 }
 
-/// `host time`, or `virtual host: one core per vCPU (quantum 500 µs)`.
+/// `host time`, or `virtual host: one core per vCPU (quantum 500 µs)`, with `, line cost
+/// 100 ns` where one is charged.
 pub fn describe(clock: &Clock) -> String {
+    let line = match line_cost(clock) {
+        0 => String::new(),
+        l => format!(", line cost {}", format_ns(l)),
+    };
     match (clock.kind, clock.quantum_ns) {
         (ClockKind::Host, _) => HOST_LABEL.into(),
-        (ClockKind::Virtual, Some(q)) => format!("{VIRTUAL_LABEL} (quantum {})", format_ns(q)),
+        (ClockKind::Virtual, Some(q)) => {
+            format!("{VIRTUAL_LABEL} (quantum {}{line})", format_ns(q))
+        }
         (ClockKind::Virtual, None) => {
-            format!("{VIRTUAL_LABEL} (the emulator's default quantum)")
+            format!("{VIRTUAL_LABEL} (the emulator's default quantum{line})")
         }
     }
+}
+
+/// The line cost a clock charges (absent: none).
+pub fn line_cost(clock: &Clock) -> u64 {
+    clock.line_cost_ns.unwrap_or(0)
 }
 
 /// The `clock` of a run report: `None` when the report has none (an emulator older than
@@ -194,6 +254,13 @@ pub fn settle_run(run: &mut Run, asked: Clock) {
                     "the run report says quantum {}, but the sweep asked for {}",
                     format_ns(r),
                     format_ns(a)
+                ))
+            } else if asked.kind == ClockKind::Virtual && line_cost(&asked) != line_cost(&c) {
+                Some(format!(
+                    "the run report says line cost {}, but the sweep asked for {} \
+                     (an emulator without --line-cost?)",
+                    format_ns(line_cost(&c)),
+                    format_ns(line_cost(&asked))
                 ))
             } else {
                 None
@@ -244,6 +311,25 @@ pub fn quanta_of(file: &ResultsFile) -> BTreeSet<u64> {
         .collect()
 }
 
+/// The line costs (ns) the virtual runs of a file ran with (0 where none was charged).
+pub fn line_costs_of(file: &ResultsFile) -> BTreeSet<u64> {
+    file.runs
+        .iter()
+        .filter(|r| r.clock.kind == ClockKind::Virtual)
+        .map(|r| line_cost(&r.clock))
+        .chain(
+            (file.config.clock.kind == ClockKind::Virtual).then(|| line_cost(&file.config.clock)),
+        )
+        .collect()
+}
+
+fn line_costs_text(l: &BTreeSet<u64>) -> String {
+    l.iter()
+        .map(|&n| format_ns(n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn kinds_text(k: &BTreeSet<ClockKind>) -> String {
     k.iter()
         .map(|k| match k {
@@ -276,8 +362,14 @@ pub fn describe_file(file: &ResultsFile) -> String {
         )
     } else if kinds.contains(&ClockKind::Virtual) {
         let q = quanta_of(file);
+        let l = line_costs_of(file);
+        let line = if l.iter().all(|&n| n == 0) {
+            String::new()
+        } else {
+            format!(", line cost {}", line_costs_text(&l))
+        };
         format!(
-            "{VIRTUAL_LABEL}, guest times on per-vCPU virtual clocks (quantum {})",
+            "{VIRTUAL_LABEL}, guest times on per-vCPU virtual clocks (quantum {}{line})",
             quanta_text(&q)
         )
     } else {
@@ -337,6 +429,16 @@ pub fn check_mix(a: &ResultsFile, b: &ResultsFile, allow: bool) -> Result<Option
                 quanta_text(&qa),
                 a.name,
                 quanta_text(&qb),
+                b.name
+            )));
+        }
+        let (la, lb) = (line_costs_of(a), line_costs_of(b));
+        if la != lb {
+            return Ok(Some(format!(
+                "different line costs of virtual time: {} in {}, {} in {}",
+                line_costs_text(&la),
+                a.name,
+                line_costs_text(&lb),
                 b.name
             )));
         }
@@ -531,17 +633,36 @@ mod tests {
     }
 
     #[test]
+    fn line_costs_parse_from_zero_to_100_us() {
+        assert_eq!(parse_line_cost("0"), Ok(0));
+        assert_eq!(parse_line_cost("0ns"), Ok(0));
+        assert_eq!(parse_line_cost("120ns"), Ok(120));
+        assert_eq!(parse_line_cost("100us"), Ok(100_000));
+        for bad in ["-5ns", "101us", "1ms", "5", "soon"] {
+            assert!(parse_line_cost(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
     fn quantum_needs_virtual_and_args_follow_the_clock() {
-        assert!(from_args(None, Some(1000)).is_err());
-        assert!(from_args(Some(ClockKind::Host), Some(1000)).is_err());
-        let v = from_args(Some(ClockKind::Virtual), Some(2_000_000)).unwrap();
+        assert!(from_args(None, Some(1000), None).is_err());
+        assert!(from_args(Some(ClockKind::Host), Some(1000), None).is_err());
+        assert!(from_args(Some(ClockKind::Host), None, Some(100)).is_err());
+        let v = from_args(Some(ClockKind::Virtual), Some(2_000_000), None).unwrap();
         assert_eq!(
             emulator_args(&v),
             ["--clock", "virtual", "--quantum", "2000000ns"]
         );
-        let d = from_args(Some(ClockKind::Virtual), None).unwrap();
+        let d = from_args(Some(ClockKind::Virtual), None, None).unwrap();
         assert_eq!(emulator_args(&d), ["--clock", "virtual"]);
-        assert!(emulator_args(&from_args(None, None).unwrap()).is_empty());
+        let l = from_args(Some(ClockKind::Virtual), None, Some(150)).unwrap();
+        assert_eq!(
+            emulator_args(&l),
+            ["--clock", "virtual", "--line-cost", "150ns"]
+        );
+        assert!(describe(&l).ends_with("(the emulator's default quantum, line cost 150 ns)"));
+        assert!(emulator_args(&from_args(None, None, None).unwrap()).is_empty());
+        assert!(check_emu_args("--line-cost 1us").is_err());
         assert_eq!(asked_for(&v, BuildKind::Peer), Clock::default());
         assert!(check_emu_args("--sync-profile --tlb-flush-mode synced").is_ok());
         assert!(check_emu_args("--sync-profile --clock virtual").is_err());
@@ -573,6 +694,7 @@ mod tests {
         let virt = Clock {
             kind: ClockKind::Virtual,
             quantum_ns: Some(500_000),
+            line_cost_ns: None,
         };
         // As asked: recorded from the report, never oversubscribed.
         let mut r =
@@ -610,9 +732,25 @@ mod tests {
             Clock {
                 kind: ClockKind::Virtual,
                 quantum_ns: None,
+                line_cost_ns: None,
             },
         );
         assert_eq!((r.status, r.clock.quantum_ns), (RunStatus::Ok, Some(1000)));
+        // A line cost asked of an emulator that reports none (it predates --line-cost, or
+        // charged another): the run is not what the sweep asked for.
+        let lined = Clock {
+            line_cost_ns: Some(200),
+            ..virt
+        };
+        let mut r =
+            run_with(serde_json::json!({"clock": {"kind": "virtual", "quantum_ns": 500000}}));
+        settle_run(&mut r, lined);
+        assert_eq!(r.status, RunStatus::Failed);
+        assert!(r.reason.as_deref().unwrap().contains("line cost 0 ns"));
+        let mut r = run_with(serde_json::json!({"clock":
+            {"kind": "virtual", "quantum_ns": 500000, "line_cost_ns": 200, "clock_read_ns": 480}}));
+        settle_run(&mut r, lined);
+        assert_eq!((r.status, r.clock), (RunStatus::Ok, lined));
         // No report: taken as asked.
         let mut r = run_with(serde_json::Value::Null);
         r.report = None;
@@ -637,6 +775,7 @@ mod tests {
             Clock {
                 kind: ClockKind::Virtual,
                 quantum_ns: None,
+                line_cost_ns: None,
             },
         );
         let (rows, times) = virtual_wait_rows(&[&r]);
@@ -658,6 +797,7 @@ mod tests {
             Clock {
                 kind: ClockKind::Virtual,
                 quantum_ns: None,
+                line_cost_ns: None,
             },
         );
         let (rows, _) = virtual_wait_rows(&[&r]);

@@ -148,7 +148,7 @@ pub enum ClockKind {
 }
 
 /// A clock as the emulator's run report and the results file record it:
-/// `{"kind": "host"}` or `{"kind": "virtual", "quantum_ns": 500000}`.
+/// `{"kind": "host"}` or `{"kind": "virtual", "quantum_ns": 500000, "line_cost_ns": 0}`.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 pub struct Clock {
     pub kind: ClockKind,
@@ -156,6 +156,10 @@ pub struct Clock {
     /// In a sweep's config, absent when the emulator's default was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantum_ns: Option<u64>,
+    /// Virtual time only: what a lock taken from another thread costs its acquirer (its cache
+    /// line moving between cores; `ppc64emu --line-cost`). Absent or 0: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_cost_ns: Option<u64>,
 }
 
 /// What ran for one variant.

@@ -206,6 +206,7 @@ fn forwarded_args(
     opt("--timeout", p.timeout.map(|x| x.to_string()));
     opt("--clock", p.clock.as_ref().map(value_name));
     opt("--quantum", p.quantum.map(|ns| format!("{ns}ns")));
+    opt("--line-cost", p.line_cost.map(|ns| format!("{ns}ns")));
     opt("--budget", a.budget.map(|x| x.to_string()));
     opt("--expect-checksum", a.expect_checksum.clone());
     opt("--emu-args", a.emu_args.clone());

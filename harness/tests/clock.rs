@@ -24,6 +24,7 @@ fn virtual_clock(quantum_ns: Option<u64>) -> Clock {
     Clock {
         kind: ClockKind::Virtual,
         quantum_ns,
+        line_cost_ns: None,
     }
 }
 

@@ -255,6 +255,7 @@ fn build_then_gate_two_revisions() {
     let virtual_1ms = lockscale::model::Clock {
         kind: lockscale::model::ClockKind::Virtual,
         quantum_ns: Some(1_000_000),
+        line_cost_ns: None,
     };
     let mut sides = 0;
     for e in std::fs::read_dir(&out_dir).unwrap() {

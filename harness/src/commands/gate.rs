@@ -92,6 +92,7 @@ fn gate_files(
         (a.out_dir.is_some(), "--out-dir"),
         (p.clock.is_some(), "--clock"),
         (p.quantum.is_some(), "--quantum"),
+        (p.line_cost.is_some(), "--line-cost"),
     ]
     .into_iter()
     .filter_map(|(set, n)| set.then_some(n))
@@ -165,7 +166,7 @@ fn gate_revs(
         .clone()
         .unwrap_or_else(|| VARIANTS.iter().map(|s| s.to_string()).collect());
     builder::check_variants(&variants)?;
-    let clock = crate::clock::from_args(p.clock, p.quantum)?;
+    let clock = crate::clock::from_args(p.clock, p.quantum, p.line_cost)?;
     let cpus = match &p.cpus {
         Some(s) => parse_cpu_list(s)?,
         None => sizes::QUICK_CPUS.to_vec(),

@@ -44,7 +44,7 @@ pub(super) fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         || p.seed.is_some()
         || p.reps.is_some();
     let (variants, peers) = variants_and_peers(a)?;
-    let clock = crate::clock::from_args(p.clock, p.quantum)?;
+    let clock = crate::clock::from_args(p.clock, p.quantum, p.line_cost)?;
     crate::clock::check_emu_args(a.emu_args.as_deref().unwrap_or(""))?;
     if clock.kind == ClockKind::Virtual && variants.is_empty() {
         bail!(
