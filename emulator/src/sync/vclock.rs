@@ -6,9 +6,14 @@
 //!   charged at *sync points*: lock operations, returns from guest code, timebase reads. Time
 //!   blocked, parked or descheduled is not CPU time and never counts; the CPU time spent
 //!   inside a contended acquire (the mutex's spinning) is discarded. Reading that clock is a
-//!   system call (0.5–1 µs on a virtualised host, a hundred thousand reads a second in a
-//!   hypercall-heavy guest) that a host-time run does not make: every charged interval holds
-//!   one read's cost, measured once per process ([`read_cost_ns`]) and subtracted.
+//!   system call (0.6–1.2 µs on a virtualised host; a hypercall-heavy guest syncs a hundred
+//!   thousand times a second) that a host-time run does not make, so short intervals are
+//!   timed by the time-stamp counter instead ([`Tsc`], 20 ns): an interval under
+//!   [`TSC_TRUST_NS`] cannot hide a descheduling longer than itself, and every longer one
+//!   reads the CPU clock, which settles what the counter charged since the last read (the
+//!   CPU time is cumulative: the total stays exact; only where it falls between short
+//!   intervals can be off, by less than the bound). Each CPU-clock read's own cost is
+//!   measured once per process ([`read_cost_ns`]) and left out of the interval that holds it.
 //! - **Line cost.** A many-core host adds a cost that one core does not: a lock's cache line
 //!   (and the data it guards) moving to the acquirer's core. `line_cost_ns` (0 by default,
 //!   until a many-core host measures it) is charged to an acquirer whose lock was last held
@@ -138,13 +143,16 @@ const MIN_PARK: Duration = Duration::from_micros(20);
 
 #[repr(align(64))]
 struct Slot {
-    /// Virtual ns as of the last sync point; `last_cpu` is the thread's CPU time then, so a
-    /// running vCPU's live clock is `clock + (its CPU time now - last_cpu)` ([`Slot::live`]).
+    /// Virtual ns as of the last sync point; `last_cpu` is the thread's CPU time accounted
+    /// for by then (read from its CPU clock, plus what the time-stamp counter charged since),
+    /// so a running vCPU's live clock is `clock + (its CPU time now - last_cpu)`
+    /// ([`Slot::live`]).
     /// A sync stores `last_cpu` before `clock`; a reader loads `clock` first: a torn read
     /// can only under-estimate.
     clock: AtomicU64,
     last_cpu: AtomicU64,
-    /// The thread's CPU-time clock id (-1: unknown, e.g. a test's hand-driven clock).
+    /// The thread's CPU-time clock id ([`NO_CLOCK`]: unknown, e.g. a test's hand-driven
+    /// clock).
     cpu_clock: AtomicI32,
     /// An idle vCPU's armed timer (`u64::MAX`: none): it is runnable again from then, so
     /// the quantum holds the others to it.
@@ -195,7 +203,7 @@ impl Slot {
     fn live(&self) -> u64 {
         let c = self.clock.load(Ordering::SeqCst);
         let id = self.cpu_clock.load(Ordering::SeqCst);
-        if id < 0 || self.state.load(Ordering::SeqCst) != RUN {
+        if id == NO_CLOCK || self.state.load(Ordering::SeqCst) != RUN {
             return c;
         }
         let last = self.last_cpu.load(Ordering::SeqCst);
@@ -251,7 +259,7 @@ impl VirtualTime {
                 .map(|_| Slot {
                     clock: AtomicU64::new(0),
                     last_cpu: AtomicU64::new(0),
-                    cpu_clock: AtomicI32::new(-1),
+                    cpu_clock: AtomicI32::new(NO_CLOCK),
                     deadline: AtomicU64::new(u64::MAX),
                     state: AtomicU8::new(IDLE),
                     wake_at: AtomicU64::new(0),
@@ -606,6 +614,107 @@ struct Current {
     /// What one read of the thread's CPU clock costs it ([`read_cost_ns`]; 0 for a clock
     /// driven by hand).
     read_cost: u64,
+    /// The counter that times short intervals (`None`: every sync reads the CPU clock), and
+    /// its value at the last sync point.
+    tsc: Option<Tsc>,
+    last_tick: u64,
+}
+
+impl Current {
+    /// The CPU time to charge since the last sync point; moves the slot's `last_cpu` past
+    /// it. A short interval by the counter is charged as measured; any other reads the CPU
+    /// clock and charges what it shows beyond what was charged (none if the counter charged
+    /// more: that surplus is taken from the next charges, as `last_cpu` stays ahead).
+    fn charge(&mut self, s: &Slot) -> u64 {
+        if let Some(tsc) = self.tsc {
+            let now = tsc.ticks();
+            let dt = tsc.ns(now.wrapping_sub(self.last_tick));
+            if dt < TSC_TRUST_NS {
+                self.last_tick = now;
+                // Only this thread writes its slot's last_cpu; stored before the clock.
+                let last = s.last_cpu.load(Ordering::Relaxed);
+                s.last_cpu.store(last + dt, Ordering::SeqCst);
+                return dt;
+            }
+        }
+        let now = thread_cpu_ns();
+        if let Some(tsc) = self.tsc {
+            // After the read: the rest of the system call is not the next interval's.
+            self.last_tick = tsc.ticks();
+        }
+        let last = s.last_cpu.load(Ordering::Relaxed);
+        s.last_cpu.store(now.max(last), Ordering::SeqCst);
+        now.saturating_sub(last).saturating_sub(self.read_cost)
+    }
+}
+
+/// Intervals shorter than this by the time-stamp counter are charged as measured, without
+/// reading the CPU clock: a descheduling inside one would be shorter still (the CPU-clock
+/// read that follows puts the total right). Stints of guest code run longer and read it;
+/// hypercalls, lock holds and timebase reads in between mostly do not.
+const TSC_TRUST_NS: u64 = 20_000;
+
+/// The time-stamp counter, where it ticks at a constant rate whatever the core's frequency
+/// and sleep states (x86-64 with `constant_tsc` and `nonstop_tsc`), and its rate measured
+/// against the monotonic clock once per process.
+#[derive(Clone, Copy)]
+struct Tsc {
+    ns_per_tick: f64,
+}
+
+impl Tsc {
+    fn get() -> Option<Tsc> {
+        static TSC: OnceLock<Option<Tsc>> = OnceLock::new();
+        *TSC.get_or_init(Tsc::calibrate)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn calibrate() -> Option<Tsc> {
+        let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+        let flags = info.lines().find(|l| l.starts_with("flags"))?;
+        let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+        if !(has("constant_tsc") && has("nonstop_tsc")) {
+            return None;
+        }
+        let t0 = std::time::Instant::now();
+        let c0 = raw_ticks();
+        while t0.elapsed() < Duration::from_millis(2) {
+            std::hint::spin_loop();
+        }
+        let (c1, t1) = (raw_ticks(), t0.elapsed());
+        let ticks = c1.checked_sub(c0).filter(|&t| t > 0)?;
+        Some(Tsc {
+            ns_per_tick: t1.as_nanos() as f64 / ticks as f64,
+        })
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn calibrate() -> Option<Tsc> {
+        None
+    }
+
+    fn ticks(self) -> u64 {
+        #[cfg(test)]
+        if let Some(t) = MANUAL_TICKS.get() {
+            return t;
+        }
+        raw_ticks()
+    }
+
+    fn ns(self, ticks: u64) -> u64 {
+        (ticks as f64 * self.ns_per_tick) as u64
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn raw_ticks() -> u64 {
+    // SAFETY: RDTSC reads a counter and has no memory effects; every x86-64 processor has it.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn raw_ticks() -> u64 {
+    0
 }
 
 thread_local! {
@@ -616,6 +725,9 @@ thread_local! {
     /// Tests: a CPU clock advanced by hand ([`burn`]) instead of the thread's.
     #[cfg(test)]
     static MANUAL_CPU: Cell<Option<u64>> = const { Cell::new(None) };
+    /// Tests: a time-stamp counter (1 ns a tick) advanced by hand ([`tick`]).
+    #[cfg(test)]
+    static MANUAL_TICKS: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
 fn thread_cpu_ns() -> u64 {
@@ -646,6 +758,11 @@ pub fn read_cost_ns() -> u64 {
     })
 }
 
+/// Whether short intervals are timed by the time-stamp counter on this host.
+pub fn counter_timed() -> bool {
+    Tsc::get().is_some()
+}
+
 /// CPU time of the clock `id` (this thread's, or another's from `pthread_getcpuclockid`).
 fn cpu_ns_of(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
@@ -658,17 +775,21 @@ fn cpu_ns_of(id: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The calling thread's CPU-time clock id, for other threads to read; -1 in tests that
+/// No CPU-time clock. Thread CPU-clock ids are negative (the kernel encodes the thread in
+/// them, low bits 110), so the sentinel is one value no id takes, not "below zero".
+const NO_CLOCK: libc::clockid_t = -1;
+
+/// The calling thread's CPU-time clock id, for other threads to read; [`NO_CLOCK`] in tests that
 /// drive the clock by hand.
 fn own_cpu_clock() -> libc::clockid_t {
     #[cfg(test)]
     if MANUAL_CPU.get().is_some() {
-        return -1;
+        return NO_CLOCK;
     }
-    let mut id: libc::clockid_t = -1;
+    let mut id: libc::clockid_t = NO_CLOCK;
     // SAFETY: `id` is a valid out-pointer and `pthread_self()` names the calling thread.
     if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) } != 0 {
-        return -1;
+        return NO_CLOCK;
     }
     id
 }
@@ -683,7 +804,12 @@ pub fn active() -> bool {
 pub fn attach(vt: &Arc<VirtualTime>, i: usize, start: u64) {
     let s = &vt.slots[i];
     let id = own_cpu_clock();
-    let read_cost = if id < 0 { 0 } else { read_cost_ns() };
+    // A clock driven by hand (tests) has neither a read cost nor a counter.
+    let (read_cost, tsc) = if id == NO_CLOCK {
+        (0, None)
+    } else {
+        (read_cost_ns(), Tsc::get())
+    };
     s.last_cpu.store(thread_cpu_ns(), Ordering::SeqCst);
     s.cpu_clock.store(id, Ordering::SeqCst);
     IDLE_NEXT.set(false);
@@ -697,6 +823,8 @@ pub fn attach(vt: &Arc<VirtualTime>, i: usize, start: u64) {
             vt: vt.clone(),
             i,
             read_cost,
+            last_tick: tsc.map_or(0, |t| t.ticks()),
+            tsc,
         })
     });
     ACTIVE.set(true);
@@ -711,7 +839,9 @@ pub fn detach() {
     let cur = CURRENT.with(|c| c.borrow_mut().take());
     ACTIVE.set(false);
     if let Some(cur) = cur {
-        cur.vt.slots[cur.i].cpu_clock.store(-1, Ordering::SeqCst);
+        cur.vt.slots[cur.i]
+            .cpu_clock
+            .store(NO_CLOCK, Ordering::SeqCst);
         cur.vt.slots[cur.i].state.store(IDLE, Ordering::SeqCst);
         cur.vt.poke();
         cur.vt.timer_event();
@@ -735,16 +865,13 @@ pub fn sync() -> Option<u64> {
 /// no lock: a wait added inside a hold would lengthen the hold).
 fn sync_with(with_waits: bool) -> Option<u64> {
     let vt = with_current(|cur| {
-        let now = thread_cpu_ns();
-        let s = &cur.vt.slots[cur.i];
-        let d = now
-            .saturating_sub(s.last_cpu.load(Ordering::Relaxed))
-            .saturating_sub(cur.read_cost);
-        s.last_cpu.store(now, Ordering::SeqCst);
+        let vt = cur.vt.clone();
+        let s = &vt.slots[cur.i];
+        let d = cur.charge(s);
         s.cpu_ns.fetch_add(d, Ordering::Relaxed);
         let d = d + if with_waits { take_pending(s) } else { 0 };
         let old = s.clock.fetch_add(d, Ordering::SeqCst);
-        (cur.vt.clone(), old, old + d)
+        (vt.clone(), old, old + d)
     })?;
     let (vt, old, c) = (vt.0, vt.1, vt.2);
     let t = vt.wake_threshold.load(Ordering::SeqCst);
@@ -792,7 +919,10 @@ fn discard() {
     with_current(|cur| {
         cur.vt.slots[cur.i]
             .last_cpu
-            .store(thread_cpu_ns(), Ordering::SeqCst)
+            .store(thread_cpu_ns(), Ordering::SeqCst);
+        if let Some(tsc) = cur.tsc {
+            cur.last_tick = tsc.ticks();
+        }
     });
 }
 
@@ -1023,6 +1153,22 @@ pub fn burn(ns: u64) {
     MANUAL_CPU.set(Some(MANUAL_CPU.get().unwrap_or(0) + ns));
 }
 
+/// Tests: the calling vCPU's short intervals are timed by a counter advanced with [`tick`].
+#[cfg(test)]
+fn manual_counter() {
+    MANUAL_TICKS.set(Some(0));
+    with_current(|cur| {
+        cur.tsc = Some(Tsc { ns_per_tick: 1.0 });
+        cur.last_tick = 0;
+    });
+}
+
+/// Tests: `ns` of wall time pass on the calling thread's counter.
+#[cfg(test)]
+fn tick(ns: u64) {
+    MANUAL_TICKS.set(Some(MANUAL_TICKS.get().unwrap_or(0) + ns));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1071,6 +1217,56 @@ mod tests {
         });
         assert_eq!(h.join().unwrap(), (70, 70));
         assert_eq!(vt.cpu_ns(0), 70);
+    }
+
+    #[test]
+    fn short_intervals_are_timed_by_the_counter_and_settled_by_the_cpu_clock() {
+        let vt = VirtualTime::new(1, 1_000_000_000);
+        let h = on_vcpu(&vt, 0, || {
+            manual_counter();
+            // A short interval: charged by the counter (5 µs), not the CPU clock (4 µs).
+            burn(4_000);
+            tick(5_000);
+            let a = sync().unwrap();
+            // A long one reads the CPU clock: 30 µs more of CPU time, 1 µs of it charged
+            // already by the counter — the total is the CPU clock's (34 µs).
+            burn(30_000);
+            tick(50_000);
+            let b = sync().unwrap();
+            // Descheduled 15 µs inside a short interval: the counter over-charges it ...
+            burn(2_000);
+            tick(17_000);
+            let c = sync().unwrap();
+            // ... and the next CPU-clock read takes the surplus back from what it charges.
+            burn(25_000);
+            tick(25_000);
+            (a, b, c, sync().unwrap())
+        });
+        assert_eq!(h.join().unwrap(), (5_000, 34_000, 51_000, 61_000));
+        assert_eq!(vt.cpu_ns(0), 61_000);
+    }
+
+    #[test]
+    fn a_real_thread_is_read_through_its_cpu_clock_id() {
+        // Thread CPU-clock ids are negative: a check for "below zero" once took every real
+        // thread for one without a clock, which switched off the counter, the read cost and
+        // the live clock alike.
+        let vt = VirtualTime::new(1, 1_000_000_000);
+        let vt2 = vt.clone();
+        std::thread::spawn(move || {
+            attach(&vt2, 0, 0);
+            let published = vt2.clock(0);
+            let start = thread_cpu_ns();
+            while thread_cpu_ns() < start + 2_000_000 {
+                std::hint::black_box(0u64);
+            }
+            // Not synced since attach: only the live clock sees the CPU time.
+            assert!(vt2.slots[0].live() >= published + 2_000_000);
+            assert!(with_current(|c| c.read_cost).unwrap() > 0);
+            detach();
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

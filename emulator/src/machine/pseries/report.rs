@@ -95,6 +95,9 @@ pub struct ClockReport {
     pub line_cost_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_read_ns: Option<u64>,
+    /// Virtual only: whether short intervals were timed by the time-stamp counter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter_timed: Option<bool>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -180,6 +183,8 @@ impl RunReport {
                 line_cost_ns: (cfg.clock != ClockMode::Host).then_some(cfg.line_cost_ns),
                 clock_read_ns: (cfg.clock != ClockMode::Host)
                     .then(crate::sync::vclock::read_cost_ns),
+                counter_timed: (cfg.clock != ClockMode::Host)
+                    .then(crate::sync::vclock::counter_timed),
             },
             exit: exit_name(exit),
             host_wall_s: host_wall.as_secs_f64(),
