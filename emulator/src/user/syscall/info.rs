@@ -57,6 +57,8 @@ impl Process {
         Ok(0)
     }
 
+    /// (Field types vary between hosts, hence the casts.)
+    #[allow(clippy::unnecessary_cast)]
     fn sysinfo(&mut self, buf: u64) -> SysResult {
         let s = host::sysinfo()?;
         // 64-bit layout: uptime, loads[3], totalram, freeram, sharedram, bufferram,
