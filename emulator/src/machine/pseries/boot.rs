@@ -4,6 +4,7 @@
 use super::config::{AccelMode, ClockMode, MachineConfig, PinMode};
 use super::console::{ConsoleLines, ConsoleSink, MKBENCH_RESULT, ResultLine};
 use super::devices::Devices;
+use super::effects::CodeWatch;
 use super::hcall;
 use super::loader::BootPlan;
 use super::report::{RunReport, vcpu_report};
@@ -149,24 +150,6 @@ impl<S: Strategy> Machine<S> {
             }
         };
         let log = LogFlags::from_env();
-        let (end, woken) = RunEnd::new();
-        let shared = Arc::new(Shared {
-            ram: ram.clone(),
-            hpt: hpt.clone(),
-            timebase,
-            timers: Timers::new(n, timer_clock),
-            tlb_locks: (0..n)
-                .map(|_| StatMutex::new((), crate::sync::Class::Leaf))
-                .collect(),
-            flush_mode: config.tlb_flush_mode,
-            flush_coalesce: config.tlb_flush_coalesce,
-            log_interrupts: log.interrupts,
-            end,
-        });
-        let accel = Arc::new(Self::accel(config, &shared, vtime.as_ref(), console));
-        for v in &accel.vcpus[1..] {
-            v.stopped.store(true, Ordering::SeqCst);
-        }
         let host_cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         let engine_config = EngineConfig {
             tier: if config.accel == AccelMode::Jit {
@@ -185,6 +168,28 @@ impl<S: Strategy> Machine<S> {
             sole_vcpu: n == 1,
         };
         let code_cache = (engine_config.tier == TierKind::Jit).then(crate::jit::JitShared::new);
+        let (end, woken) = RunEnd::new();
+        let shared = Arc::new(Shared {
+            phys: CodeWatch {
+                mem: ram.clone(),
+                jit: code_cache.clone(),
+            },
+            ram,
+            hpt,
+            timebase,
+            timers: Timers::new(n, timer_clock),
+            tlb_locks: (0..n)
+                .map(|_| StatMutex::new((), crate::sync::Class::Leaf))
+                .collect(),
+            flush_mode: config.tlb_flush_mode,
+            flush_coalesce: config.tlb_flush_coalesce,
+            log_interrupts: log.interrupts,
+            end,
+        });
+        let accel = Arc::new(Self::accel(config, &shared, vtime.as_ref(), console));
+        for v in &accel.vcpus[1..] {
+            v.stopped.store(true, Ordering::SeqCst);
+        }
         let machine = Self {
             ncpus: n,
             shared,
