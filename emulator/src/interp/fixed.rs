@@ -622,7 +622,7 @@ mod tests {
     fn declets_and_bcd_digits_convert_both_ways() {
         let mut declets = std::collections::BTreeSet::new();
         for n in 0..1000u64 {
-            let bcd = (n / 100) << 8 | (n / 10 % 10) << 4 | n % 10;
+            let bcd = (n / 100) << 8 | (n / 10 % 10) << 4 | (n % 10);
             let dpd = bcd_to_dpd(bcd);
             assert!(dpd < 1024);
             assert_eq!(dpd_to_bcd(dpd), bcd, "{n}");
