@@ -40,6 +40,9 @@ const CAPSTONE_GAPS: &[(&str, &str)] = &[
     ("subfzeo", "OE forms"),
     ("prtyw", "ISA 2.05 parity instructions are missing"),
     ("prtyd", "ISA 2.05 parity instructions are missing"),
+    ("addg6s", "ISA 2.06 decimal assist is missing"),
+    ("cdtbcd", "decimal assist"),
+    ("cbcdtd", "decimal assist"),
     ("lq", "quadword loads and stores are missing"),
     ("stq", "quadword loads and stores are missing"),
     ("lqarx", "quadword loads and stores are missing"),
@@ -291,6 +294,9 @@ const TRAP_TO: &[(&str, i64)] = &[
 /// SPR names Capstone uses for mfspr/mtspr (including 32-bit BAT names it applies to ppc64).
 fn spr_alias(name: &str) -> Option<i64> {
     Some(match name {
+        // The real-time clock of POWER1 and 601 (SPRs 4 and 5), which Capstone still names.
+        "rtcu" => 4,
+        "rtcl" => 5,
         "xer" => 1,
         "lr" => 8,
         "ctr" => 9,

@@ -351,31 +351,26 @@ impl SweepArgs {
     /// The options given that would change a sweep's plan or guest: what `--resume` (local or
     /// `--slurm`) refuses, since the plan comes from the results file.
     pub fn plan_options_given(&self) -> Vec<&'static str> {
-        let p = &self.plan_args;
-        [
-            (p.variants.is_some(), "--variants"),
-            (p.cpus.is_some(), "--cpus"),
-            (p.reps.is_some(), "--reps"),
+        let mut given = self.plan_args.given();
+        given.extend(options_given([
             (self.quick, "--quick"),
             (self.full, "--full"),
-            (p.units.is_some(), "--units"),
-            (p.size.is_some(), "--size"),
-            (p.seed.is_some(), "--seed"),
             (!self.peers.is_empty(), "--peer"),
             (!self.bins.is_empty(), "--bin"),
-            (p.kernel.is_some(), "--kernel"),
-            (p.timeout.is_some(), "--timeout"),
             (self.name.is_some(), "--name"),
             (self.output.is_some(), "--output"),
             (self.emu_args.is_some(), "--emu-args"),
-            (p.clock.is_some(), "--clock"),
-            (p.quantum.is_some(), "--quantum"),
-            (p.line_cost.is_some(), "--line-cost"),
-        ]
-        .into_iter()
-        .filter_map(|(set, n)| set.then_some(n))
-        .collect()
+        ]));
+        given
     }
+}
+
+/// The names of the options whose flag is set, in order (for refusals).
+pub fn options_given<const N: usize>(options: [(bool, &'static str); N]) -> Vec<&'static str> {
+    options
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect()
 }
 
 /// What to run and on which guest: the options `sweep` and the revision form of `gate` share.
@@ -429,6 +424,25 @@ pub struct PlanArgs {
     /// does not — e.g. 100ns (0 to 100us; default 0, until a many-core host measures it).
     #[arg(long, value_name = "DURATION", value_parser = crate::clock::parse_line_cost)]
     pub line_cost: Option<u64>,
+}
+
+impl PlanArgs {
+    /// The options of the plan that were given (`--pin` has a default and is not counted).
+    pub fn given(&self) -> Vec<&'static str> {
+        options_given([
+            (self.variants.is_some(), "--variants"),
+            (self.cpus.is_some(), "--cpus"),
+            (self.reps.is_some(), "--reps"),
+            (self.units.is_some(), "--units"),
+            (self.size.is_some(), "--size"),
+            (self.seed.is_some(), "--seed"),
+            (self.kernel.is_some(), "--kernel"),
+            (self.timeout.is_some(), "--timeout"),
+            (self.clock.is_some(), "--clock"),
+            (self.quantum.is_some(), "--quantum"),
+            (self.line_cost.is_some(), "--line-cost"),
+        ])
+    }
 }
 
 #[derive(Args, Debug)]

@@ -3,7 +3,7 @@
 //! The seed's workload configures the kernel (`make tinyconfig`, the fragment, `make
 //! olddefconfig`, which first compile Kconfig's `conf`) before its timed make: 10–20 minutes
 //! under emulation, the same in every run, and longer than the `--quick` make itself. So the
-//! image builder (guest.rs) boots a *configure image* once, on ours: the kernel-make image with
+//! image builder (guest/) boots a *configure image* once, on ours: the kernel-make image with
 //! `EXPORT_PREPARED=1` in /proj/params, whose /init (workloads/linux/init.sh) runs that
 //! configuration and prints what it wrote under /proj as a gzip'd newc archive in hex lines
 //! ([`MARK`]), plus the list of those files' mtimes in nanoseconds ([`TIMES`], inside the

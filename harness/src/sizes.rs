@@ -138,7 +138,7 @@ pub const GUEST_MEMORY: &str = "1G";
 
 // ------------------------------------------------------------------ the Linux guests
 //
-// `linux-make` (see guest.rs and workloads/linux/README.md): Debian's kernel and gcc compile a
+// `linux-make` (see guest/ and workloads/linux/README.md): Debian's kernel and gcc compile a
 // generated project of `units` files × `size` functions, plus main.c, and link it; the
 // guest's clock times `make -j N` alone (not the boot). What one compile costs is mostly gcc
 // starting up (cc1, as, collect2, ld), so `units` sets the work and `size` its grain.
@@ -207,7 +207,7 @@ pub const KERNEL_REPS: u32 = 1;
 /// Per-run timeouts of kernel-make (boot included; the tree comes configured).
 pub const KERNEL_QUICK_TIMEOUT_S: f64 = 3.0 * 3600.0;
 pub const KERNEL_FULL_TIMEOUT_S: f64 = 12.0 * 3600.0;
-/// The one configuration run of kernel-make's tree at image build time (guest.rs): vCPUs and
+/// The one configuration run of kernel-make's tree at image build time (guest/): vCPUs and
 /// timeout. Measured in the guest before the timed make, on ours: 668 s at N = 2 (loaded
 /// host), 939 s at N = 1 (loaded); on QEMU 7.2 1224 s at N = 2 (quiet).
 pub const PREPARE_CPUS: u32 = 2;

@@ -1,5 +1,5 @@
 //! The guests a sweep can run (`--workload`): the bundled bare-metal `mkbench`, and the two
-//! Linux guests built from Debian packages (`lockscale guest build`, see guest.rs).
+//! Linux guests built from Debian packages (`lockscale guest build`, see guest/).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

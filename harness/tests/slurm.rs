@@ -272,6 +272,8 @@ impl Drop for Cluster {
             }
         }
         for (_, child) in self.daemons.iter_mut().rev() {
+            // SAFETY: kill(2) takes no pointer; the pid is our own child's, not yet reaped
+            // (try_wait below reaps it), so it cannot name another process.
             unsafe {
                 libc::kill(child.id() as i32, libc::SIGTERM);
             }

@@ -8,7 +8,7 @@
 # /proj/params (written by the image builder) sets WORKLOAD, UNITS, SIZE and MAKEFLAGS_EXTRA,
 # and may set PREPARE (a command run before the timed make, e.g. the kernel's configuration)
 # and COMPILE_LINES (a pattern of make's log lines that are compiles, counted as compiles=K).
-# With EXPORT_PREPARED=1 (the image that configures the kernel tree once, guest.rs) it runs
+# With EXPORT_PREPARED=1 (the image that configures the kernel tree once, harness/src/guest/) it runs
 # PREPARE alone and prints what PREPARE wrote under /proj: a gzip'd newc archive as hex lines
 # `LINUX-MAKE-PREPARED <hex>`, then the result line with the archive's SHA-256 as checksum and
 # PREPARE's time as elapsed_ns; the image builder adds those files to the real image.
@@ -77,7 +77,7 @@ if [ "${EXPORT_PREPARED:-0}" = 1 ]; then
     t1=$(centis)
     # Kernel messages must not land inside the hex lines.
     dmesg -n 1
-    # The image's files have mtime 0 (guest.rs), so what PREPARE wrote is what is newer.
+    # The image's files have mtime 0 (harness/src/guest/archive.rs), so what PREPARE wrote is what is newer.
     cd / || fail "no /"
     # Their nanosecond mtimes go along (tmp/prepared.times): the archive keeps seconds only.
     # GNU find by path: this busybox shell runs its own applets first, and busybox's find has

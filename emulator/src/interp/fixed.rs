@@ -424,6 +424,93 @@ pub(super) fn bpermd(c: &mut Cpu, i: Insn) -> Exec {
     Ok(())
 }
 
+// --- decimal assist (BCD) ---
+
+/// `addg6s`: for each decimal digit (nibble) of RA + RB without a carry out of the sum of
+/// it and the digits below it, a 6 in that digit of RT (what a BCD add then subtracts).
+pub(super) fn addg6s(c: &mut Cpu, i: Insn) -> Exec {
+    let (a, b) = (ra(c, i) as u128, rb(c, i) as u128);
+    let mut r = 0u64;
+    for k in 0..16 {
+        let bits = 4 * (k + 1);
+        let low = (1u128 << bits) - 1;
+        if ((a & low) + (b & low)) >> bits == 0 {
+            r |= 6 << (4 * k);
+        }
+    }
+    c.st.gpr[i.rt() as usize] = r;
+    Ok(())
+}
+
+/// `cdtbcd`: in each word of RS, the two declets of the low 20 bits to six BCD digits.
+pub(super) fn cdtbcd(c: &mut Cpu, i: Insn) -> Exec {
+    let word = |w: u64| dpd_to_bcd((w >> 10) & 0x3ff) << 12 | dpd_to_bcd(w & 0x3ff);
+    let s = rs(c, i);
+    c.st.gpr[i.ra() as usize] = word(s >> 32) << 32 | word(s & 0xffff_ffff);
+    Ok(())
+}
+
+/// `cbcdtd`: in each word of RS, the six BCD digits of the low 24 bits to two declets.
+pub(super) fn cbcdtd(c: &mut Cpu, i: Insn) -> Exec {
+    let word = |w: u64| bcd_to_dpd((w >> 12) & 0xfff) << 10 | bcd_to_dpd(w & 0xfff);
+    let s = rs(c, i);
+    c.st.gpr[i.ra() as usize] = word(s >> 32) << 32 | word(s & 0xffff_ffff);
+    Ok(())
+}
+
+/// Three BCD digits from a declet (bits `pqr stu v wxy`), by the densely-packed-decimal
+/// decoding of IEEE 754-2008: `v` says whether all three digits are small (0-7); otherwise
+/// `wx` (and `st` when both are set) say which digits are large (8 or 9), each of those
+/// keeping only its low bit and lending its other bit positions to the small ones.
+fn dpd_to_bcd(d: u64) -> u64 {
+    let bit = |k: u32| (d >> k) & 1;
+    let (pqr, stu, wxy) = (d >> 7, (d >> 4) & 7, d & 7);
+    let (pq, st) = (d >> 8, (d >> 5) & 3);
+    let (r, u, y) = (bit(7), bit(4), bit(0));
+    let large = |low: u64| 8 | low;
+    let (d2, d1, d0) = if bit(3) == 0 {
+        (pqr, stu, wxy)
+    } else {
+        match (d >> 1) & 3 {
+            0b00 => (pqr, stu, large(y)),
+            0b01 => (pqr, large(u), st << 1 | y),
+            0b10 => (large(r), stu, pq << 1 | y),
+            _ => match st {
+                0b00 => (large(r), large(u), pq << 1 | y),
+                0b01 => (large(r), pq << 1 | u, large(y)),
+                0b10 => (pqr, large(u), large(y)),
+                _ => (large(r), large(u), large(y)),
+            },
+        }
+    };
+    d2 << 8 | d1 << 4 | d0
+}
+
+/// A declet from three BCD digits, the inverse of [`dpd_to_bcd`]. A digit's top bit says
+/// whether it is large; a large digit contributes only its low bit, so the middle bits of a
+/// digit over 9 (not BCD; the ISA leaves the result undefined) are ignored.
+fn bcd_to_dpd(b: u64) -> u64 {
+    let digit = |k: u32| (b >> (4 * k)) & 0xf;
+    let (d2, d1, d0) = (digit(2), digit(1), digit(0));
+    let (a, e, i) = (d2 >> 3, d1 >> 3, d0 >> 3);
+    // Low three bits of each digit, and the low bit alone.
+    let (bcd, fgh, jkm) = (d2 & 7, d1 & 7, d0 & 7);
+    let (d, h, m) = (d2 & 1, d1 & 1, d0 & 1);
+    let (jk, fg) = (jkm >> 1, fgh >> 1);
+    // (pqr, stu, wxy) with v = 1 unless all three digits are small.
+    let (pqr, stu, v, wxy) = match (a, e, i) {
+        (0, 0, 0) => (bcd, fgh, 0, jkm),
+        (0, 0, 1) => (bcd, fgh, 1, m),
+        (0, 1, 0) => (bcd, jk << 1 | h, 1, 0b010 | m),
+        (0, 1, 1) => (bcd, 0b100 | h, 1, 0b110 | m),
+        (1, 0, 0) => (jk << 1 | d, fgh, 1, 0b100 | m),
+        (1, 0, 1) => (fg << 1 | d, 0b010 | h, 1, 0b110 | m),
+        (1, 1, 0) => (jk << 1 | d, h, 1, 0b110 | m),
+        _ => (d, 0b110 | h, 1, 0b110 | m),
+    };
+    pqr << 7 | stu << 4 | v << 3 | wxy
+}
+
 pub(super) fn isel(c: &mut Cpu, i: Insn) -> Exec {
     let v = if c.st.cr_bit(i.frc()) {
         c.ra0(i.ra())
@@ -530,6 +617,39 @@ pub(super) fn sradi(c: &mut Cpu, i: Insn) -> Exec {
 mod tests {
     use super::super::test_util::{cpu, run};
     use super::*;
+
+    #[test]
+    fn declets_and_bcd_digits_convert_both_ways() {
+        let mut declets = std::collections::BTreeSet::new();
+        for n in 0..1000u64 {
+            let bcd = (n / 100) << 8 | (n / 10 % 10) << 4 | (n % 10);
+            let dpd = bcd_to_dpd(bcd);
+            assert!(dpd < 1024);
+            assert_eq!(dpd_to_bcd(dpd), bcd, "{n}");
+            declets.insert(dpd);
+        }
+        assert_eq!(declets.len(), 1000);
+        // Small digits keep their bits; 999 is 0x0ff (IEEE 754-2008's example encodings).
+        assert_eq!(bcd_to_dpd(0x079), 0x079);
+        assert_eq!(bcd_to_dpd(0x999), 0x0ff);
+        // A non-canonical declet (one of the 24) still decodes: 999.
+        assert_eq!(dpd_to_bcd(0x3ff), 0x999);
+    }
+
+    #[test]
+    fn decimal_assist_instructions() {
+        let mut c = cpu();
+        c.st.gpr[4] = 0x0000_0000_0000_0009;
+        c.st.gpr[5] = 0x0000_0000_0000_0007;
+        run(&mut c, &[0x7c64_2894]); // addg6s r3,r4,r5
+        assert_eq!(c.st.gpr[3], 0x6666_6666_6666_6660, "the low digit carries");
+        // Declets 0x0ff and 0x079 (999 and 079) in both words; bits above them are ignored.
+        c.st.gpr[4] = 0xfff3_fc79_0003_fc79;
+        run(&mut c, &[0x7c83_0234]); // cdtbcd r3,r4
+        assert_eq!(c.st.gpr[3], 0x0099_9079_0099_9079);
+        run(&mut c, &[0x7c65_0274]); // cbcdtd r5,r3
+        assert_eq!(c.st.gpr[5], 0x0003_fc79_0003_fc79);
+    }
 
     #[test]
     fn masks() {

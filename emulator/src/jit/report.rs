@@ -25,12 +25,15 @@ pub struct JitCounters {
     pub baseline: BaselineCounters,
 }
 
-/// Counters of the baseline tier on one vCPU.
-#[derive(Clone, Debug, Default)]
+/// Counters of the baseline tier on one vCPU; in the run report as they are, but for the
+/// translation times (the report gives their total, mean and 99th percentile).
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct BaselineCounters {
     pub blocks_translated: u64,
+    #[serde(skip)]
     pub translate_ns: u64,
     /// Translation time of each block, in ns (for the percentile).
+    #[serde(skip)]
     pub translate_samples: Vec<u32>,
     /// Instructions translated natively / as interpreter calls.
     pub native_insns: u64,
@@ -130,20 +133,14 @@ fn mean_p99_us(samples: &[u32]) -> (f64, f64) {
 /// Baseline tier counters of one vCPU in the run report.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct BaselineReport {
-    pub blocks_translated: u64,
+    /// The vCPU's counters (without the samples), as fields of this object.
+    #[serde(flatten)]
+    pub counters: BaselineCounters,
     pub translate_ms: f64,
     pub translate_us_mean: f64,
     pub translate_us_p99: f64,
     /// Machine-wide bytes of baseline code since the last flush.
     pub code_bytes: u64,
-    pub native_insns: u64,
-    pub fallback_insns: u64,
-    pub promotions: u64,
-    pub links: u64,
-    /// Entries from the run loop (each runs one block or a chain of them).
-    pub entries: u64,
-    /// Instructions retired in baseline code.
-    pub instructions: u64,
     /// Optimized blocks (chains) run from baseline code, without the run loop.
     pub optimized_calls: u64,
 }
@@ -209,17 +206,14 @@ impl Jit {
                 let b = &c.baseline;
                 let (mean, p99) = mean_p99_us(&b.translate_samples);
                 BaselineReport {
-                    blocks_translated: b.blocks_translated,
+                    counters: BaselineCounters {
+                        translate_samples: Vec::new(),
+                        ..*b
+                    },
                     translate_ms: b.translate_ns as f64 / 1e6,
                     translate_us_mean: mean,
                     translate_us_p99: p99,
                     code_bytes: self.ctx.shared.baseline_code_bytes(),
-                    native_insns: b.native_insns,
-                    fallback_insns: b.fallback_insns,
-                    promotions: b.promotions,
-                    links: b.links,
-                    entries: b.entries,
-                    instructions: b.instructions,
                     optimized_calls: self.ctx.optimized_calls,
                 }
             }),

@@ -46,3 +46,29 @@ pub(crate) fn check<T: 'static>(families: &[(T, &[Op])], table: &'static [Option
     assert!(!seen[Op::Illegal as usize], "Illegal has a translator");
     assert_eq!(native(table).count(), seen.iter().filter(|s| **s).count());
 }
+
+/// The rest of a tier's table module from its `FAMILIES` (each family's translator of type
+/// `$translate` with its ops): `TRANSLATORS`, the translator of each op indexed by
+/// `op as usize` (`None`: the interpreter runs it); `native_ops`, the ops translated natively
+/// at least in some instances (for reports and tests); and the test of the two.
+macro_rules! op_table {
+    ($translate:ty) => {
+        /// Translator of each op, indexed by `op as usize`; `None`: the interpreter runs it.
+        pub(super) static TRANSLATORS: [Option<$translate>; crate::isa::OP_COUNT] =
+            crate::jit::table::by_op(FAMILIES);
+
+        /// The ops translated natively, at least in some instances (for reports and tests).
+        pub fn native_ops() -> impl Iterator<Item = crate::isa::Op> {
+            crate::jit::table::native(&TRANSLATORS)
+        }
+
+        #[cfg(test)]
+        mod tests {
+            #[test]
+            fn every_op_has_at_most_one_family() {
+                crate::jit::table::check(super::FAMILIES, &super::TRANSLATORS);
+            }
+        }
+    };
+}
+pub(crate) use op_table;

@@ -267,12 +267,12 @@ mod tests {
         t.insert(2, a, &mapping(h, true, true, true));
         assert_eq!(
             t.lookup(2, a + 8, 8, Access::Write),
-            Some(unsafe { h.add(8) })
+            Some(h.wrapping_add(8))
         );
         t.insert(
             2,
             b,
-            &mapping(unsafe { h.add(PAGE_SIZE as usize) }, true, true, false),
+            &mapping(h.wrapping_add(PAGE_SIZE as usize), true, true, false),
         );
         assert!(
             t.lookup(2, a, 4, Access::Read).is_none(),
@@ -280,13 +280,13 @@ mod tests {
         );
         assert_eq!(
             t.lookup(2, b + 4, 4, Access::Read),
-            Some(unsafe { h.add(PAGE_SIZE as usize + 4) })
+            Some(h.wrapping_add(PAGE_SIZE as usize + 4))
         );
         // A miss on `a` finds it among the victims and swaps it back, with its permissions.
         assert!(t.victim_lookup(2, a + 16, Access::Write));
         assert_eq!(
             t.lookup(2, a + 16, 8, Access::Write),
-            Some(unsafe { h.add(16) })
+            Some(h.wrapping_add(16))
         );
         assert!(t.lookup(2, b, 4, Access::Read).is_none());
         assert!(t.victim_lookup(2, b, Access::Read));

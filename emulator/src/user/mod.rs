@@ -265,12 +265,12 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             if let Some(b) = &r.baseline {
                 eprintln!(
                     "ppc64emu: jit: baseline tier: {} blocks translated ({} KiB, {:.1} ms, {:.1} µs mean), {} promoted, {} instructions",
-                    b.blocks_translated,
+                    b.counters.blocks_translated,
                     b.code_bytes / 1024,
                     b.translate_ms,
                     b.translate_us_mean,
-                    b.promotions,
-                    b.instructions
+                    b.counters.promotions,
+                    b.counters.instructions
                 );
             }
         }

@@ -10,7 +10,7 @@ use super::sweep::new_results_file;
 use super::sweep_guest::{GuestRequest, PreparedGuest, prepare_guest};
 use super::{load_checked, user_path};
 use crate::builder::{self, BuildRequest, VARIANTS};
-use crate::cli::GateArgs;
+use crate::cli::{GateArgs, options_given};
 use crate::compare::{self, GateOutcome};
 use crate::model::{BuildInfo, BuildKind, ResultsFile, SweepConfig};
 use crate::runner::EmulatorCmd;
@@ -79,24 +79,8 @@ fn gate_files(
     threshold: f64,
     summary: Option<&Path>,
 ) -> Result<i32> {
-    let p = &a.plan_args;
-    let given: Vec<&str> = [
-        (p.variants.is_some(), "--variants"),
-        (p.cpus.is_some(), "--cpus"),
-        (p.reps.is_some(), "--reps"),
-        (p.units.is_some(), "--units"),
-        (p.size.is_some(), "--size"),
-        (p.seed.is_some(), "--seed"),
-        (p.timeout.is_some(), "--timeout"),
-        (p.kernel.is_some(), "--kernel"),
-        (a.out_dir.is_some(), "--out-dir"),
-        (p.clock.is_some(), "--clock"),
-        (p.quantum.is_some(), "--quantum"),
-        (p.line_cost.is_some(), "--line-cost"),
-    ]
-    .into_iter()
-    .filter_map(|(set, n)| set.then_some(n))
-    .collect();
+    let mut given = a.plan_args.given();
+    given.extend(options_given([(a.out_dir.is_some(), "--out-dir")]));
     if !given.is_empty() {
         bail!(
             "{} only apply to the revision form (--base-rev/--candidate-rev)",

@@ -13,7 +13,7 @@ use super::{EXIT_FAILED_RUNS, load_results, parse_pairs, user_path};
 use crate::analysis::analyze;
 use crate::builder::{self, BuildRequest};
 use crate::charts::{self, Labelled};
-use crate::cli::SweepArgs;
+use crate::cli::{SweepArgs, options_given};
 use crate::model::*;
 use crate::plot::LineKind;
 use crate::runner::{EmulatorCmd, GuestSpec};
@@ -259,11 +259,10 @@ fn resume(repo: &Path, path: &Path, a: &SweepArgs) -> Result<i32> {
 /// `--resume` takes the plan from the file: options that would change it are refused.
 fn refuse_plan_options(a: &SweepArgs) -> Result<()> {
     let mut given = a.plan_options_given();
-    given.extend(
-        [(a.only.is_some(), "--only"), (a.plan, "--plan")]
-            .into_iter()
-            .filter_map(|(set, n)| set.then_some(n)),
-    );
+    given.extend(options_given([
+        (a.only.is_some(), "--only"),
+        (a.plan, "--plan"),
+    ]));
     if !given.is_empty() {
         bail!(
             "--resume takes the configuration from the results file; drop {}",

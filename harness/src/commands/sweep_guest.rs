@@ -55,7 +55,7 @@ fn normalise_checksum(workload: Workload, s: &str) -> Result<String> {
     Ok(format!("0x{}", hex.to_ascii_lowercase()))
 }
 
-/// Boots kernel-make's configure image (guest.rs, prepared.rs) on ours: the baseline build,
+/// Boots kernel-make's configure image (guest/, prepared.rs) on ours: the baseline build,
 /// built here first unless `no_build` (then the one `lockscale build` left).
 pub(super) fn configure_on_ours(
     repo: &Path,
@@ -152,7 +152,7 @@ fn console_of(log: &Path) -> Result<Vec<String>> {
 }
 
 /// Resolves the guest image: mkbench's ELF (and the peers' boot ROM), or a Linux workload's
-/// kernel and initramfs, built when missing (guest.rs).
+/// kernel and initramfs, built when missing (guest/).
 pub(super) fn prepare_guest(repo: &Path, g: GuestRequest) -> Result<PreparedGuest> {
     let expected_checksum = g
         .expect_checksum

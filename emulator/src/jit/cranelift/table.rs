@@ -5,7 +5,7 @@
 //! RA = 0, a facility the block key has off); then the interpreter runs that one too.
 
 use super::Tx;
-use crate::isa::{Insn, OP_COUNT, Op};
+use crate::isa::{Insn, Op};
 
 /// Translates one instruction (the last of its block when `last`); false: not natively.
 pub(super) type Translate = fn(&mut Tx<'_>, Op, Insn, bool) -> bool;
@@ -28,21 +28,4 @@ macro_rules! families {
     };
 }
 crate::isa::native_families!(cranelift, families);
-
-/// Translator of each op, indexed by `op as usize`; `None`: the interpreter runs it.
-pub(super) static TRANSLATORS: [Option<Translate>; OP_COUNT] = crate::jit::table::by_op(FAMILIES);
-
-/// The ops with a native translator (for reports and tests).
-pub fn native_ops() -> impl Iterator<Item = Op> {
-    crate::jit::table::native(&TRANSLATORS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_op_has_at_most_one_family() {
-        crate::jit::table::check(FAMILIES, &TRANSLATORS);
-    }
-}
+crate::jit::table::op_table!(Translate);

@@ -6,6 +6,7 @@
 //! models are unit-testable with a recorder and the machine decides how each effect is carried
 //! out under its locking strategy. Guest physical memory is reached through [`PhysMemory`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Requests from the devices to the machine. `cpu` is always a vCPU index (0..N), never a
@@ -98,28 +99,44 @@ impl PhysMemory for crate::softmmu::GuestRam {
     }
 }
 
-/// Guest memory whose writes by the machine (hypercalls, RTAS) drop the JIT's translations
-/// of the bytes they overwrite, as a guest store to translated code does.
-pub struct CodeWatch<'a> {
-    pub mem: &'a dyn PhysMemory,
-    pub jit: &'a crate::jit::JitShared,
+/// Guest memory as the machine (hypercalls, RTAS, the VPA) writes it: with a JIT, each write
+/// drops the translations of the bytes it overwrites, as a guest store to translated code
+/// does. Built once per machine (`Shared::phys`), so every machine write goes through it.
+pub struct CodeWatch<M> {
+    pub mem: M,
+    /// The machine's code cache; `None` when the vCPUs interpret.
+    pub jit: Option<Arc<crate::jit::JitShared>>,
 }
 
-impl PhysMemory for CodeWatch<'_> {
+impl<M: PhysMemory> PhysMemory for CodeWatch<M> {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
         self.mem.read(pa, buf)
     }
 
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
         self.mem.write(pa, data)?;
+        let Some(jit) = &self.jit else {
+            return Ok(());
+        };
         // Ranges may cross pages; `code_written` works per page.
         let (mut a, end) = (pa, pa + data.len() as u64);
         while a < end {
             let next = ((a >> 12) + 1) << 12;
-            self.jit.code_written(a, (next.min(end) - a) as usize);
+            jit.code_written(a, (next.min(end) - a) as usize);
             a = next;
         }
         Ok(())
+    }
+}
+
+/// Shared guest memory (the machine's RAM handle is an `Arc<GuestRam>`).
+impl<T: PhysMemory + ?Sized> PhysMemory for Arc<T> {
+    fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange> {
+        (**self).read(pa, buf)
+    }
+
+    fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
+        (**self).write(pa, data)
     }
 }
 
@@ -275,12 +292,11 @@ mod tests {
 
     #[test]
     fn machine_writes_reach_the_jit_page_by_page() {
-        let ram = VecMemory::new(0x10000);
         let jit = crate::jit::JitShared::new();
         jit.mark_code_page(0x3000);
         let mem = CodeWatch {
-            mem: &ram,
-            jit: &jit,
+            mem: VecMemory::new(0x10000),
+            jit: Some(jit.clone()),
         };
         let writes = || jit.stats.code_writes.load(Ordering::Relaxed);
         mem.write(0x5000, &[1; 16]).unwrap();

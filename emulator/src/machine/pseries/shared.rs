@@ -4,6 +4,7 @@
 
 use super::MachineExit;
 use super::config::TlbFlushMode;
+use super::effects::CodeWatch;
 use crate::accel::timers::Timers;
 use crate::engine::TimeBase;
 use crate::mmu::hpt::Hpt;
@@ -37,7 +38,11 @@ impl LogFlags {
 
 /// Machine-wide state every vCPU thread reaches without the BQL.
 pub struct Shared {
+    /// Guest RAM as the vCPUs' MMUs reach it.
     pub ram: Arc<GuestRam>,
+    /// The same RAM as the machine (hypercalls, RTAS, the VPA) writes it: the one place that
+    /// tells the JIT of code the machine overwrites.
+    pub phys: CodeWatch<Arc<GuestRam>>,
     pub hpt: Arc<Hpt>,
     pub timebase: Arc<dyn TimeBase>,
     pub timers: Timers,

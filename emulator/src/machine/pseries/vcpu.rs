@@ -121,7 +121,7 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
     fn run(&mut self, accel: &MachineAccel<S>, i: usize) -> BlockExit<SystemExit> {
         if let Some((t, vpa)) = self.halted_since.take() {
             self.counters.halted += t.elapsed();
-            hcall::vpa_dispatched(&*self.shared.ram, vpa);
+            hcall::vpa_dispatched(&self.shared.phys, vpa);
         }
         self.take_decrementer(accel, i);
         self.counters.blocks += 1;
@@ -209,19 +209,9 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                     starting: Vec::new(),
                     console: Vec::new(),
                 };
-                let ram = self.shared.ram.clone();
-                let code_cache = self.engine.code_cache().cloned();
-                let cpu = &mut self.engine.cpu;
-                let outcome = match &code_cache {
-                    Some(js) => {
-                        let mem = super::effects::CodeWatch {
-                            mem: &*ram,
-                            jit: js,
-                        };
-                        hcall::hcall(&mut b.dev, i, &mut cpu.st, &mem, &mut fx)
-                    }
-                    None => hcall::hcall(&mut b.dev, i, &mut cpu.st, &*ram, &mut fx),
-                };
+                let shared = self.shared.clone();
+                let st = &mut self.engine.cpu.st;
+                let outcome = hcall::hcall(&mut b.dev, i, st, &shared.phys, &mut fx);
                 self.apply(accel, b, fx);
                 match outcome {
                     HcallOutcome::Continue | HcallOutcome::Stopped | HcallOutcome::Shutdown => {}

@@ -15,6 +15,7 @@ pub struct Region {
 // SAFETY: the mapping lives as long as the region; allocation is atomic, and callers write
 // only the bytes they were given (or, for patching, aligned words of their own jumps).
 unsafe impl Send for Region {}
+// SAFETY: as for `Send`: shared use only allocates (atomically) and writes disjoint bytes.
 unsafe impl Sync for Region {}
 
 impl Region {

@@ -294,7 +294,8 @@ impl Em {
         }
     }
 
-    /// `rax`'s low `size` bytes from memory byte order to the guest's, when it is big-endian.
+    /// `rax`'s low `size` bytes from memory byte order to the guest's (or back: the swap is
+    /// its own inverse), when the guest is big-endian.
     pub(super) fn swap_if_big_endian(&mut self, size: u32, le: bool) {
         if !le {
             match size {
@@ -374,16 +375,23 @@ impl Em {
         self.fault_site(miss);
         self.read_host(size);
         self.swap_if_big_endian(size, le);
-        asm!(self.ops ; =>done);
         let fault = self.label();
-        self.cold.push(Cold::LoadMiss {
+        let cold = Cold::LoadMiss {
             at: miss,
             back: done,
             held: self.cache,
             size,
             le,
             fault,
-        });
+        };
+        self.cold_paths(done, cold, fault);
+    }
+
+    /// Ends a fast access at `done` and queues its cold code: the TLB miss `miss` and the
+    /// host-fault exit `fault`, which the miss and the fast access share.
+    fn cold_paths(&mut self, done: DynamicLabel, miss: Cold, fault: DynamicLabel) {
+        asm!(self.ops ; =>done);
+        self.cold.push(miss);
         self.cold.push(Cold::Fault {
             at: fault,
             k: self.k,
@@ -412,14 +420,8 @@ impl Em {
         let (miss, done) = (self.label(), self.label());
         self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
         self.store_src(RAX, src);
-        if !le {
-            match size {
-                2 => asm!(self.ops ; rol ax, 8),
-                4 => asm!(self.ops ; bswap eax),
-                8 => asm!(self.ops ; bswap rax),
-                _ => {}
-            }
-        }
+        // The same swap as a load's: guest byte order to memory order.
+        self.swap_if_big_endian(size, le);
         // Pages holding translated code have no fast write entry (with host-guarded memory,
         // no host write permission): a fast store never needs the block to stop.
         self.fault_site(miss);
@@ -429,9 +431,8 @@ impl Em {
             4 => asm!(self.ops ; mov DWORD [rcx + r13], eax),
             _ => asm!(self.ops ; mov QWORD [rcx + r13], rax),
         }
-        asm!(self.ops ; =>done);
         let fault = self.label();
-        self.cold.push(Cold::StoreMiss {
+        let cold = Cold::StoreMiss {
             at: miss,
             back: done,
             held: self.cache,
@@ -442,11 +443,7 @@ impl Em {
             fault,
             k: self.k + 1,
             next: self.pc.wrapping_add(4),
-        });
-        self.cold.push(Cold::Fault {
-            at: fault,
-            k: self.k,
-            pc: self.pc,
-        });
+        };
+        self.cold_paths(done, cold, fault);
     }
 }

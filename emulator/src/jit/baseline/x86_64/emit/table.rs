@@ -6,7 +6,7 @@
 //! then the interpreter runs that one too.
 
 use super::Em;
-use crate::isa::{Insn, OP_COUNT, Op};
+use crate::isa::{Insn, Op};
 
 /// Translates one instruction (`ended`: set when it left the block); false: not natively.
 pub(super) type Translate = fn(&mut Em, Op, Insn, &mut bool) -> bool;
@@ -19,22 +19,4 @@ macro_rules! families {
     };
 }
 crate::isa::native_families!(baseline, families);
-
-/// Translator of each op, indexed by `op as usize`; `None`: the interpreter runs it.
-pub(super) static TRANSLATORS: [Option<Translate>; OP_COUNT] = crate::jit::table::by_op(FAMILIES);
-
-/// The ops the baseline tier translates natively, at least in some instances (for reports
-/// and tests).
-pub fn native_ops() -> impl Iterator<Item = Op> {
-    crate::jit::table::native(&TRANSLATORS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_op_has_at_most_one_family() {
-        crate::jit::table::check(FAMILIES, &TRANSLATORS);
-    }
-}
+crate::jit::table::op_table!(Translate);

@@ -24,6 +24,9 @@ use crate::softmmu::{Access, AddressSpace, PAGE_MASK, PAGE_SIZE, PageMapping};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod span;
+use span::{Span, host_prot};
+
 pub const PROT_READ: u32 = 1;
 pub const PROT_WRITE: u32 = 2;
 pub const PROT_EXEC: u32 = 4;
@@ -67,7 +70,7 @@ pub struct ProcessMemory {
     /// The reserved host range behind every page, if the host gave one (`USER_SPAN` bytes,
     /// host protections as the guest's, `MAP_NORESERVE`: host pages are taken on first
     /// touch).
-    span: Option<*mut u8>,
+    span: Option<Span>,
     /// Guest page numbers whose host write permission is withheld because translated code
     /// lies there (only in the reserved range).
     guarded: std::collections::HashSet<u64>,
@@ -89,11 +92,11 @@ impl Default for ProcessMemory {
 
 impl ProcessMemory {
     pub fn new() -> Self {
-        Self::with_span(reserve_span())
+        Self::with_span(Span::reserve())
     }
 
     /// Pages in the reserved range `span` when there is one, else separate allocations.
-    fn with_span(span: Option<*mut u8>) -> Self {
+    fn with_span(span: Option<Span>) -> Self {
         Self {
             vmas: BTreeMap::new(),
             pages: HashMap::new(),
@@ -106,7 +109,7 @@ impl ProcessMemory {
     /// Host address of guest address 0 when every page is at a constant offset from its
     /// guest address (the reserved range); `None` with separately allocated pages.
     pub fn flat_base(&self) -> Option<u64> {
-        self.span.map(|b| b as u64)
+        self.span.map(Span::base)
     }
 
     /// The mapping containing `addr`: its start, end and protection.
@@ -171,7 +174,7 @@ impl ProcessMemory {
 
     fn free_pages(&mut self, start: u64, end: u64) {
         let (first, last) = (start >> 12, end >> 12);
-        if let Some(base) = self.span {
+        if let Some(span) = self.span {
             let last = last.min(USER_SPAN >> 12);
             if first >= last {
                 return;
@@ -181,15 +184,7 @@ impl ProcessMemory {
                     h(n << 12, PAGE_SIZE as usize);
                 }
             }
-            // SAFETY: pages of the reserved range; `MADV_DONTNEED` on a private anonymous
-            // mapping drops their contents.
-            unsafe {
-                libc::madvise(
-                    base.add((first << 12) as usize).cast(),
-                    ((last - first) << 12) as usize,
-                    libc::MADV_DONTNEED,
-                )
-            };
+            span.discard(first << 12, (last - first) << 12);
             return;
         }
         let hook = &self.code_hook;
@@ -271,10 +266,10 @@ impl ProcessMemory {
     pub fn relocate(&mut self, old: u64, len: u64, new: u64) {
         let prot = self.vma_at(old).map_or(0, |v| v.2);
         let mut moved = Vec::new();
-        if let Some(base) = self.span {
-            // SAFETY: both ranges lie in the reserved range (every mapping does) and the
-            // destination is unmapped.
-            unsafe { move_in_span(base, old, len, new) };
+        if let Some(span) = self.span {
+            // Both ranges lie in the reserved range (every mapping does); the destination is
+            // unmapped, so they do not overlap.
+            span.relocate(old, len, new);
             if let Some(h) = &self.code_hook {
                 for n in 0..len >> 12 {
                     h(old + (n << 12), PAGE_SIZE as usize);
@@ -315,7 +310,7 @@ impl ProcessMemory {
     /// mappings: readable where the guest may read or execute, writable where it may write
     /// and no translated code lies, nothing elsewhere.
     fn apply_host_protection(&mut self, start: u64, end: u64) {
-        let Some(base) = self.span else {
+        let Some(span) = self.span else {
             return;
         };
         let end = end.min(USER_SPAN);
@@ -325,9 +320,7 @@ impl ProcessMemory {
                 Some((_, e, prot)) => (e.min(end), prot),
                 None => (self.vmas.range(a..end).next().map_or(end, |(&s, _)| s), 0),
             };
-            // SAFETY: inside the reserved range (`end` is clamped to it).
-            let host = unsafe { base.add(a as usize) };
-            host_protect(host, piece_end - a, host_prot(prot));
+            span.protect(a, piece_end - a, host_prot(prot));
             a = piece_end;
         }
         let in_range: Vec<u64> = self
@@ -339,9 +332,7 @@ impl ProcessMemory {
         for n in in_range {
             match self.vma_at(n << 12) {
                 Some((_, _, prot)) => {
-                    // SAFETY: as above.
-                    let host = unsafe { base.add((n << 12) as usize) };
-                    host_protect(host, PAGE_SIZE, host_prot(prot) & !libc::PROT_WRITE);
+                    span.protect(n << 12, PAGE_SIZE, host_prot(prot) & !libc::PROT_WRITE);
                 }
                 None => {
                     self.guarded.remove(&n);
@@ -355,12 +346,10 @@ impl ProcessMemory {
     /// Nothing happens outside the reserved range.
     pub fn guard_code(&mut self, addr: u64) {
         let n = addr >> 12;
-        if let (Some(base), Some((_, _, prot))) = (self.span, self.vma_at(addr))
+        if let (Some(span), Some((_, _, prot))) = (self.span, self.vma_at(addr))
             && self.guarded.insert(n)
         {
-            // SAFETY: a mapped page, so inside the reserved range.
-            let host = unsafe { base.add((n << 12) as usize) };
-            host_protect(host, PAGE_SIZE, host_prot(prot) & !libc::PROT_WRITE);
+            span.protect(n << 12, PAGE_SIZE, host_prot(prot) & !libc::PROT_WRITE);
         }
     }
 
@@ -396,8 +385,10 @@ impl ProcessMemory {
 
     /// Host address of guest page `n`, allocating a zero page on first touch.
     fn page(&mut self, n: u64) -> *mut u8 {
-        if let Some(base) = self.span {
-            return page_in(base, n).cast();
+        if let Some(span) = self.span {
+            // Every mapping lies below `USER_SPAN` (the syscall layer and the loader keep
+            // them there); `at` checks it.
+            return span.at(n << 12);
         }
         let p = *self.pages.entry(n).or_insert_with(zeroed_page);
         p.cast()
@@ -459,12 +450,16 @@ impl ProcessMemory {
     /// Writes regardless of protection (the loader filling read-only segments).
     pub fn poke(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         let span = self.span;
-        // SAFETY: as in `read`, with `data`; the page is made writable on the host first.
-        let r = self.copy(addr, data.len(), 0, |host, off, n| unsafe {
-            if span.is_some() {
-                host_protect(host, n as u64, libc::PROT_READ | libc::PROT_WRITE);
+        let r = self.copy(addr, data.len(), 0, |host, off, n| {
+            if let Some(span) = span {
+                span.protect(
+                    addr + off as u64,
+                    n as u64,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                );
             }
-            std::ptr::copy_nonoverlapping(data.as_ptr().add(off), host, n)
+            // SAFETY: as in `read`, with `data`; the page was made writable on the host.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(off), host, n) }
         });
         let (first, last) = (addr & PAGE_MASK, page_up(addr + data.len() as u64));
         for n in first >> 12..last >> 12 {
@@ -582,35 +577,23 @@ impl ProcessMemory {
 
     /// Number of host pages in use (for `--stats`).
     pub fn resident_pages(&self) -> usize {
-        let Some(base) = self.span else {
+        let Some(span) = self.span else {
             return self.pages.len();
         };
-        let mut n = 0;
-        for (&start, v) in &self.vmas {
-            let pages = ((v.end.min(USER_SPAN) - start) >> 12) as usize;
-            let mut vec = vec![0u8; pages];
-            // SAFETY: a mapped range of the reserved range; `vec` has a byte per page.
-            let r = unsafe {
-                libc::mincore(
-                    base.add(start as usize).cast(),
-                    pages << 12,
-                    vec.as_mut_ptr(),
-                )
-            };
-            if r == 0 {
-                n += vec.iter().filter(|&&b| b & 1 != 0).count();
-            }
-        }
-        n
+        self.vmas
+            .iter()
+            .map(|(&start, v)| span.resident(start, v.end.min(USER_SPAN) - start))
+            .sum()
     }
 }
 
 impl Drop for ProcessMemory {
     fn drop(&mut self) {
         match self.span {
-            Some(base) => {
-                // SAFETY: the range `reserve_span` mapped; no page pointer outlives `self`.
-                unsafe { libc::munmap(base.cast(), USER_SPAN as usize) };
+            Some(span) => {
+                // SAFETY: the memory's own range, released once, here; no page pointer
+                // outlives `self` (the vCPU's TLB and translations go with the process).
+                unsafe { span.release() };
             }
             None => {
                 for (_, p) in self.pages.drain() {
@@ -627,116 +610,10 @@ fn zeroed_page() -> *mut Page {
     Box::into_raw(unsafe { Box::<Page>::new_zeroed().assume_init() })
 }
 
-/// Reserves `USER_SPAN` bytes of host address space for the guest's pages; `None` when the
-/// host refuses (an address-space limit, or strict overcommit accounting). Mapped writable
-/// first, so that the host must accept writable pages there without accounting for them
-/// (`MAP_NORESERVE` is ignored under strict accounting, and this mapping then fails), then
-/// made inaccessible until the guest maps pages.
-fn reserve_span() -> Option<*mut u8> {
-    // SAFETY: a fresh anonymous mapping, owned by the `ProcessMemory`.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            USER_SPAN as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
-    // SAFETY: the mapping just made.
-    if unsafe { libc::mprotect(p, USER_SPAN as usize, libc::PROT_NONE) } != 0 {
-        // SAFETY: the mapping just made, not used yet.
-        unsafe { libc::munmap(p, USER_SPAN as usize) };
-        return None;
-    }
-    Some(p.cast())
-}
-
-/// The host protection of a guest page with protection `prot` (x86 cannot withhold
-/// reading from a writable page, nor the guest from an executable one: the slow path and
-/// the interpreter read code through the host page).
-fn host_prot(prot: u32) -> libc::c_int {
-    if prot & PROT_WRITE != 0 {
-        libc::PROT_READ | libc::PROT_WRITE
-    } else if prot & (PROT_READ | PROT_EXEC) != 0 {
-        libc::PROT_READ
-    } else {
-        libc::PROT_NONE
-    }
-}
-
-/// `mprotect` of whole pages of the reserved range.
-fn host_protect(host: *mut u8, len: u64, prot: libc::c_int) {
-    let start = (host as u64) & PAGE_MASK;
-    let len = page_up(host as u64 + len) - start;
-    // SAFETY: pages of the reserved range, which only guest memory uses.
-    let r = unsafe { libc::mprotect(start as *mut libc::c_void, len as usize, prot) };
-    assert_eq!(
-        r,
-        0,
-        "mprotect of the guest's reserved range failed ({}): the host's map count limit \
-         (vm.max_map_count)?",
-        std::io::Error::last_os_error()
-    );
-}
-
-/// Guest page `n` in the reserved range at `base`. Every mapping lies below `USER_SPAN`
-/// (the syscall layer and the loader keep them there).
-fn page_in(base: *mut u8, n: u64) -> *mut Page {
-    assert!(
-        n < USER_SPAN >> 12,
-        "guest page {n:#x} beyond the user span"
-    );
-    // SAFETY: inside the reserved range.
-    unsafe { base.add((n << 12) as usize) }.cast()
-}
-
 /// Gives a separately allocated page's host memory back.
 fn release_page(p: *mut Page) {
     // SAFETY: pages of the map are owned `Box`es (`zeroed_page`), freed once.
     drop(unsafe { Box::from_raw(p) })
-}
-
-/// Moves the contents of `[old, old + len)` of the reserved range at `base` to `[new, new +
-/// len)` (`mremap`, which moves the host's page tables rather than the bytes), leaving the
-/// source reserved, inaccessible and zero. Copies where `mremap` refuses (a source split
-/// into several host mappings by protections).
-///
-/// # Safety
-/// Both ranges lie in the reserved range, page aligned, and do not overlap.
-unsafe fn move_in_span(base: *mut u8, old: u64, len: u64, new: u64) {
-    // SAFETY: both ranges lie in the reserved range at `base` (the caller's promise).
-    let (from, to, n) = unsafe {
-        (
-            base.add(old as usize).cast::<libc::c_void>(),
-            base.add(new as usize).cast::<libc::c_void>(),
-            len as usize,
-        )
-    };
-    // SAFETY: (all three calls) ranges of the reserved range, which only guest memory uses.
-    let moved = unsafe { libc::mremap(from, n, n, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, to) };
-    if moved == libc::MAP_FAILED {
-        host_protect(from.cast(), len, libc::PROT_READ);
-        host_protect(to.cast(), len, libc::PROT_READ | libc::PROT_WRITE);
-        // SAFETY: both ranges are `n` bytes of the reserved range, readable and writable as
-        // just set, and do not overlap (the caller's promise).
-        unsafe {
-            std::ptr::copy_nonoverlapping(from.cast::<u8>(), to.cast::<u8>(), n);
-            libc::madvise(from, n, libc::MADV_DONTNEED);
-        }
-        return;
-    }
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
-    // SAFETY: `from` is the old range, in the reserved range, which only guest memory uses.
-    let back = unsafe { libc::mmap(from, n, libc::PROT_NONE, flags, -1, 0) };
-    assert_eq!(
-        back, from,
-        "could not reserve the guest range again after mremap"
-    );
 }
 
 /// The vCPU's fill path: the process's memory, shared with the syscall layer.
@@ -760,7 +637,7 @@ mod tests {
     /// Both page stores: the reserved range (when the host gives it) and separate pages.
     fn stores() -> Vec<ProcessMemory> {
         let mut v = vec![ProcessMemory::with_span(None)];
-        if let Some(span) = reserve_span() {
+        if let Some(span) = Span::reserve() {
             v.push(ProcessMemory::with_span(Some(span)));
         }
         v
@@ -902,15 +779,14 @@ mod tests {
 
     #[test]
     fn host_protection_follows_the_guest_and_guards_code() {
-        let Some(span) = reserve_span() else {
+        let Some(span) = Span::reserve() else {
             return;
         };
         let mut m = ProcessMemory::with_span(Some(span));
         let hooked = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let h = hooked.clone();
         m.code_hook = Some(Box::new(move |a, _| h.lock().push(a)));
-        // SAFETY: test addresses below `USER_SPAN`, inside the reserved range.
-        let at = |a: u64| unsafe { span.add(a as usize) };
+        let at = |a: u64| span.at(a);
         assert_eq!(host_access(at(0x10000)), (false, false), "unmapped");
         m.map(0x10000, 0x13000, PROT_READ | PROT_WRITE);
         assert_eq!(host_access(at(0x10000)), (true, true));
@@ -949,18 +825,17 @@ mod tests {
 
     #[test]
     fn relocate_moves_touched_pages_and_clears_the_source() {
-        let Some(span) = reserve_span() else {
+        let Some(span) = Span::reserve() else {
             return;
         };
         let mut m = ProcessMemory::with_span(Some(span));
         m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
         // Written straight through the host page, as translated code does.
         // SAFETY: a mapped, writable page of the reserved range.
-        unsafe { span.add(0x12345).write(7) };
+        unsafe { span.at(0x12345).write(7) };
         m.relocate(0x10000, 0x4000, 0x80000);
         assert_eq!(m.read_vec(0x82345, 1).unwrap(), [7]);
-        // SAFETY: an address inside the reserved range.
-        let moved_from = unsafe { span.add(0x12345) };
+        let moved_from = span.at(0x12345);
         assert_eq!(host_access(moved_from), (false, false));
         m.map(0x10000, 0x14000, PROT_READ | PROT_WRITE);
         assert_eq!(

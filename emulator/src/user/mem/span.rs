@@ -1,0 +1,154 @@
+//! The reserved host range behind the guest's pages: `USER_SPAN` bytes of host address space
+//! where guest address `a` lives at `base + a`. Its host calls sit behind safe methods that
+//! take guest addresses and check them against the range, so the rest of `mem` names no
+//! host pointer arithmetic.
+
+use super::{PROT_EXEC, PROT_READ, PROT_WRITE, USER_SPAN, page_up};
+use crate::softmmu::PAGE_MASK;
+
+/// The reserved range. A copyable handle: its owner, `ProcessMemory`, releases it once.
+#[derive(Clone, Copy, Debug)]
+pub struct Span(*mut u8);
+
+impl Span {
+    /// Reserves `USER_SPAN` bytes of host address space for the guest's pages; `None` when
+    /// the host refuses (an address-space limit, or strict overcommit accounting). Mapped
+    /// writable first, so that the host must accept writable pages there without accounting
+    /// for them (`MAP_NORESERVE` is ignored under strict accounting, and this mapping then
+    /// fails), then made inaccessible until the guest maps pages.
+    pub fn reserve() -> Option<Span> {
+        // SAFETY: a fresh anonymous mapping at an address the host picks; it replaces nothing.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                USER_SPAN as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: the mapping just made, which nothing uses yet.
+        if unsafe { libc::mprotect(p, USER_SPAN as usize, libc::PROT_NONE) } != 0 {
+            // SAFETY: as above.
+            unsafe { libc::munmap(p, USER_SPAN as usize) };
+            return None;
+        }
+        Some(Span(p.cast()))
+    }
+
+    /// Gives the range back to the host.
+    ///
+    /// # Safety
+    /// Called once, by the owner, when no host pointer into the range is used any more.
+    pub unsafe fn release(self) {
+        // SAFETY: the range `reserve` mapped, not released before (the caller's promise).
+        unsafe { libc::munmap(self.0.cast(), USER_SPAN as usize) };
+    }
+
+    /// Host address of guest address 0.
+    pub fn base(self) -> u64 {
+        self.0 as u64
+    }
+
+    /// Host address of guest address `a`, which lies in the range.
+    pub fn at(self, a: u64) -> *mut u8 {
+        assert!(a < USER_SPAN, "guest address {a:#x} beyond the user span");
+        // SAFETY: `a` is below `USER_SPAN`, the length of the range `self.0` starts.
+        unsafe { self.0.add(a as usize) }
+    }
+
+    /// `[a, a + len)` as host start and length, checked to lie in the range.
+    fn range(self, a: u64, len: u64) -> (*mut libc::c_void, usize) {
+        assert!(
+            a.checked_add(len).is_some_and(|e| e <= USER_SPAN),
+            "guest range {a:#x}+{len:#x} beyond the user span"
+        );
+        (self.at(a).cast(), len as usize)
+    }
+
+    /// Sets the host protection of the whole pages holding guest `[a, a + len)`.
+    pub fn protect(self, a: u64, len: u64, prot: libc::c_int) {
+        let start = a & PAGE_MASK;
+        let (p, n) = self.range(start, page_up(a + len) - start);
+        // SAFETY: whole pages of the reserved range, which only guest memory uses; changing
+        // their protection invalidates no Rust reference (none is held into the range).
+        let r = unsafe { libc::mprotect(p, n, prot) };
+        assert_eq!(
+            r,
+            0,
+            "mprotect of the guest's reserved range failed ({}): the host's map count limit \
+             (vm.max_map_count)?",
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// Drops the contents of guest `[a, a + len)` (page aligned): they read as zero again.
+    pub fn discard(self, a: u64, len: u64) {
+        let (p, n) = self.range(a, len);
+        // SAFETY: pages of the reserved range, a private anonymous mapping that only guest
+        // memory uses: `MADV_DONTNEED` drops their contents and nothing else.
+        unsafe { libc::madvise(p, n, libc::MADV_DONTNEED) };
+    }
+
+    /// How many pages of guest `[a, a + len)` (page aligned) have host memory behind them.
+    pub fn resident(self, a: u64, len: u64) -> usize {
+        let (p, n) = self.range(a, len);
+        let mut vec = vec![0u8; n >> 12];
+        // SAFETY: pages of the reserved range; `vec` has the byte per page the call writes.
+        let r = unsafe { libc::mincore(p, n, vec.as_mut_ptr()) };
+        if r == 0 {
+            vec.iter().filter(|&&b| b & 1 != 0).count()
+        } else {
+            0
+        }
+    }
+
+    /// Moves the contents of guest `[old, old + len)` to `[new, new + len)` (`mremap`, which
+    /// moves the host's page tables rather than the bytes), leaving the source reserved,
+    /// inaccessible and zero. Copies where `mremap` refuses (a source split into several
+    /// host mappings by protections). Both ranges are page aligned and must not overlap.
+    pub fn relocate(self, old: u64, len: u64, new: u64) {
+        assert!(
+            old.max(new) - old.min(new) >= len,
+            "overlapping ranges to relocate"
+        );
+        let ((from, n), (to, _)) = (self.range(old, len), self.range(new, len));
+        // SAFETY: two disjoint ranges of the reserved range, which only guest memory uses;
+        // the destination replaces pages of the same reservation.
+        let moved =
+            unsafe { libc::mremap(from, n, n, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, to) };
+        if moved == libc::MAP_FAILED {
+            self.protect(old, len, libc::PROT_READ);
+            self.protect(new, len, libc::PROT_READ | libc::PROT_WRITE);
+            // SAFETY: `n` bytes each, readable and writable as just set, and disjoint.
+            unsafe { std::ptr::copy_nonoverlapping(from.cast::<u8>(), to.cast::<u8>(), n) };
+            self.discard(old, len);
+            return;
+        }
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+        // SAFETY: `from` is the old range, now unmapped by `mremap`, inside the reservation:
+        // the fixed mapping takes back only what the range owned.
+        let back = unsafe { libc::mmap(from, n, libc::PROT_NONE, flags, -1, 0) };
+        assert_eq!(
+            back, from,
+            "could not reserve the guest range again after mremap"
+        );
+    }
+}
+
+/// The host protection of a guest page with protection `prot` (x86 cannot withhold
+/// reading from a writable page, nor the guest from an executable one: the slow path and
+/// the interpreter read code through the host page).
+pub fn host_prot(prot: u32) -> libc::c_int {
+    if prot & PROT_WRITE != 0 {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else if prot & (PROT_READ | PROT_EXEC) != 0 {
+        libc::PROT_READ
+    } else {
+        libc::PROT_NONE
+    }
+}
