@@ -1,4 +1,4 @@
-//! Virtual host time on the bundled guest (`--clock virtual`, emulator/src/sync/vclock.rs):
+//! Virtual host time on the bundled guest (`--clock virtual`, emulator/src/sync/vclock/):
 //! the same results as host time and the lock invariants of docs/locking.md in the virtual
 //! runs. The closed form is a benchmark, not a test (its speedups are timings):
 //! scripts/virtual-validate closed.

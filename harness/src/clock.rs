@@ -1,4 +1,4 @@
-//! Virtual host time on the harness side (issue 24; the emulator side: emulator/src/sync/vclock.rs).
+//! Virtual host time on the harness side (the emulator side: emulator/src/sync/vclock/).
 //!
 //! `ppc64emu --clock virtual` measures the guest on per-vCPU virtual clocks that advance by
 //! each vCPU thread's CPU time, as if every vCPU had a host core of its own; its run report

@@ -90,7 +90,7 @@ pub struct Accel<S: Strategy, C, D> {
     /// Set when the machine stops; every vCPU leaves its loop.
     pub shutdown: AtomicBool,
     pub stats: StatsSink,
-    /// The vCPUs' clocks under `--clock virtual` (sync/vclock.rs); `None` on host time.
+    /// The vCPUs' clocks under `--clock virtual` (sync/vclock/); `None` on host time.
     pub vtime: Option<std::sync::Arc<VirtualTime>>,
     _strategy: PhantomData<S>,
 }

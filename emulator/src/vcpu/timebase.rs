@@ -1,4 +1,4 @@
-//! The timebase (`mftb`): the host's monotonic clock, or virtual host time (sync/vclock.rs),
+//! The timebase (`mftb`): the host's monotonic clock, or virtual host time (sync/vclock/),
 //! at the 512 MHz of POWER8 pseries.
 
 use std::sync::Arc;
@@ -54,7 +54,7 @@ impl TimeBase for HostTimeBase {
 }
 
 /// The timebase on virtual host time: the reading vCPU's clock, monotonic across vCPUs
-/// (sync/vclock.rs).
+/// (sync/vclock/).
 pub struct VirtualTimeBase(pub Arc<crate::sync::vclock::VirtualTime>);
 
 impl TimeBase for VirtualTimeBase {

@@ -51,7 +51,7 @@ impl AccelMode {
 pub enum ClockMode {
     /// The host's: guest time is wall time.
     Host,
-    /// Virtual host time (sync/vclock.rs): every vCPU as if on a core of its own; no vCPU
+    /// Virtual host time (sync/vclock/): every vCPU as if on a core of its own; no vCPU
     /// more than `quantum_ns` ahead of the slowest runnable one.
     Virtual { quantum_ns: u64 },
 }
@@ -136,7 +136,7 @@ pub struct MachineConfig {
     /// `--clock`/`--quantum`.
     pub clock: ClockMode,
     /// `--line-cost`: virtual time charged to a lock acquirer whose lock was last held by
-    /// another thread (sync/vclock.rs); 0 until a many-core host measures it.
+    /// another thread (sync/vclock/); 0 until a many-core host measures it.
     pub line_cost_ns: u64,
     pub timeout: Option<Duration>,
     /// Write the device tree the machine would boot with, then exit.

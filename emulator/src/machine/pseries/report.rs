@@ -90,7 +90,7 @@ pub struct ClockReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quantum_ns: Option<u64>,
     /// Virtual only: `--line-cost`, and the cost of one read of a thread's CPU clock that
-    /// every charge subtracts (sync/vclock.rs).
+    /// every charge subtracts (sync/vclock/).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_cost_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -51,72 +51,23 @@
 //! Threads of the machine that are not vCPUs (the I/O thread, the main thread) have no clock:
 //! their lock operations neither wait nor stamp.
 
+mod cpu_clock;
+mod fifo;
+
+#[cfg(test)]
+use cpu_clock::tick;
+use cpu_clock::{NO_CLOCK, TSC_TRUST_NS, Tsc, cpu_ns_of, own_cpu_clock, thread_cpu_ns};
+#[cfg(test)]
+pub use cpu_clock::{burn, manual_cpu_clock};
+pub use cpu_clock::{counter_timed, read_cost_ns};
+pub use fifo::{HoldStart, LockTime, Rule, hold_start, released};
+
 use super::stats::{self, Site};
 use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-/// How a lock charges virtual wait to its acquirer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rule {
-    /// A FIFO queue in virtual time, resolved once every busy vCPU has passed an arrival.
-    Fifo,
-    /// Holds are measured, no wait is charged (see the module doc).
-    Untimed,
-}
-
-/// The virtual-time state of a lock: the queue of holds not yet served (Fifo), in
-/// virtual ns.
-pub struct LockTime {
-    /// Fifo: the arrival clock of the current holder (`u64::MAX`, or 0 before first use,
-    /// when free): arrivals up to it may still be recorded.
-    holder_since: AtomicU64,
-    fifo: Mutex<FifoQueue>,
-    /// Who held it last (`LAST_NONE`: nobody yet, `LAST_OTHER`: a thread without a clock),
-    /// for the line cost.
-    last_holder: AtomicUsize,
-}
-
-impl Default for LockTime {
-    fn default() -> Self {
-        Self {
-            holder_since: AtomicU64::new(0),
-            fifo: Mutex::default(),
-            last_holder: AtomicUsize::new(LAST_NONE),
-        }
-    }
-}
-
-const LAST_NONE: usize = usize::MAX;
-const LAST_OTHER: usize = usize::MAX - 1;
-
-#[derive(Default)]
-struct FifoQueue {
-    /// Recorded holds, by arrival.
-    arrivals: std::collections::BinaryHeap<std::cmp::Reverse<Arrival>>,
-    /// Where the last served hold ended.
-    free: u64,
-}
-
-/// One hold of a Fifo lock.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Arrival {
-    at: u64,
-    vcpu: usize,
-    hold: u64,
-    /// The holder's applied waits when it arrived (its clock already held those).
-    applied: u64,
-    site: u8,
-}
-
-/// A hold as the guard keeps it (virtual time only).
-#[derive(Clone, Copy, Default)]
-pub struct HoldStart {
-    clock: u64,
-    applied: u64,
-}
 
 const RUN: u8 = 0;
 /// Parked by the quantum: still runnable.
@@ -648,150 +599,11 @@ impl Current {
     }
 }
 
-/// Intervals shorter than this by the time-stamp counter are charged as measured, without
-/// reading the CPU clock: a descheduling inside one would be shorter still (the CPU-clock
-/// read that follows puts the total right). Stints of guest code run longer and read it;
-/// hypercalls, lock holds and timebase reads in between mostly do not.
-const TSC_TRUST_NS: u64 = 20_000;
-
-/// The time-stamp counter, where it ticks at a constant rate whatever the core's frequency
-/// and sleep states (x86-64 with `constant_tsc` and `nonstop_tsc`), and its rate measured
-/// against the monotonic clock once per process.
-#[derive(Clone, Copy)]
-struct Tsc {
-    ns_per_tick: f64,
-}
-
-impl Tsc {
-    fn get() -> Option<Tsc> {
-        static TSC: OnceLock<Option<Tsc>> = OnceLock::new();
-        *TSC.get_or_init(Tsc::calibrate)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn calibrate() -> Option<Tsc> {
-        let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-        let flags = info.lines().find(|l| l.starts_with("flags"))?;
-        let has = |f: &str| flags.split_whitespace().any(|x| x == f);
-        if !(has("constant_tsc") && has("nonstop_tsc")) {
-            return None;
-        }
-        let t0 = std::time::Instant::now();
-        let c0 = raw_ticks();
-        while t0.elapsed() < Duration::from_millis(2) {
-            std::hint::spin_loop();
-        }
-        let (c1, t1) = (raw_ticks(), t0.elapsed());
-        let ticks = c1.checked_sub(c0).filter(|&t| t > 0)?;
-        Some(Tsc {
-            ns_per_tick: t1.as_nanos() as f64 / ticks as f64,
-        })
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn calibrate() -> Option<Tsc> {
-        None
-    }
-
-    fn ticks(self) -> u64 {
-        #[cfg(test)]
-        if let Some(t) = MANUAL_TICKS.get() {
-            return t;
-        }
-        raw_ticks()
-    }
-
-    fn ns(self, ticks: u64) -> u64 {
-        (ticks as f64 * self.ns_per_tick) as u64
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn raw_ticks() -> u64 {
-    // SAFETY: RDTSC reads a counter and has no memory effects; every x86-64 processor has it.
-    unsafe { std::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn raw_ticks() -> u64 {
-    0
-}
-
 thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
     /// The next [`blocking`] wait is an idle one ([`idle`]).
     static IDLE_NEXT: Cell<bool> = const { Cell::new(false) };
-    /// Tests: a CPU clock advanced by hand ([`burn`]) instead of the thread's.
-    #[cfg(test)]
-    static MANUAL_CPU: Cell<Option<u64>> = const { Cell::new(None) };
-    /// Tests: a time-stamp counter (1 ns a tick) advanced by hand ([`tick`]).
-    #[cfg(test)]
-    static MANUAL_TICKS: Cell<Option<u64>> = const { Cell::new(None) };
-}
-
-fn thread_cpu_ns() -> u64 {
-    #[cfg(test)]
-    if let Some(t) = MANUAL_CPU.get() {
-        return t;
-    }
-    cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-/// What one read of the calling thread's CPU clock adds to that clock: the median gap
-/// between back-to-back reads, measured once per process. Every interval between two sync
-/// points holds one read's cost (the rest of the earlier read, the start of the later),
-/// so each charge subtracts it: the clock then counts what a host-time run also spends.
-pub fn read_cost_ns() -> u64 {
-    static COST: OnceLock<u64> = OnceLock::new();
-    *COST.get_or_init(|| {
-        const READS: usize = 2_001;
-        let mut gaps = Vec::with_capacity(READS);
-        let mut prev = cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID);
-        for _ in 0..READS {
-            let t = cpu_ns_of(libc::CLOCK_THREAD_CPUTIME_ID);
-            gaps.push(t.saturating_sub(prev));
-            prev = t;
-        }
-        gaps.sort_unstable();
-        gaps[READS / 2]
-    })
-}
-
-/// Whether short intervals are timed by the time-stamp counter on this host.
-pub fn counter_timed() -> bool {
-    Tsc::get().is_some()
-}
-
-/// CPU time of the clock `id` (this thread's, or another's from `pthread_getcpuclockid`).
-fn cpu_ns_of(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; an id that is no longer valid (a thread
-    // that ended) makes the call fail and leave `ts` at 0, which reads as "no progress".
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// No CPU-time clock. Thread CPU-clock ids are negative (the kernel encodes the thread in
-/// them, low bits 110), so the sentinel is one value no id takes, not "below zero".
-const NO_CLOCK: libc::clockid_t = -1;
-
-/// The calling thread's CPU-time clock id, for other threads to read; [`NO_CLOCK`] in tests that
-/// drive the clock by hand.
-fn own_cpu_clock() -> libc::clockid_t {
-    #[cfg(test)]
-    if MANUAL_CPU.get().is_some() {
-        return NO_CLOCK;
-    }
-    let mut id: libc::clockid_t = NO_CLOCK;
-    // SAFETY: `id` is a valid out-pointer and `pthread_self()` names the calling thread.
-    if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) } != 0 {
-        return NO_CLOCK;
-    }
-    id
 }
 
 /// Whether the calling thread is a vCPU on virtual time.
@@ -1030,143 +842,14 @@ pub fn pace() {
     discard();
 }
 
-/// Adds a wait at `site` to the slot's pending waits.
-fn defer_wait(s: &Slot, site: Site, ns: u64) {
-    s.resolved.fetch_add(ns, Ordering::SeqCst);
-    s.pending[site as usize].fetch_add(ns, Ordering::SeqCst);
-    s.has_pending.store(true, Ordering::SeqCst);
-}
-
-/// Where a hold of `t` starts (after acquiring it, or after a condition-variable wait
-/// gave it back): what the guard keeps for [`released`]. The start is the clock of the last
-/// sync point, not a fresh read: every BQL acquisition follows one closely (the return from
-/// guest code that raised the hypercall or interrupt, a lock release), and a fresh read
-/// costs a system call, about 0.5 µs per hypercall (+15 % on the closed-form guest at
-/// N = 1), for no change in the measured holds. A Fifo lock's wait comes when
-/// its queue is served and reaches the clock at the next return from guest code
-/// ([`pace`]): a wait added inside another lock's hold would lengthen that hold, and that
-/// lock's next acquirer would inherit it.
-pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
-    let start = with_current(|cur| {
-        let s = &cur.vt.slots[cur.i];
-        let start = HoldStart {
-            clock: s.clock.load(Ordering::SeqCst),
-            applied: s.applied.load(Ordering::SeqCst),
-        };
-        let line = cur.vt.line_cost_ns;
-        if line != 0 {
-            let prev = t.last_holder.swap(cur.i, Ordering::Relaxed);
-            if prev != cur.i && prev != LAST_NONE {
-                // After the start: the hold includes it, as the refills of the lock word
-                // and the data it guards fall inside the critical section.
-                s.clock.fetch_add(line, Ordering::SeqCst);
-                s.line_ns.fetch_add(line, Ordering::Relaxed);
-            }
-        }
-        start
-    })
-    .unwrap_or_else(|| {
-        t.last_holder.store(LAST_OTHER, Ordering::Relaxed);
-        HoldStart::default()
-    });
-    if rule == Rule::Fifo && active() {
-        t.holder_since.store(start.clock, Ordering::SeqCst);
-    }
-    start
-}
-
-/// Before releasing a lock held since `since` (at `site`): ends the hold at the releaser's
-/// clock and returns its length in virtual ns (0 off virtual time). A Fifo lock records
-/// the hold (CPU time only: waits applied meanwhile are not part of it) and serves the
-/// queue as far as it can.
-pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
-    let Some(c) = sync() else { return 0 };
-    match rule {
-        Rule::Untimed => c.saturating_sub(since.clock),
-        Rule::Fifo => {
-            let (vt, i) = with_current(|cur| (cur.vt.clone(), cur.i)).expect("synced");
-            let applied = vt.slots[i].applied.load(Ordering::SeqCst);
-            let hold = c
-                .saturating_sub(since.clock)
-                .saturating_sub(applied.saturating_sub(since.applied));
-            let mut q = t.fifo.lock();
-            q.arrivals.push(std::cmp::Reverse(Arrival {
-                at: since.clock,
-                vcpu: i,
-                hold,
-                applied: since.applied,
-                site: site as u8,
-            }));
-            t.holder_since.store(u64::MAX, Ordering::SeqCst);
-            vt.serve(&mut q, t);
-            hold
-        }
-    }
-}
-
-impl VirtualTime {
-    /// Serves the arrivals no vCPU can still arrive before: those at or below every busy
-    /// vCPU's clock and the current holder's arrival. Each waits for the previous hold's
-    /// end; the wait goes to its vCPU's pending waits.
-    fn serve(&self, q: &mut FifoQueue, t: &LockTime) {
-        let floor = self
-            .min_busy()
-            .unwrap_or(u64::MAX)
-            .min(t.holder_since.load(Ordering::SeqCst));
-        while let Some(&std::cmp::Reverse(a)) = q.arrivals.peek() {
-            if a.at > floor {
-                break;
-            }
-            q.arrivals.pop();
-            let s = &self.slots[a.vcpu];
-            // Waits served for this vCPU after it arrived push the arrival back: serve it
-            // at its real place in the order.
-            let resolved = s.resolved.load(Ordering::SeqCst);
-            let at = a.at + resolved.saturating_sub(a.applied);
-            if at != a.at {
-                q.arrivals.push(std::cmp::Reverse(Arrival {
-                    at,
-                    applied: resolved,
-                    ..a
-                }));
-                continue;
-            }
-            let start = at.max(q.free);
-            q.free = start + a.hold;
-            let wait = start - at;
-            if wait != 0 {
-                defer_wait(s, Site::ALL[a.site as usize], wait);
-            }
-        }
-    }
-}
-
-/// Tests: replaces the calling thread's CPU clock by one advanced with [`burn`].
-#[cfg(test)]
-pub fn manual_cpu_clock() {
-    MANUAL_CPU.set(Some(0));
-}
-
-/// Tests: the calling thread "computes" for `ns` of CPU time.
-#[cfg(test)]
-pub fn burn(ns: u64) {
-    MANUAL_CPU.set(Some(MANUAL_CPU.get().unwrap_or(0) + ns));
-}
-
 /// Tests: the calling vCPU's short intervals are timed by a counter advanced with [`tick`].
 #[cfg(test)]
 fn manual_counter() {
-    MANUAL_TICKS.set(Some(0));
+    cpu_clock::manual_ticks();
     with_current(|cur| {
         cur.tsc = Some(Tsc { ns_per_tick: 1.0 });
         cur.last_tick = 0;
     });
-}
-
-/// Tests: `ns` of wall time pass on the calling thread's counter.
-#[cfg(test)]
-fn tick(ns: u64) {
-    MANUAL_TICKS.set(Some(MANUAL_TICKS.get().unwrap_or(0) + ns));
 }
 
 #[cfg(test)]
