@@ -342,7 +342,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub emu_args: Option<String>,
     /// Slurm: `--slurm [--shares K] [--slurm-arg ARG]… [--slurm-wait] [--stage DIR]`
-    /// (harness/src/slurm.rs).
+    /// (harness/src/slurm/mod.rs).
     #[command(flatten)]
     pub slurm: SlurmArgs,
 }

@@ -22,7 +22,7 @@ use crate::util::{file_stamp, find_in_path, now_rfc3339, sha256_file, unix_now};
 use crate::workload::Workload;
 
 pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
-    // `--slurm`: submitted as a Slurm array and a merge job (slurm.rs).
+    // `--slurm`: submitted as a Slurm array and a merge job (slurm/mod.rs).
     if a.slurm.slurm {
         return crate::slurm::sweep(repo, a);
     }
