@@ -58,11 +58,13 @@ impl Rng {
     }
 }
 
-/// A timebase that does not move, so that `mftb` reads the same on both sides.
+/// A timebase that does not move, so that `mftb` reads the same on both sides (with an upper
+/// word, so that `mftbu` reads something).
+const TB: u64 = 0x0000_0042_1234_5678;
 struct FixedTb;
 impl ppc64emu::engine::TimeBase for FixedTb {
     fn now(&self) -> u64 {
-        0x1234_5678
+        TB
     }
 }
 
@@ -380,15 +382,16 @@ fn edge_regs(seed: u64) -> impl Fn(&mut Cpu) {
     }
 }
 
-/// Rewrites the SPR field of `mfspr`/`mtspr` words to SPRs the JIT translates natively and
-/// their neighbours (composed, side-effecting, privileged, undefined).
+/// Rewrites the SPR field of `mfspr`/`mtspr`/`mftb` words to SPRs the JIT translates
+/// natively and their neighbours (composed, side-effecting, privileged, undefined, the
+/// timebase and the registers that count with it).
 fn pick_sprs(r: &mut Rng, prog: &mut [u32]) {
-    const SPRS: [u32; 36] = [
+    const SPRS: [u32; 39] = [
         1, 3, 8, 9, 13, 17, 18, 19, 22, 26, 27, 259, 268, 272, 273, 274, 275, 287, 815, 777, 28,
-        29, 48, 61, 136, 152, 153, 157, 256, 269, 804, 805, 806, 896, 898, 1023,
+        29, 48, 61, 136, 152, 153, 157, 256, 269, 804, 805, 806, 896, 898, 1023, 308, 309, 351,
     ];
     for w in prog.iter_mut() {
-        if matches!(ppc64emu::isa::decode(*w), Op::Mfspr | Op::Mtspr) {
+        if matches!(ppc64emu::isa::decode(*w), Op::Mfspr | Op::Mtspr | Op::Mftb) {
             let n = SPRS[r.next() as usize % SPRS.len()];
             *w = (*w & !(0x3ff << 11)) | ((n & 0x1f) << 16) | ((n >> 5) << 11);
         }
@@ -819,6 +822,59 @@ mod baseline {
         shifts_right_algebraic: Tiers::BASELINE, 0, shift_right_algebraic_edge_cases;
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
+    }
+
+    /// Runs `words` on `tiers` with every block translated at once; the interpreter
+    /// fallbacks taken, by mnemonic, other than the illegal word that ends the program.
+    fn fallbacks(tiers: Tiers, words: &[u32], le: bool, init: impl Fn(&mut Cpu)) -> Vec<String> {
+        let mut c = cpu(le);
+        put_code(&mut c, CODE, words);
+        init(&mut c);
+        c.st.pc = CODE;
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(tiers, Some(0));
+        run_jit(&mut c, &mut jit);
+        jit.fallback_counts()
+            .into_iter()
+            .filter(|(m, _)| *m != "(illegal)")
+            .map(|(m, n)| format!("{m} ×{n}"))
+            .collect()
+    }
+
+    /// `mftb`, `mftbu`, `mfspr` of TB and TBU, and in supervisor state of PURR, SPURR and VTB
+    /// read the vCPU's timebase (the interpreter's) without the interpreter.
+    #[test]
+    fn timebase_reads_are_translated() {
+        // mftb r3; mftb r4,269; mfspr r5,268; mfspr r6,269; mfspr r7,309 (PURR);
+        // mfspr r8,308 (SPURR); mfspr r9,351 (VTB); illegal.
+        let user = [0x7c6c_42e6, 0x7c8d_42e6, 0x7cac_42a6, 0x7ccd_42a6];
+        let supervisor = [user.as_slice(), &[0x7cf5_4aa6, 0x7d14_4aa6, 0x7d3f_52a6, 0]].concat();
+        let user = [user.as_slice(), &[0]].concat();
+        for (tiers, le) in [
+            (Tiers::BASELINE, false),
+            (Tiers::BASELINE, true),
+            (Tiers::CRANELIFT, true),
+        ] {
+            TIERS.set((tiers, 0));
+            for (prog, pr) in [(&user, msr::PR), (&supervisor, 0)] {
+                let init = |c: &mut Cpu| c.st.msr = (c.st.msr & !msr::PR) | pr;
+                let (_, s) = differential(prog, le, init);
+                let (tb, tbu) = (format!("{TB:#x}"), format!("{:#x}", TB >> 32));
+                for (r, v) in [(3, &tb), (4, &tbu), (5, &tb), (6, &tbu)] {
+                    assert!(s.contains(&format!(" r{r}={v} ")), "r{r}: {s}");
+                }
+                if pr == 0 {
+                    for r in 7..=9 {
+                        assert!(s.contains(&format!(" r{r}={tb} ")), "r{r}: {s}");
+                    }
+                }
+                assert_eq!(
+                    fallbacks(tiers, prog, le, init),
+                    [] as [String; 0],
+                    "{tiers:?}"
+                );
+            }
+        }
     }
 
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it

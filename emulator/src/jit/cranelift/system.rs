@@ -26,9 +26,10 @@ impl Tx<'_> {
         use Op::*;
         let rt = i.rt();
         match op {
-            Mfspr | Mtspr if matches!(i.spr(), 8 | 9) => {
+            // LR and CTR live in the block's variables, not in their homes.
+            Mfspr | Mftb | Mtspr if matches!(i.spr(), 8 | 9) => {
                 let r = if i.spr() == 8 { LR } else { CTR };
-                if op == Mfspr {
+                if op != Mtspr {
                     let v = self.get(r);
                     self.set(rt as usize, v);
                 } else {
@@ -36,12 +37,7 @@ impl Tx<'_> {
                     self.set(r, v);
                 }
             }
-            Mfspr | Mftb
-                if matches!(
-                    i.spr(),
-                    crate::cpu::spr::TB_READ | crate::cpu::spr::TBU_READ
-                ) =>
-            {
+            Mfspr | Mftb if crate::jit::spr::timebase_spr(i.spr(), self.problem_state()) => {
                 let zero = self.iconst(0);
                 let tb =
                     self.slow_call(helpers::timebase as *const () as usize, [zero, zero, zero]);
@@ -52,7 +48,8 @@ impl Tx<'_> {
                 };
                 self.set(rt as usize, v);
             }
-            Mfspr | Mtspr => {
+            // `mftb` of another number is `mfspr` of it (the interpreter's `mftb`).
+            Mfspr | Mftb | Mtspr => {
                 let Some((off, mem, mask)) = self.plain_spr(i.spr(), op == Mtspr) else {
                     return false;
                 };
@@ -368,7 +365,7 @@ impl Tx<'_> {
     }
 
     fn move_plain_spr(&mut self, op: Op, r: u32, off: i32, mem: Type, mask: u64) {
-        if op == Op::Mfspr {
+        if op != Op::Mtspr {
             let v = self.b.ins().load(mem, flags(), self.cpu, off);
             let v = if mem == I64 {
                 v

@@ -1,6 +1,7 @@
-//! SPR moves, barriers and traps: the baseline tier's `system` family (see `table`).
+//! SPR moves (the timebase through a helper), barriers and traps: the baseline tier's `system` family (see `table`).
 
 use super::*;
+use crate::cpu::spr;
 
 impl Em {
     /// The `system` family's translator: false leaves the instruction to the interpreter.
@@ -8,13 +9,21 @@ impl Em {
         use Op::*;
         let rt = i.rt();
         match op {
-            Mfspr | Mtspr => {
-                let pr = self.key.flags & msr::PR != 0;
+            Mfspr | Mftb if crate::jit::spr::timebase_spr(i.spr(), self.problem_state()) => {
+                self.call_inline(Helper::Timebase);
+                if i.spr() == spr::TBU_READ {
+                    asm!(self.ops ; shr rax, 32);
+                }
+                self.set_gpr(rt);
+            }
+            // `mftb` of another number is `mfspr` of it (the interpreter's `mftb`).
+            Mfspr | Mftb | Mtspr => {
+                let pr = self.problem_state();
                 let Some(p) = crate::jit::spr::plain_spr(i.spr(), op == Mtspr, pr) else {
                     return false;
                 };
                 let home = ST + p.offset as i32;
-                if op == Mfspr {
+                if op != Mtspr {
                     match p.bytes {
                         8 => asm!(self.ops ; mov rax, QWORD [rbx + home]),
                         _ => asm!(self.ops ; mov eax, DWORD [rbx + home]),
@@ -44,6 +53,11 @@ impl Em {
 }
 
 impl Em {
+    /// The block runs in problem state (MSR[PR] is part of its key).
+    fn problem_state(&self) -> bool {
+        self.key.flags & msr::PR != 0
+    }
+
     /// `isync`: nothing to do unless a local TLB flush is pending (the interpreter does it).
     pub(super) fn isync(&mut self, i: Insn) {
         let (slow, back) = (self.label(), self.label());
