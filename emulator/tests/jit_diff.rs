@@ -468,6 +468,85 @@ fn barriers_traps_reservations_and_sprs_match_the_interpreter() {
     assert!(ran > 0);
 }
 
+/// MSR images for `mtmsr[d]` and `rfid` in supervisor state: the starting MSR with one or two
+/// bits flipped, bits the block key holds (FP, VEC, VSX, PR, LE, SF, IR, DR) or not (EE,
+/// RI, SE, FE0, PMM); SRR0 mostly an instruction of the program; the decrementer negative
+/// (an interrupt EE would let in) or not.
+fn msr_regs(seed: u64) -> impl Fn(&mut Cpu) {
+    move |c: &mut Cpu| {
+        vector_regs(seed, msr::FP | msr::VEC | msr::VSX)(c);
+        c.st.msr &= !msr::PR;
+        let base = c.st.msr;
+        const BITS: [u64; 13] = [
+            msr::EE,
+            msr::RI,
+            msr::FP,
+            msr::VEC,
+            msr::VSX,
+            msr::PR,
+            msr::LE,
+            msr::SF,
+            msr::IR,
+            msr::DR,
+            msr::SE,
+            msr::FE0,
+            msr::PMM,
+        ];
+        let mut r = Rng(seed.rotate_left(7) | 1);
+        let image = |r: &mut Rng| {
+            let mut v = base;
+            for _ in 0..1 + r.next() % 2 {
+                v ^= BITS[r.next() as usize % BITS.len()];
+            }
+            v
+        };
+        for g in 9..32 {
+            if r.next().is_multiple_of(2) {
+                c.st.gpr[g] = image(&mut r);
+            }
+        }
+        c.st.srr0 = CODE + 4 * (r.next() % 48);
+        c.st.srr1 = image(&mut r);
+        c.st.dec_value = if r.next().is_multiple_of(2) {
+            0x8000_0000
+        } else {
+            1 << 20
+        };
+        c.st.dec_tb = TB;
+    }
+}
+
+/// `mtmsr`, `mtmsrd` (both L), `mfmsr` and `rfid` between instructions whose translation
+/// depends on the MSR (FP, VMX, VSX, privileged SPRs, loads and stores), in supervisor state:
+/// a mode change mid-block must not let the rest of it run in the old mode.
+#[test]
+fn msr_writes_and_rfid_match_the_interpreter() {
+    use Op::*;
+    let pool = [
+        Mtmsrd, Mtmsrd, Mtmsr, Mfmsr, Rfid, Rfid, Mfspr, Mtspr, Fmr, Vaddubm, Xxlor, Lfd, Stfd,
+        Lvx, Addi, Ori, Lwz, Stw, Bc, Mftb,
+    ];
+    let mut r = Rng(0x0356_0f1d_c0de);
+    let mut faulted = 0;
+    for case in 0..1500 {
+        let len = 1 + (r.next() % 40) as usize;
+        let mut prog = random_program(&mut r, &pool, len);
+        pick_sprs(&mut r, &mut prog);
+        for w in prog.iter_mut() {
+            // The MSR images are in r9-r31.
+            if matches!(ppc64emu::isa::decode(*w), Mtmsr | Mtmsrd) {
+                *w = (*w & !(0x1f << 21)) | (9 + r.next() as u32 % 23) << 21;
+            }
+        }
+        let (e, _) = differential(&prog, case % 2 == 1, msr_regs(r.next()));
+        faulted += matches!(
+            e,
+            Some(Exception::FpUnavailable | Exception::VecUnavailable | Exception::Program(_))
+        ) as u32;
+    }
+    assert!(faulted > 100, "{faulted}");
+}
+
 /// Every divide edge case, word and doubleword, with and without Rc.
 #[test]
 fn divide_edge_cases() {
@@ -822,6 +901,8 @@ mod baseline {
         shifts_right_algebraic: Tiers::BASELINE, 0, shift_right_algebraic_edge_cases;
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
+        msr_writes_and_rfid: Tiers::BASELINE, 0, msr_writes_and_rfid_match_the_interpreter;
+        msr_writes_and_rfid_promoted: Tiers::BOTH, 2, msr_writes_and_rfid_match_the_interpreter;
     }
 
     /// Runs `words` on `tiers` with every block translated at once; the interpreter
@@ -937,6 +1018,161 @@ mod baseline {
         // stays.
         let (_, s) = differential(&prog, true, |c| c.st.vsr[32 + 4] = 0x2 << 64 | 0x200);
         assert!(s.contains(" vs35=0x1000000000000000200 "), "{s}");
+    }
+
+    /// `mtxer`/`mfxer` (and `mftb` of SPR 1) split and compose XER's fields like the
+    /// interpreter, with every bit pattern of the low word; CA is the one `adde` reads.
+    #[test]
+    fn xer_moves_are_translated() {
+        // mtxer r9; adde r3,r3,r3; mfxer r6; mftb r7,1; illegal.
+        let prog = [0x7d21_03a6, 0x7c63_1914, 0x7cc1_02a6, 0x7ce1_02e6, 0];
+        TIERS.set((Tiers::BASELINE, 0));
+        let mut r = Rng(0x00ce_5a11);
+        for case in 0..64u64 {
+            let v = match case {
+                0 => 0,
+                1 => u64::MAX,
+                2 => 0xe000_007f,
+                3 => 0x1ff3_ff80,
+                4 => 0xffff_ffff_0000_0000,
+                _ => r.next(),
+            };
+            let init = |c: &mut Cpu| {
+                c.st.gpr[9] = v;
+                c.st.gpr[3] = 1 << 63;
+                if case % 2 == 1 {
+                    c.st.msr &= !msr::PR;
+                }
+            };
+            let (_, s) = differential(&prog, case % 3 == 0, init);
+            // SO, OV, the reserved bits and the count as written; CA from `adde` (set).
+            let want = v & 0xc000_007f | 1 << 29 | v & 0x1ff3_ff80;
+            assert!(s.contains(&format!(" r6={want:#x} ")), "{v:#x}: {s}");
+            assert_eq!(
+                fallbacks(Tiers::BASELINE, &prog, true, init),
+                [] as [String; 0]
+            );
+        }
+    }
+
+    /// Where translated MSR writes leave translated code (the second pass of a program, its
+    /// blocks translated and linked by the first): turning EE off or writing RI goes on in the
+    /// chain; turning EE on returns to the run loop, which goes on at once (no event) unless
+    /// the decrementer is negative (the event for the machine's exec loop); a change of the
+    /// block key's bits looks the next block up in the new state, where a disabled facility
+    /// faults. None of them reaches the interpreter.
+    #[test]
+    fn msr_writes_leave_translated_code_only_when_needed() {
+        // mtmsrd r3,1 (EE and RI off); mtmsrd r4,1 (RI); mtmsrd r5,1 (EE); mtmsrd r3,1;
+        // mtmsrd r6 (FP off, EE stays off); mfmsr r7; fmr f1,f2; illegal.
+        let prog = [
+            0x7c61_0164,
+            0x7c81_0164,
+            0x7ca1_0164,
+            0x7c61_0164,
+            0x7cc0_0164,
+            0x7ce0_00a6,
+            0xfc20_1090,
+            0,
+        ];
+        for dec_pending in [false, true] {
+            let mut c = cpu(true);
+            c.st.msr &= !msr::PR;
+            put_code(&mut c, CODE, &prog);
+            let m = c.st.msr;
+            c.st.gpr[3] = 0;
+            c.st.gpr[4] = msr::RI;
+            c.st.gpr[5] = msr::EE;
+            c.st.gpr[6] = m & !(msr::FP | msr::EE);
+            c.st.dec_value = if dec_pending { 0xffff_fff0 } else { 1 << 20 };
+            c.st.dec_tb = TB;
+            let mut jit = Jit::attach(&mut c, JitShared::new());
+            jit.set_tiers(Tiers::BASELINE, Some(0));
+            // First pass: translation and linking (each new exit returns once to be linked).
+            c.st.pc = CODE;
+            run_jit(&mut c, &mut jit);
+            c.st.msr = m;
+            c.st.pc = CODE;
+            let entries = jit.counters.baseline.entries;
+            let first = run(&mut jit, &mut c, 1000, &|_| false);
+            if dec_pending {
+                // Out after `mtmsrd r5,1`, for the exec loop to take the decrementer.
+                assert_eq!(first, Ok(()));
+                assert_eq!(c.st.pc, CODE + 12);
+                assert_ne!(c.events, 0);
+                c.events = 0;
+                let second = run(&mut jit, &mut c, 1000, &|_| false);
+                assert_eq!(second, Err(Exception::FpUnavailable));
+            } else {
+                // Out after `mtmsrd r5,1` and after `mtmsrd r6`, both times back in at once.
+                assert_eq!(first, Err(Exception::FpUnavailable));
+                assert_eq!(jit.counters.baseline.entries - entries, 3);
+            }
+            assert_eq!(c.st.pc, CODE + 24);
+            assert_eq!(c.st.gpr[7], m & !(msr::FP | msr::EE));
+            // (`fmr` with FP off: the interpreter raises the interrupt.)
+            let fb = jit.fallback_counts();
+            assert!(
+                fb.iter().all(|(m, _)| ["(illegal)", "fmr"].contains(m)),
+                "{fb:?}"
+            );
+        }
+    }
+
+    /// `rfid` back to the same block key goes on through the jump cache; to problem state it
+    /// returns to the run loop, which goes on under the new key (where `mfmsr` traps); with
+    /// the byte order flipped the target is fetched in the new order.
+    #[test]
+    fn rfid_goes_on_under_the_new_msr() {
+        // At CODE: mtspr srr0,r7; mtspr srr1,r8; rfid. At CODE+0x100: li r3,7; mfmsr r4;
+        // illegal (mfmsr traps in problem state).
+        let main = [0x7cfa_03a6, 0x7d1b_03a6, 0x4c00_0024];
+        let target = [0x3860_0007u32, 0x7c80_00a6, 0];
+        for (flip, want) in [
+            (0, Exception::Program(ppc64emu::cpu::ProgramKind::Illegal)),
+            (
+                msr::PR,
+                Exception::Program(ppc64emu::cpu::ProgramKind::Privileged),
+            ),
+            (
+                msr::LE,
+                Exception::Program(ppc64emu::cpu::ProgramKind::Illegal),
+            ),
+            (
+                msr::EE,
+                Exception::Program(ppc64emu::cpu::ProgramKind::Illegal),
+            ),
+        ] {
+            for tiers in [Tiers::BASELINE, Tiers::BOTH] {
+                TIERS.set((tiers, 1));
+                let init = |c: &mut Cpu| {
+                    c.st.msr &= !(msr::PR | msr::EE);
+                    c.st.gpr[7] = CODE + 0x100;
+                    c.st.gpr[8] = c.st.msr ^ flip;
+                    let words: Vec<u32> = if flip == msr::LE {
+                        target.iter().map(|w| w.swap_bytes()).collect()
+                    } else {
+                        target.to_vec()
+                    };
+                    put_code(c, CODE + 0x100, &words);
+                };
+                let (e, s) = differential(&main, true, init);
+                assert_eq!(e, Some(want), "{s}");
+                assert!(s.contains(" r3=0x7 "), "{s}");
+                if tiers == Tiers::BASELINE {
+                    // (`mfmsr` in problem state: the interpreter raises the interrupt.)
+                    let fb = fallbacks(tiers, &main, true, init);
+                    assert_eq!(
+                        fb,
+                        if flip == msr::PR {
+                            vec!["mfmsr ×1"]
+                        } else {
+                            vec![]
+                        }
+                    );
+                }
+            }
+        }
     }
 
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it

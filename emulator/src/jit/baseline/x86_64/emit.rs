@@ -87,6 +87,7 @@ const fn vsr(r: u32) -> i32 {
     ST + offset_of!(CpuState, vsr) as i32 + 16 * r as i32
 }
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
+const MSR: i32 = ST + offset_of!(CpuState, msr) as i32;
 const RESERVE_ADDR: i32 = ST + offset_of!(CpuState, reserve_addr) as i32;
 const RESERVE_SIZE: i32 = ST + offset_of!(CpuState, reserve_size) as i32;
 const RESERVE_VAL: i32 = ST + offset_of!(CpuState, reserve_val) as i32;

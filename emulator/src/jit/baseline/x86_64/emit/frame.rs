@@ -75,12 +75,13 @@ pub struct Counter {
 }
 
 /// The helpers blocks call, each through its thunk.
-pub const HELPERS: [Helper; 5] = [
+pub const HELPERS: [Helper; 6] = [
     Helper::Interp,
     Helper::Load,
     Helper::Store,
     Helper::RunOptimized,
     Helper::Timebase,
+    Helper::WriteMsr,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +91,7 @@ pub enum Helper {
     Store,
     RunOptimized,
     Timebase,
+    WriteMsr,
 }
 
 impl Helper {
@@ -100,6 +102,7 @@ impl Helper {
             Helper::Store => helpers::store as *const () as usize,
             Helper::RunOptimized => helpers::run_optimized as *const () as usize,
             Helper::Timebase => helpers::timebase as *const () as usize,
+            Helper::WriteMsr => helpers::write_msr as *const () as usize,
         }
     }
 }
