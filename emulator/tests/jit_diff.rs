@@ -432,8 +432,8 @@ fn barriers_traps_reservations_and_sprs_match_the_interpreter() {
     use Op::*;
     let pool = [
         Sync, Eieio, Isync, Tw, Twi, Td, Tdi, Lbarx, Lharx, Lwarx, Ldarx, Lwarx, Ldarx, StbcxDot,
-        SthcxDot, StwcxDot, StdcxDot, StwcxDot, StdcxDot, Dcbst, Dcbf, Mftb, Mfspr, Mtspr, Add,
-        Addi, Stw, Lwz, Std, Bc,
+        SthcxDot, StwcxDot, StdcxDot, StwcxDot, StdcxDot, Dcbst, Dcbf, Icbi, Mftb, Mfspr, Mtspr,
+        Add, Addi, Stw, Lwz, Std, Bc,
     ];
     let mut r = Rng(0x5eed_0fa7_01c5);
     let mut ran = 0;
@@ -1173,6 +1173,76 @@ mod baseline {
                 }
             }
         }
+    }
+
+    /// Cross-modified code: vCPU B's fast TLB write entry for a page predates vCPU A's
+    /// translation of code on it (a translation drops only its own vCPU's entries), so B's
+    /// store of new code there invalidates nothing; B's `icbi` must (its host page is in the
+    /// code filter), and A then runs the new code. `icbi` of a page without code stays in
+    /// translated code.
+    #[test]
+    fn icbi_makes_cross_modified_code_visible() {
+        use ppc64emu::mmu::{Hpt, SystemSpace};
+        use ppc64emu::softmmu::GuestRam;
+        use std::sync::Arc;
+        // A's code: li r3,1; illegal.
+        const F: u64 = 0x3000;
+        // B: lwz r7,0x80(r5); stw r6,0x80(r5) (B's entries for F's page, before A
+        // translates); stw r4,0(r5); icbi 0,r5 (new code for F); lwz r7,0(r8);
+        // icbi 0,r8 (a data page).
+        const B1: u64 = 0x8000;
+        const B2: u64 = 0x8100;
+        const B3: u64 = 0x8200;
+        let ram = Arc::new(GuestRam::new(1 << 20).unwrap());
+        let hpt = Arc::new(Hpt::new(Hpt::MIN_SHIFT).unwrap());
+        let put = |at: u64, words: &[u32]| {
+            for (k, w) in words.iter().enumerate() {
+                ram.write(at + 4 * k as u64, &w.to_be_bytes()).unwrap();
+            }
+        };
+        put(F, &[0x3860_0001, 0]);
+        put(B1, &[0x80e5_0080, 0x90c5_0080, 0]);
+        put(B2, &[0x9085_0000, 0x7c00_2fac, 0]);
+        put(B3, &[0x80e8_0000, 0x7c00_47ac, 0]);
+        // Big-endian real mode: effective address = guest physical address.
+        let vcpu = || {
+            let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
+            c.st.msr = msr::SF | msr::ME;
+            c.st.gpr[4] = 0x3860_0002;
+            c.st.gpr[5] = F;
+            c.st.gpr[8] = 0x6000;
+            c
+        };
+        let shared = JitShared::new();
+        let (mut a, mut b) = (vcpu(), vcpu());
+        let mut ja = Jit::attach(&mut a, shared.clone());
+        let mut jb = Jit::attach(&mut b, shared.clone());
+        for j in [&mut ja, &mut jb] {
+            j.set_tiers(Tiers::BASELINE, Some(0));
+        }
+        let go = |c: &mut Cpu, j: &mut Jit, pc: u64| {
+            c.st.pc = pc;
+            let e = run(j, c, 1000, &|_| false);
+            assert!(
+                matches!(e, Err(Exception::Program(_))),
+                "{e:?} at {:#x}",
+                c.st.pc
+            );
+        };
+        go(&mut b, &mut jb, B1);
+        go(&mut a, &mut ja, F);
+        assert_eq!(a.st.gpr[3], 1);
+        go(&mut b, &mut jb, B2);
+        go(&mut a, &mut ja, F);
+        assert_eq!(a.st.gpr[3], 2, "A ran the stale translation");
+        go(&mut b, &mut jb, B3);
+        // The interpreter ran B2's `icbi` (of code) only.
+        let fb = jb.fallback_counts();
+        assert_eq!(
+            fb.iter().find(|(m, _)| *m == "icbi"),
+            Some(&("icbi", 1)),
+            "{fb:?}"
+        );
     }
 
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it

@@ -102,6 +102,7 @@ const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
 const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
 const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
+const CODE_HOSTS: i32 = offset_of!(JitCtx, code_hosts) as i32;
 
 /// What the machine's address space and vCPUs promise the translator (user mode's process;
 /// the default is a full system's).

@@ -44,6 +44,7 @@ impl Em {
                 self.set_gpr(rt);
             }
             Mtmsr | Mtmsrd | Rfid if !self.problem_state() => self.write_msr(op, i, ended),
+            Icbi if !self.guarded => self.icbi(i),
             // The host orders memory as strongly as the interpreter's fences ask (x86 TSO:
             // only `sync`'s sequentially consistent fence needs an instruction); `ptesync`
             // also performs a pending TLB flush, in the interpreter.
@@ -111,6 +112,36 @@ impl Em {
             self.exit_indirect(self.k + 1);
             *ended = true;
         }
+    }
+
+    /// `icbi`: what the interpreter does (a one-byte load at the cache block for the
+    /// protection check, then the block's translations dropped) is needed only when the
+    /// host page may hold translated code, which `JitShared`'s host-page filter says; a TLB
+    /// read miss or a marked page runs the interpreter. (Host-guarded memory has no TLB
+    /// entries to test: the interpreter always.)
+    fn icbi(&mut self, i: Insn) {
+        use crate::jit::cache::{FILTER_HASH, FILTER_HASH_SHIFT};
+        let (slow, back) = (self.label(), self.label());
+        self.ea(Op::Icbi, i, false);
+        asm!(self.ops ; and r13, -(crate::interp::CACHE_BLOCK as i32));
+        self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), 1, slow);
+        // `cache::code_host_bit` of the host address (of its 4 KiB page).
+        asm!(self.ops
+            ; lea rax, [rcx + r13]
+            ; shr rax, 12
+            ; mov rdx, QWORD FILTER_HASH as i64
+            ; imul rax, rdx
+            ; shr rax, FILTER_HASH_SHIFT as i8
+            ; mov ecx, eax
+            ; and ecx, 63
+            ; shr eax, 6
+            ; mov rdx, QWORD [r12 + CODE_HOSTS]
+            ; mov rdx, QWORD [rdx + rax * 8]
+            ; bt rdx, rcx
+            ; jc =>slow
+            ; =>back
+        );
+        self.interp_slow(slow, back, Op::Icbi, i);
     }
 
     /// `isync`: nothing to do unless a local TLB flush is pending (the interpreter does it).
