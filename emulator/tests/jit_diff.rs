@@ -1021,14 +1021,16 @@ mod baseline {
     }
 
     /// `mtxer`/`mfxer` (and `mftb` of SPR 1) split and compose XER's fields like the
-    /// interpreter, with every bit pattern of the low word; CA is the one `adde` reads.
+    /// interpreter, with every bit pattern of the low word, on both tiers; CA is the one
+    /// `adde` reads.
     #[test]
     fn xer_moves_are_translated() {
         // mtxer r9; adde r3,r3,r3; mfxer r6; mftb r7,1; illegal.
         let prog = [0x7d21_03a6, 0x7c63_1914, 0x7cc1_02a6, 0x7ce1_02e6, 0];
-        TIERS.set((Tiers::BASELINE, 0));
         let mut r = Rng(0x00ce_5a11);
         for case in 0..64u64 {
+            let tiers = [Tiers::BASELINE, Tiers::CRANELIFT][case as usize % 2];
+            TIERS.set((tiers, 0));
             let v = match case {
                 0 => 0,
                 1 => u64::MAX,
@@ -1040,7 +1042,7 @@ mod baseline {
             let init = |c: &mut Cpu| {
                 c.st.gpr[9] = v;
                 c.st.gpr[3] = 1 << 63;
-                if case % 2 == 1 {
+                if case % 4 >= 2 {
                     c.st.msr &= !msr::PR;
                 }
             };
@@ -1049,8 +1051,9 @@ mod baseline {
             let want = v & 0xc000_007f | 1 << 29 | v & 0x1ff3_ff80;
             assert!(s.contains(&format!(" r6={want:#x} ")), "{v:#x}: {s}");
             assert_eq!(
-                fallbacks(Tiers::BASELINE, &prog, true, init),
-                [] as [String; 0]
+                fallbacks(tiers, &prog, true, init),
+                [] as [String; 0],
+                "{tiers:?}"
             );
         }
     }

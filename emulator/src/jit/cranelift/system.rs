@@ -5,7 +5,7 @@
 //! composed registers, DEC, `ptesync`, a trap that fires, a reservation on a TLB miss) runs
 //! the interpreter, often on a cold path of the native code.
 
-use super::{CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
+use super::{CA, CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
 use crate::cpu::{CpuState, NO_RESERVATION};
 use crate::isa::{Insn, Op};
 use crate::jit::JitCtx;
@@ -36,6 +36,19 @@ impl Tx<'_> {
                     let v = self.gpr(rt);
                     self.set(r, v);
                 }
+            }
+            // SO and CA live in the block's variables.
+            Mfspr | Mftb | Mtspr if i.spr() == crate::cpu::spr::XER => {
+                self.move_xer(op == Mtspr, rt)
+            }
+            Mfmsr if !self.problem_state() => {
+                let v = self.b.ins().load(
+                    I64,
+                    flags(),
+                    self.cpu,
+                    ST + offset_of!(CpuState, msr) as i32,
+                );
+                self.set(rt as usize, v);
             }
             Mfspr | Mftb if crate::jit::spr::timebase_spr(i.spr(), self.problem_state()) => {
                 let zero = self.iconst(0);
@@ -362,6 +375,53 @@ impl Tx<'_> {
         let p = crate::jit::spr::plain_spr(n, write, self.problem_state())?;
         let ty = if p.bytes == 8 { I64 } else { I32 };
         Some((ST + p.offset as i32, ty, p.write_mask))
+    }
+
+    /// `mfxer`/`mtxer` (`write`): XER composed from and split into its fields as
+    /// `CpuState::xer`/`set_xer` do.
+    fn move_xer(&mut self, write: bool, r: u32) {
+        let field = |f: usize| ST + f as i32;
+        let (ov, rsvd, bc) = (
+            field(offset_of!(CpuState, ov)),
+            field(offset_of!(CpuState, xer_rsvd)),
+            field(offset_of!(CpuState, xer_bc)),
+        );
+        if write {
+            let v = self.gpr(r);
+            let bit = |t: &mut Self, n: i64| {
+                let x = t.b.ins().ushr_imm_s(v, n);
+                t.b.ins().band_imm_s(x, 1)
+            };
+            let so = bit(self, 31);
+            self.set(SO, so);
+            let ca = bit(self, 29);
+            self.set(CA, ca);
+            let o = bit(self, 30);
+            let o = self.b.ins().ireduce(I8, o);
+            self.b.ins().store(flags(), o, self.cpu, ov);
+            let x = self.b.ins().band_imm_s(v, crate::cpu::XER_RESERVED as i64);
+            let x = self.b.ins().ireduce(I32, x);
+            self.b.ins().store(flags(), x, self.cpu, rsvd);
+            let x = self.b.ins().band_imm_s(v, 0x7f);
+            let x = self.b.ins().ireduce(I8, x);
+            self.b.ins().store(flags(), x, self.cpu, bc);
+        } else {
+            let so = self.get(SO);
+            let ca = self.get(CA);
+            let load = |t: &mut Self, ty: Type, off: i32| {
+                let x = t.b.ins().load(ty, flags(), t.cpu, off);
+                t.b.ins().uextend(I64, x)
+            };
+            let o = load(self, I8, ov);
+            let mut x = load(self, I32, rsvd);
+            let b = load(self, I8, bc);
+            for (f, sh) in [(so, 31), (o, 30), (ca, 29)] {
+                let f = self.b.ins().ishl_imm_s(f, sh);
+                x = self.b.ins().bor(x, f);
+            }
+            let x = self.b.ins().bor(x, b);
+            self.set(r as usize, x);
+        }
     }
 
     fn move_plain_spr(&mut self, op: Op, r: u32, off: i32, mem: Type, mask: u64) {

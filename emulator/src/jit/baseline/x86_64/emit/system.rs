@@ -1,4 +1,5 @@
-//! SPR and MSR moves (the timebase and MSR writes through helpers), barriers and traps: the baseline tier's `system` family (see `table`).
+//! SPR and MSR moves (the timebase and MSR writes through helpers), `icbi`, barriers and
+//! traps: the baseline tier's `system` family (see `table`).
 
 use super::*;
 use crate::cpu::spr;
