@@ -58,11 +58,13 @@ impl Rng {
     }
 }
 
-/// A timebase that does not move, so that `mftb` reads the same on both sides.
+/// A timebase that does not move, so that `mftb` reads the same on both sides (with an upper
+/// word, so that `mftbu` reads something).
+const TB: u64 = 0x0000_0042_1234_5678;
 struct FixedTb;
 impl ppc64emu::engine::TimeBase for FixedTb {
     fn now(&self) -> u64 {
-        0x1234_5678
+        TB
     }
 }
 
@@ -380,15 +382,16 @@ fn edge_regs(seed: u64) -> impl Fn(&mut Cpu) {
     }
 }
 
-/// Rewrites the SPR field of `mfspr`/`mtspr` words to SPRs the JIT translates natively and
-/// their neighbours (composed, side-effecting, privileged, undefined).
+/// Rewrites the SPR field of `mfspr`/`mtspr`/`mftb` words to SPRs the JIT translates
+/// natively and their neighbours (composed, side-effecting, privileged, undefined, the
+/// timebase and the registers that count with it).
 fn pick_sprs(r: &mut Rng, prog: &mut [u32]) {
-    const SPRS: [u32; 36] = [
+    const SPRS: [u32; 39] = [
         1, 3, 8, 9, 13, 17, 18, 19, 22, 26, 27, 259, 268, 272, 273, 274, 275, 287, 815, 777, 28,
-        29, 48, 61, 136, 152, 153, 157, 256, 269, 804, 805, 806, 896, 898, 1023,
+        29, 48, 61, 136, 152, 153, 157, 256, 269, 804, 805, 806, 896, 898, 1023, 308, 309, 351,
     ];
     for w in prog.iter_mut() {
-        if matches!(ppc64emu::isa::decode(*w), Op::Mfspr | Op::Mtspr) {
+        if matches!(ppc64emu::isa::decode(*w), Op::Mfspr | Op::Mtspr | Op::Mftb) {
             let n = SPRS[r.next() as usize % SPRS.len()];
             *w = (*w & !(0x3ff << 11)) | ((n & 0x1f) << 16) | ((n >> 5) << 11);
         }
@@ -429,8 +432,8 @@ fn barriers_traps_reservations_and_sprs_match_the_interpreter() {
     use Op::*;
     let pool = [
         Sync, Eieio, Isync, Tw, Twi, Td, Tdi, Lbarx, Lharx, Lwarx, Ldarx, Lwarx, Ldarx, StbcxDot,
-        SthcxDot, StwcxDot, StdcxDot, StwcxDot, StdcxDot, Dcbst, Dcbf, Mftb, Mfspr, Mtspr, Add,
-        Addi, Stw, Lwz, Std, Bc,
+        SthcxDot, StwcxDot, StdcxDot, StwcxDot, StdcxDot, Dcbst, Dcbf, Icbi, Mftb, Mfspr, Mtspr,
+        Add, Addi, Stw, Lwz, Std, Bc,
     ];
     let mut r = Rng(0x5eed_0fa7_01c5);
     let mut ran = 0;
@@ -463,6 +466,85 @@ fn barriers_traps_reservations_and_sprs_match_the_interpreter() {
         ran += e.is_some() as u32;
     }
     assert!(ran > 0);
+}
+
+/// MSR images for `mtmsr[d]` and `rfid` in supervisor state: the starting MSR with one or two
+/// bits flipped, bits the block key holds (FP, VEC, VSX, PR, LE, SF, IR, DR) or not (EE,
+/// RI, SE, FE0, PMM); SRR0 mostly an instruction of the program; the decrementer negative
+/// (an interrupt EE would let in) or not.
+fn msr_regs(seed: u64) -> impl Fn(&mut Cpu) {
+    move |c: &mut Cpu| {
+        vector_regs(seed, msr::FP | msr::VEC | msr::VSX)(c);
+        c.st.msr &= !msr::PR;
+        let base = c.st.msr;
+        const BITS: [u64; 13] = [
+            msr::EE,
+            msr::RI,
+            msr::FP,
+            msr::VEC,
+            msr::VSX,
+            msr::PR,
+            msr::LE,
+            msr::SF,
+            msr::IR,
+            msr::DR,
+            msr::SE,
+            msr::FE0,
+            msr::PMM,
+        ];
+        let mut r = Rng(seed.rotate_left(7) | 1);
+        let image = |r: &mut Rng| {
+            let mut v = base;
+            for _ in 0..1 + r.next() % 2 {
+                v ^= BITS[r.next() as usize % BITS.len()];
+            }
+            v
+        };
+        for g in 9..32 {
+            if r.next().is_multiple_of(2) {
+                c.st.gpr[g] = image(&mut r);
+            }
+        }
+        c.st.srr0 = CODE + 4 * (r.next() % 48);
+        c.st.srr1 = image(&mut r);
+        c.st.dec_value = if r.next().is_multiple_of(2) {
+            0x8000_0000
+        } else {
+            1 << 20
+        };
+        c.st.dec_tb = TB;
+    }
+}
+
+/// `mtmsr`, `mtmsrd` (both L), `mfmsr` and `rfid` between instructions whose translation
+/// depends on the MSR (FP, VMX, VSX, privileged SPRs, loads and stores), in supervisor state:
+/// a mode change mid-block must not let the rest of it run in the old mode.
+#[test]
+fn msr_writes_and_rfid_match_the_interpreter() {
+    use Op::*;
+    let pool = [
+        Mtmsrd, Mtmsrd, Mtmsr, Mfmsr, Rfid, Rfid, Mfspr, Mtspr, Fmr, Vaddubm, Xxlor, Lfd, Stfd,
+        Lvx, Addi, Ori, Lwz, Stw, Bc, Mftb,
+    ];
+    let mut r = Rng(0x0356_0f1d_c0de);
+    let mut faulted = 0;
+    for case in 0..1500 {
+        let len = 1 + (r.next() % 40) as usize;
+        let mut prog = random_program(&mut r, &pool, len);
+        pick_sprs(&mut r, &mut prog);
+        for w in prog.iter_mut() {
+            // The MSR images are in r9-r31.
+            if matches!(ppc64emu::isa::decode(*w), Mtmsr | Mtmsrd) {
+                *w = (*w & !(0x1f << 21)) | (9 + r.next() as u32 % 23) << 21;
+            }
+        }
+        let (e, _) = differential(&prog, case % 2 == 1, msr_regs(r.next()));
+        faulted += matches!(
+            e,
+            Some(Exception::FpUnavailable | Exception::VecUnavailable | Exception::Program(_))
+        ) as u32;
+    }
+    assert!(faulted > 100, "{faulted}");
 }
 
 /// Every divide edge case, word and doubleword, with and without Rc.
@@ -637,11 +719,11 @@ fn vector_and_fp_register_file_instructions_match_the_interpreter() {
         Vmrghb, Vmrghh, Vmrghw, Vmrglb, Vmrglh, Vmrglw, Vmrgew, Vmrgow, Vsldoi, Vspltb, Vsplth,
         Vspltw, Vspltisb, Vspltish, Vspltisw, Vperm, Lvsl, Lvsr, Lvx, Lvxl, Stvx, Stvxl, Xxland,
         Xxlandc, Xxlor, Xxlxor, Xxlnor, Xxleqv, Xxlnand, Xxlorc, Xxsel, Xxpermdi, Xxsldwi, Xxmrghw,
-        Xxmrglw, Xxspltw, Lxvd2x, Stxvd2x, Lxvw4x, Stxvw4x, Lxvdsx, Lxsdx, Lxsiwax, Lxsiwzx,
-        Lxsspx, Stxsdx, Stxsiwx, Stxsspx, Mfvsrd, Mfvsrwz, Mtvsrd, Mtvsrwa, Mtvsrwz, Lfs, Lfsu,
-        Lfsx, Lfsux, Lfd, Lfdu, Lfdx, Lfdux, Lfiwax, Lfiwzx, Stfs, Stfsu, Stfsx, Stfsux, Stfd,
-        Stfdu, Stfdx, Stfdux, Stfiwx, Fmr, Fneg, Fabs, Fnabs, Fcpsgn, Fmrgew, Fmrgow, Mfcr, Addi,
-        Ori, Ld, Std, Bc,
+        Xxmrglw, Xxspltw, Vgbbd, Vbpermq, Lxvd2x, Stxvd2x, Lxvw4x, Stxvw4x, Lxvdsx, Lxsdx, Lxsiwax,
+        Lxsiwzx, Lxsspx, Stxsdx, Stxsiwx, Stxsspx, Mfvsrd, Mfvsrwz, Mtvsrd, Mtvsrwa, Mtvsrwz, Lfs,
+        Lfsu, Lfsx, Lfsux, Lfd, Lfdu, Lfdx, Lfdux, Lfiwax, Lfiwzx, Stfs, Stfsu, Stfsx, Stfsux,
+        Stfd, Stfdu, Stfdx, Stfdux, Stfiwx, Fmr, Fneg, Fabs, Fnabs, Fcpsgn, Fmrgew, Fmrgow, Mfcr,
+        Addi, Ori, Ld, Std, Bc,
     ];
     let facilities = [
         msr::FP | msr::VEC | msr::VSX,
@@ -819,6 +901,351 @@ mod baseline {
         shifts_right_algebraic: Tiers::BASELINE, 0, shift_right_algebraic_edge_cases;
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
+        msr_writes_and_rfid: Tiers::BASELINE, 0, msr_writes_and_rfid_match_the_interpreter;
+        msr_writes_and_rfid_promoted: Tiers::BOTH, 2, msr_writes_and_rfid_match_the_interpreter;
+    }
+
+    /// Runs `words` on `tiers` with every block translated at once; the interpreter
+    /// fallbacks taken, by mnemonic, other than the illegal word that ends the program.
+    fn fallbacks(tiers: Tiers, words: &[u32], le: bool, init: impl Fn(&mut Cpu)) -> Vec<String> {
+        let mut c = cpu(le);
+        put_code(&mut c, CODE, words);
+        init(&mut c);
+        c.st.pc = CODE;
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(tiers, Some(0));
+        run_jit(&mut c, &mut jit);
+        jit.fallback_counts()
+            .into_iter()
+            .filter(|(m, _)| *m != "(illegal)")
+            .map(|(m, n)| format!("{m} ×{n}"))
+            .collect()
+    }
+
+    /// `mftb`, `mftbu`, `mfspr` of TB and TBU, and in supervisor state of PURR, SPURR and VTB
+    /// read the vCPU's timebase (the interpreter's) without the interpreter.
+    #[test]
+    fn timebase_reads_are_translated() {
+        // mftb r3; mftb r4,269; mfspr r5,268; mfspr r6,269; mfspr r7,309 (PURR);
+        // mfspr r8,308 (SPURR); mfspr r9,351 (VTB); illegal.
+        let user = [0x7c6c_42e6, 0x7c8d_42e6, 0x7cac_42a6, 0x7ccd_42a6];
+        let supervisor = [user.as_slice(), &[0x7cf5_4aa6, 0x7d14_4aa6, 0x7d3f_52a6, 0]].concat();
+        let user = [user.as_slice(), &[0]].concat();
+        for (tiers, le) in [
+            (Tiers::BASELINE, false),
+            (Tiers::BASELINE, true),
+            (Tiers::CRANELIFT, true),
+        ] {
+            TIERS.set((tiers, 0));
+            for (prog, pr) in [(&user, msr::PR), (&supervisor, 0)] {
+                let init = |c: &mut Cpu| c.st.msr = (c.st.msr & !msr::PR) | pr;
+                let (_, s) = differential(prog, le, init);
+                let (tb, tbu) = (format!("{TB:#x}"), format!("{:#x}", TB >> 32));
+                for (r, v) in [(3, &tb), (4, &tbu), (5, &tb), (6, &tbu)] {
+                    assert!(s.contains(&format!(" r{r}={v} ")), "r{r}: {s}");
+                }
+                if pr == 0 {
+                    for r in 7..=9 {
+                        assert!(s.contains(&format!(" r{r}={tb} ")), "r{r}: {s}");
+                    }
+                }
+                assert_eq!(
+                    fallbacks(tiers, prog, le, init),
+                    [] as [String; 0],
+                    "{tiers:?}"
+                );
+            }
+        }
+    }
+
+    /// `vgbbd`, `vbpermq` (bit indexes at the ends of each byte and at and past 128) and
+    /// `xxspltw` (every word, VSRs of both halves) on edge operands, on both tiers without
+    /// the interpreter; also in place (target = source).
+    #[test]
+    fn bit_matrix_permutes_and_word_splat_are_translated() {
+        // vgbbd v3,v4; vbpermq v5,v6,v7; xxspltw vs40,vs8,0; xxspltw vs40,vs8,1 (over it);
+        // xxspltw vs9,vs41,2; xxspltw vs10,vs41,3 (own word); vgbbd v4,v4; vbpermq v6,v6,v6.
+        let prog = [
+            0x1060_250c,
+            0x10a6_3d4c,
+            0xf100_4291,
+            0xf101_4291,
+            0xf122_4a92,
+            0xf143_4a92,
+            0x1080_250c,
+            0x10c6_354c,
+            0,
+        ];
+        let indexes = u128::from_be_bytes([
+            0, 1, 7, 8, 63, 64, 126, 127, 128, 129, 200, 255, 15, 16, 120, 119,
+        ]);
+        let values = [
+            0,
+            u128::MAX,
+            1,
+            1 << 127,
+            0x8040_2010_0804_0201_0102_0408_1020_4080,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+            0x5555_5555_5555_5555_aaaa_aaaa_aaaa_aaaa,
+            0x00ff_00ff_0f0f_3333_ff00_ff00_f0f0_cccc,
+        ];
+        let mut r = Rng(0xb17_3a7);
+        for (tiers, le) in [
+            (Tiers::BASELINE, false),
+            (Tiers::BASELINE, true),
+            (Tiers::CRANELIFT, true),
+        ] {
+            TIERS.set((tiers, 0));
+            for (k, &a) in values.iter().enumerate() {
+                let b = values[(k + 3) % values.len()] ^ r.next() as u128;
+                let init = |c: &mut Cpu| {
+                    c.st.vsr[32 + 4] = a;
+                    c.st.vsr[32 + 6] = b;
+                    c.st.vsr[32 + 7] = if k % 2 == 0 { indexes } else { a ^ b };
+                    c.st.vsr[8] = a;
+                    c.st.vsr[41] = b;
+                };
+                let (e, s) = differential(&prog, le, init);
+                assert!(matches!(e, Some(Exception::Program(_))), "{s}");
+                assert_eq!(
+                    fallbacks(tiers, &prog, le, init),
+                    [] as [String; 0],
+                    "{tiers:?}"
+                );
+            }
+        }
+        // By hand (big-endian numbering): byte 7 bit 6 becomes byte 6 bit 7; byte 6 bit 6
+        // stays.
+        let (_, s) = differential(&prog, true, |c| c.st.vsr[32 + 4] = 0x2 << 64 | 0x200);
+        assert!(s.contains(" vs35=0x1000000000000000200 "), "{s}");
+    }
+
+    /// `mtxer`/`mfxer` (and `mftb` of SPR 1) split and compose XER's fields like the
+    /// interpreter, with every bit pattern of the low word, on both tiers; CA is the one
+    /// `adde` reads.
+    #[test]
+    fn xer_moves_are_translated() {
+        // mtxer r9; adde r3,r3,r3; mfxer r6; mftb r7,1; illegal.
+        let prog = [0x7d21_03a6, 0x7c63_1914, 0x7cc1_02a6, 0x7ce1_02e6, 0];
+        let mut r = Rng(0x00ce_5a11);
+        for case in 0..64u64 {
+            let tiers = [Tiers::BASELINE, Tiers::CRANELIFT][case as usize % 2];
+            TIERS.set((tiers, 0));
+            let v = match case {
+                0 => 0,
+                1 => u64::MAX,
+                2 => 0xe000_007f,
+                3 => 0x1ff3_ff80,
+                4 => 0xffff_ffff_0000_0000,
+                _ => r.next(),
+            };
+            let init = |c: &mut Cpu| {
+                c.st.gpr[9] = v;
+                c.st.gpr[3] = 1 << 63;
+                if case % 4 >= 2 {
+                    c.st.msr &= !msr::PR;
+                }
+            };
+            let (_, s) = differential(&prog, case % 3 == 0, init);
+            // SO, OV, the reserved bits and the count as written; CA from `adde` (set).
+            let want = v & 0xc000_007f | 1 << 29 | v & 0x1ff3_ff80;
+            assert!(s.contains(&format!(" r6={want:#x} ")), "{v:#x}: {s}");
+            assert_eq!(
+                fallbacks(tiers, &prog, true, init),
+                [] as [String; 0],
+                "{tiers:?}"
+            );
+        }
+    }
+
+    /// Where translated MSR writes leave translated code (the second pass of a program, its
+    /// blocks translated and linked by the first): turning EE off or writing RI goes on in the
+    /// chain; turning EE on returns to the run loop, which goes on at once (no event) unless
+    /// the decrementer is negative (the event for the machine's exec loop); a change of the
+    /// block key's bits looks the next block up in the new state, where a disabled facility
+    /// faults. None of them reaches the interpreter.
+    #[test]
+    fn msr_writes_leave_translated_code_only_when_needed() {
+        // mtmsrd r3,1 (EE and RI off); mtmsrd r4,1 (RI); mtmsrd r5,1 (EE); mtmsrd r3,1;
+        // mtmsrd r6 (FP off, EE stays off); mfmsr r7; fmr f1,f2; illegal.
+        let prog = [
+            0x7c61_0164,
+            0x7c81_0164,
+            0x7ca1_0164,
+            0x7c61_0164,
+            0x7cc0_0164,
+            0x7ce0_00a6,
+            0xfc20_1090,
+            0,
+        ];
+        for dec_pending in [false, true] {
+            let mut c = cpu(true);
+            c.st.msr &= !msr::PR;
+            put_code(&mut c, CODE, &prog);
+            let m = c.st.msr;
+            c.st.gpr[3] = 0;
+            c.st.gpr[4] = msr::RI;
+            c.st.gpr[5] = msr::EE;
+            c.st.gpr[6] = m & !(msr::FP | msr::EE);
+            c.st.dec_value = if dec_pending { 0xffff_fff0 } else { 1 << 20 };
+            c.st.dec_tb = TB;
+            let mut jit = Jit::attach(&mut c, JitShared::new());
+            jit.set_tiers(Tiers::BASELINE, Some(0));
+            // First pass: translation and linking (each new exit returns once to be linked).
+            c.st.pc = CODE;
+            run_jit(&mut c, &mut jit);
+            c.st.msr = m;
+            c.st.pc = CODE;
+            let entries = jit.counters.baseline.entries;
+            let first = run(&mut jit, &mut c, 1000, &|_| false);
+            if dec_pending {
+                // Out after `mtmsrd r5,1`, for the exec loop to take the decrementer.
+                assert_eq!(first, Ok(()));
+                assert_eq!(c.st.pc, CODE + 12);
+                assert_ne!(c.events, 0);
+                c.events = 0;
+                let second = run(&mut jit, &mut c, 1000, &|_| false);
+                assert_eq!(second, Err(Exception::FpUnavailable));
+            } else {
+                // Out after `mtmsrd r5,1` and after `mtmsrd r6`, both times back in at once.
+                assert_eq!(first, Err(Exception::FpUnavailable));
+                assert_eq!(jit.counters.baseline.entries - entries, 3);
+            }
+            assert_eq!(c.st.pc, CODE + 24);
+            assert_eq!(c.st.gpr[7], m & !(msr::FP | msr::EE));
+            // (`fmr` with FP off: the interpreter raises the interrupt.)
+            let fb = jit.fallback_counts();
+            assert!(
+                fb.iter().all(|(m, _)| ["(illegal)", "fmr"].contains(m)),
+                "{fb:?}"
+            );
+        }
+    }
+
+    /// `rfid` back to the same block key goes on through the jump cache; to problem state it
+    /// returns to the run loop, which goes on under the new key (where `mfmsr` traps); with
+    /// the byte order flipped the target is fetched in the new order.
+    #[test]
+    fn rfid_goes_on_under_the_new_msr() {
+        // At CODE: mtspr srr0,r7; mtspr srr1,r8; rfid. At CODE+0x100: li r3,7; mfmsr r4;
+        // illegal (mfmsr traps in problem state).
+        let main = [0x7cfa_03a6, 0x7d1b_03a6, 0x4c00_0024];
+        let target = [0x3860_0007u32, 0x7c80_00a6, 0];
+        for (flip, want) in [
+            (0, Exception::Program(ppc64emu::cpu::ProgramKind::Illegal)),
+            (
+                msr::PR,
+                Exception::Program(ppc64emu::cpu::ProgramKind::Privileged),
+            ),
+            (
+                msr::LE,
+                Exception::Program(ppc64emu::cpu::ProgramKind::Illegal),
+            ),
+            (
+                msr::EE,
+                Exception::Program(ppc64emu::cpu::ProgramKind::Illegal),
+            ),
+        ] {
+            for tiers in [Tiers::BASELINE, Tiers::BOTH] {
+                TIERS.set((tiers, 1));
+                let init = |c: &mut Cpu| {
+                    c.st.msr &= !(msr::PR | msr::EE);
+                    c.st.gpr[7] = CODE + 0x100;
+                    c.st.gpr[8] = c.st.msr ^ flip;
+                    let words: Vec<u32> = if flip == msr::LE {
+                        target.iter().map(|w| w.swap_bytes()).collect()
+                    } else {
+                        target.to_vec()
+                    };
+                    put_code(c, CODE + 0x100, &words);
+                };
+                let (e, s) = differential(&main, true, init);
+                assert_eq!(e, Some(want), "{s}");
+                assert!(s.contains(" r3=0x7 "), "{s}");
+                if tiers == Tiers::BASELINE {
+                    // (`mfmsr` in problem state: the interpreter raises the interrupt.)
+                    let fb = fallbacks(tiers, &main, true, init);
+                    assert_eq!(
+                        fb,
+                        if flip == msr::PR {
+                            vec!["mfmsr ×1"]
+                        } else {
+                            vec![]
+                        }
+                    );
+                }
+            }
+        }
+    }
+
+    /// Cross-modified code: vCPU B's fast TLB write entry for a page predates vCPU A's
+    /// translation of code on it (a translation drops only its own vCPU's entries), so B's
+    /// store of new code there invalidates nothing; B's `icbi` must (its host page is in the
+    /// code filter), and A then runs the new code. `icbi` of a page without code stays in
+    /// translated code.
+    #[test]
+    fn icbi_makes_cross_modified_code_visible() {
+        use ppc64emu::mmu::{Hpt, SystemSpace};
+        use ppc64emu::softmmu::GuestRam;
+        use std::sync::Arc;
+        // A's code: li r3,1; illegal.
+        const F: u64 = 0x3000;
+        // B: lwz r7,0x80(r5); stw r6,0x80(r5) (B's entries for F's page, before A
+        // translates); stw r4,0(r5); icbi 0,r5 (new code for F); lwz r7,0(r8);
+        // icbi 0,r8 (a data page).
+        const B1: u64 = 0x8000;
+        const B2: u64 = 0x8100;
+        const B3: u64 = 0x8200;
+        let ram = Arc::new(GuestRam::new(1 << 20).unwrap());
+        let hpt = Arc::new(Hpt::new(Hpt::MIN_SHIFT).unwrap());
+        let put = |at: u64, words: &[u32]| {
+            for (k, w) in words.iter().enumerate() {
+                ram.write(at + 4 * k as u64, &w.to_be_bytes()).unwrap();
+            }
+        };
+        put(F, &[0x3860_0001, 0]);
+        put(B1, &[0x80e5_0080, 0x90c5_0080, 0]);
+        put(B2, &[0x9085_0000, 0x7c00_2fac, 0]);
+        put(B3, &[0x80e8_0000, 0x7c00_47ac, 0]);
+        // Big-endian real mode: effective address = guest physical address.
+        let vcpu = || {
+            let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
+            c.st.msr = msr::SF | msr::ME;
+            c.st.gpr[4] = 0x3860_0002;
+            c.st.gpr[5] = F;
+            c.st.gpr[8] = 0x6000;
+            c
+        };
+        let shared = JitShared::new();
+        let (mut a, mut b) = (vcpu(), vcpu());
+        let mut ja = Jit::attach(&mut a, shared.clone());
+        let mut jb = Jit::attach(&mut b, shared.clone());
+        for j in [&mut ja, &mut jb] {
+            j.set_tiers(Tiers::BASELINE, Some(0));
+        }
+        let go = |c: &mut Cpu, j: &mut Jit, pc: u64| {
+            c.st.pc = pc;
+            let e = run(j, c, 1000, &|_| false);
+            assert!(
+                matches!(e, Err(Exception::Program(_))),
+                "{e:?} at {:#x}",
+                c.st.pc
+            );
+        };
+        go(&mut b, &mut jb, B1);
+        go(&mut a, &mut ja, F);
+        assert_eq!(a.st.gpr[3], 1);
+        go(&mut b, &mut jb, B2);
+        go(&mut a, &mut ja, F);
+        assert_eq!(a.st.gpr[3], 2, "A ran the stale translation");
+        go(&mut b, &mut jb, B3);
+        // The interpreter ran B2's `icbi` (of code) only.
+        let fb = jb.fallback_counts();
+        assert_eq!(
+            fb.iter().find(|(m, _)| *m == "icbi"),
+            Some(&("icbi", 1)),
+            "{fb:?}"
+        );
     }
 
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it

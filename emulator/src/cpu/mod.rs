@@ -6,4 +6,4 @@ pub mod spr;
 mod state;
 
 pub use exception::{Exception, MachineCheckKind, ProgramKind};
-pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, msr};
+pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, XER_RESERVED, msr};

@@ -43,6 +43,10 @@ pub struct JitShared {
     /// One bit per hashed physical page: may hold translated code. False positives only send
     /// stores to the slow path; bits are cleared when the code cache is flushed.
     filter: Box<[AtomicU64]>,
+    /// The same for the host address of each such page (a RAM page's host address stands for
+    /// its physical one), which translated `icbi` finds through the TLB without translating
+    /// the EA (see [`code_host_bit`]).
+    host_filter: Box<[AtomicU64]>,
     /// Bumped whenever blocks are dropped: vCPUs clear their jump caches when it moves.
     pub(super) generation: AtomicU64,
     /// Bumped by each machine-wide code cache flush ([`super::Jit::flush_all`]): a vCPU whose module
@@ -73,12 +77,22 @@ pub struct SharedStats {
 
 const FILTER_BITS: u64 = 1 << 20;
 
+/// The multiplier and shift of the filters' page hash, which translated code computes too.
+pub(crate) const FILTER_HASH: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const FILTER_HASH_SHIFT: u32 = 64 - FILTER_BITS.trailing_zeros();
+
+/// The bit of address `a`'s 4 KiB page in a filter (`FILTER_BITS` bits in 64-bit words).
+pub(crate) const fn code_host_bit(a: u64) -> u64 {
+    (a >> 12).wrapping_mul(FILTER_HASH) >> FILTER_HASH_SHIFT
+}
+
 impl JitShared {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
             map: RwLock::new(FxHashMap::default()),
             pages: Mutex::new(FxHashMap::default()),
             filter: (0..FILTER_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
+            host_filter: (0..FILTER_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
             generation: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             flush_requested: AtomicBool::new(false),
@@ -108,9 +122,26 @@ impl JitShared {
     }
 
     fn filter_bit(pa: u64) -> (usize, u64) {
-        let page = pa >> 12;
-        let h = page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44;
+        let h = code_host_bit(pa);
         ((h / 64) as usize, 1 << (h % 64))
+    }
+
+    /// Marks the host page of translated code (`host`: any address in it).
+    pub(super) fn mark_code_host(&self, host: u64) {
+        let (w, b) = Self::filter_bit(host);
+        self.host_filter[w].fetch_or(b, Ordering::SeqCst);
+    }
+
+    /// The host page may hold translated code.
+    pub fn is_code_host(&self, host: u64) -> bool {
+        let (w, b) = Self::filter_bit(host);
+        self.host_filter[w].load(Ordering::Relaxed) & b != 0
+    }
+
+    /// The first word of the host-page filter, which translated code indexes with
+    /// [`code_host_bit`] (it lives as long as `self`).
+    pub(super) fn code_hosts(&self) -> *const AtomicU64 {
+        self.host_filter.as_ptr()
     }
 
     /// The physical page may hold translated code.
@@ -226,7 +257,7 @@ impl JitShared {
         for code in self.machine_code.iter().flatten() {
             code.flush();
         }
-        for w in self.filter.iter() {
+        for w in self.filter.iter().chain(self.host_filter.iter()) {
             w.store(0, Ordering::Relaxed);
         }
         self.generation.fetch_add(1, Ordering::AcqRel);

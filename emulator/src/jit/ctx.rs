@@ -57,13 +57,17 @@ pub struct JitCtx {
     /// Calls of optimized code from baseline code, and the instructions they retired.
     pub optimized_calls: u64,
     pub optimized_instructions: u64,
+    /// `JitShared`'s filter of host pages that may hold translated code (read by translated
+    /// `icbi`).
+    pub code_hosts: *const std::sync::atomic::AtomicU64,
     /// The address bits beyond user mode's reserved range (`user::mem::USER_SPAN`): a
     /// memory operand for host-guarded memory's one-instruction range test.
     pub beyond_user_span: u64,
 }
 
 // SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it), to a flag that
-// outlives it (`watch`'s contract) and into `shared` (kept alive by the `Arc` here).
+// outlives it (`watch`'s contract) and into `shared` (kept alive by the `Arc` here:
+// `generation`, `code_hosts`).
 unsafe impl Send for JitCtx {}
 
 /// Where `Cpu` keeps the pointer to its TLB entries (`Tlb::table`, fixed for its life), and

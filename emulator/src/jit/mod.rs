@@ -121,6 +121,7 @@ impl Jit {
         Self::wrap_space(cpu, &shared);
         let jc = vec![JC_EMPTY; JC_SIZE].into_boxed_slice();
         let generation: *const AtomicU64 = &shared.generation;
+        let code_hosts = shared.code_hosts();
         let translators: [Option<Box<dyn Tier>>; TierId::COUNT] = [
             Some(Box::new(cranelift::CraneliftTier::new()) as Box<dyn Tier>),
             baseline::tier(&shared),
@@ -135,6 +136,7 @@ impl Jit {
             fault: 0,
             exc: None,
             shared,
+            code_hosts,
             fallbacks: Box::new([0; OP_COUNT]),
             slow_mem: 0,
             link: 0,

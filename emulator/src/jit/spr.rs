@@ -1,8 +1,9 @@
 //! The SPRs both translating tiers move natively: those that are one plain `CpuState` field
 //! for `mfspr` or `mtspr` in a given privilege state. Everything else (composed registers
-//! such as XER, side effects such as DEC, the timebase, privileged numbers in problem state)
-//! runs the interpreter, whose `read_spr`/`write_spr` are the reference these entries match
-//! (the differential tests hold them to it).
+//! such as XER, side effects such as DEC, privileged numbers in problem state) runs the
+//! interpreter; the timebase is read through a helper (`timebase_spr`). The interpreter's
+//! `read_spr`/`write_spr` are the reference these entries match (the differential tests
+//! hold them to it).
 
 use crate::cpu::{CpuState, spr};
 use core::mem::offset_of;
@@ -72,11 +73,54 @@ pub fn plain_spr(n: u32, write: bool, problem_state: bool) -> Option<PlainSpr> {
     })
 }
 
+/// SPR `n` reads the timebase (`helpers::timebase`, the interpreter's source) for `mfspr`
+/// or `mftb` in this privilege state: TB, TBU (its upper word: shifted by the caller) and,
+/// in supervisor state, the registers that count with it (VTB, PURR, SPURR).
+pub fn timebase_spr(n: u32, problem_state: bool) -> bool {
+    match n {
+        spr::TB_READ | spr::TBU_READ => true,
+        spr::VTB | spr::PURR | spr::SPURR => !problem_state,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::softmmu::FlatRam;
     use crate::vcpu::Cpu;
+
+    /// The timebase SPRs read what the interpreter reads (TBU: the upper word), and none is
+    /// privileged in problem state or a plain field.
+    #[test]
+    fn timebase_sprs_match_the_interpreter() {
+        struct Tb;
+        impl crate::vcpu::TimeBase for Tb {
+            fn now(&self) -> u64 {
+                0x1234_5678_9abc_def0
+            }
+        }
+        let mut seen = 0;
+        for pr in [false, true] {
+            for n in 0..1024 {
+                if !timebase_spr(n, pr) {
+                    continue;
+                }
+                seen += 1;
+                assert!(!(pr && n & 0x10 != 0), "SPR {n} is privileged");
+                assert_eq!(plain_spr(n, false, pr), None);
+                let mut c = Cpu::new(Box::new(FlatRam::new(1 << 16)));
+                c.timebase = std::sync::Arc::new(Tb);
+                if pr {
+                    c.st.msr |= crate::cpu::msr::PR;
+                }
+                let tb = 0x1234_5678_9abc_def0u64;
+                let want = if n == spr::TBU_READ { tb >> 32 } else { tb };
+                assert_eq!(c.read_spr(n), Ok(Some(want)), "mfspr {n} (pr {pr})");
+            }
+        }
+        assert_eq!(seen, 5 + 2);
+    }
 
     /// Every entry moves what the interpreter's `read_spr`/`write_spr` move, in both
     /// privilege states, and the privileged numbers are left to it in problem state.

@@ -155,6 +155,7 @@ impl Jit {
                 .translate(&cpu.st, key.pc, Access::Exec)
                 .map(|m| m.pa | (key.pc & !PAGE_MASK));
             if let Ok(pa) = pa {
+                self.ctx.shared.mark_code_host(key.host);
                 if self.ctx.shared.mark_code_page(pa) {
                     drop_write_entries(&mut cpu.mmu.tlb, key.host - (key.pc & !PAGE_MASK));
                 }

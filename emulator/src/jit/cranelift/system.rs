@@ -5,7 +5,7 @@
 //! composed registers, DEC, `ptesync`, a trap that fires, a reservation on a TLB miss) runs
 //! the interpreter, often on a cold path of the native code.
 
-use super::{CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
+use super::{CA, CR, CTR, LR, SO, ST, TLB_IDX_BYTES, Tx, flags, helpers, int_ty};
 use crate::cpu::{CpuState, NO_RESERVATION};
 use crate::isa::{Insn, Op};
 use crate::jit::JitCtx;
@@ -26,9 +26,10 @@ impl Tx<'_> {
         use Op::*;
         let rt = i.rt();
         match op {
-            Mfspr | Mtspr if matches!(i.spr(), 8 | 9) => {
+            // LR and CTR live in the block's variables, not in their homes.
+            Mfspr | Mftb | Mtspr if matches!(i.spr(), 8 | 9) => {
                 let r = if i.spr() == 8 { LR } else { CTR };
-                if op == Mfspr {
+                if op != Mtspr {
                     let v = self.get(r);
                     self.set(rt as usize, v);
                 } else {
@@ -36,12 +37,20 @@ impl Tx<'_> {
                     self.set(r, v);
                 }
             }
-            Mfspr | Mftb
-                if matches!(
-                    i.spr(),
-                    crate::cpu::spr::TB_READ | crate::cpu::spr::TBU_READ
-                ) =>
-            {
+            // SO and CA live in the block's variables.
+            Mfspr | Mftb | Mtspr if i.spr() == crate::cpu::spr::XER => {
+                self.move_xer(op == Mtspr, rt)
+            }
+            Mfmsr if !self.problem_state() => {
+                let v = self.b.ins().load(
+                    I64,
+                    flags(),
+                    self.cpu,
+                    ST + offset_of!(CpuState, msr) as i32,
+                );
+                self.set(rt as usize, v);
+            }
+            Mfspr | Mftb if crate::jit::spr::timebase_spr(i.spr(), self.problem_state()) => {
                 let zero = self.iconst(0);
                 let tb =
                     self.slow_call(helpers::timebase as *const () as usize, [zero, zero, zero]);
@@ -52,7 +61,8 @@ impl Tx<'_> {
                 };
                 self.set(rt as usize, v);
             }
-            Mfspr | Mtspr => {
+            // `mftb` of another number is `mfspr` of it (the interpreter's `mftb`).
+            Mfspr | Mftb | Mtspr => {
                 let Some((off, mem, mask)) = self.plain_spr(i.spr(), op == Mtspr) else {
                     return false;
                 };
@@ -367,8 +377,55 @@ impl Tx<'_> {
         Some((ST + p.offset as i32, ty, p.write_mask))
     }
 
+    /// `mfxer`/`mtxer` (`write`): XER composed from and split into its fields as
+    /// `CpuState::xer`/`set_xer` do.
+    fn move_xer(&mut self, write: bool, r: u32) {
+        let field = |f: usize| ST + f as i32;
+        let (ov, rsvd, bc) = (
+            field(offset_of!(CpuState, ov)),
+            field(offset_of!(CpuState, xer_rsvd)),
+            field(offset_of!(CpuState, xer_bc)),
+        );
+        if write {
+            let v = self.gpr(r);
+            let bit = |t: &mut Self, n: i64| {
+                let x = t.b.ins().ushr_imm_s(v, n);
+                t.b.ins().band_imm_s(x, 1)
+            };
+            let so = bit(self, 31);
+            self.set(SO, so);
+            let ca = bit(self, 29);
+            self.set(CA, ca);
+            let o = bit(self, 30);
+            let o = self.b.ins().ireduce(I8, o);
+            self.b.ins().store(flags(), o, self.cpu, ov);
+            let x = self.b.ins().band_imm_s(v, crate::cpu::XER_RESERVED as i64);
+            let x = self.b.ins().ireduce(I32, x);
+            self.b.ins().store(flags(), x, self.cpu, rsvd);
+            let x = self.b.ins().band_imm_s(v, 0x7f);
+            let x = self.b.ins().ireduce(I8, x);
+            self.b.ins().store(flags(), x, self.cpu, bc);
+        } else {
+            let so = self.get(SO);
+            let ca = self.get(CA);
+            let load = |t: &mut Self, ty: Type, off: i32| {
+                let x = t.b.ins().load(ty, flags(), t.cpu, off);
+                t.b.ins().uextend(I64, x)
+            };
+            let o = load(self, I8, ov);
+            let mut x = load(self, I32, rsvd);
+            let b = load(self, I8, bc);
+            for (f, sh) in [(so, 31), (o, 30), (ca, 29)] {
+                let f = self.b.ins().ishl_imm_s(f, sh);
+                x = self.b.ins().bor(x, f);
+            }
+            let x = self.b.ins().bor(x, b);
+            self.set(r as usize, x);
+        }
+    }
+
     fn move_plain_spr(&mut self, op: Op, r: u32, off: i32, mem: Type, mask: u64) {
-        if op == Op::Mfspr {
+        if op != Op::Mtspr {
             let v = self.b.ins().load(mem, flags(), self.cpu, off);
             let v = if mem == I64 {
                 v

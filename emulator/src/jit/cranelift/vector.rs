@@ -546,6 +546,50 @@ impl Tx<'_> {
                 let r = self.permute(a, b, s);
                 self.set_vsr(i.xt(), r);
             }
+            Vgbbd => {
+                // Each doubleword's 8×8 bit matrix transposed: three exchanges of bits 7, 14
+                // and 28 places apart (as the baseline tier's `gather_bits_by_bytes`).
+                let mut x = self.vsr(vr(rb));
+                for (sh, m) in [
+                    (7, 0x00aa_00aa_00aa_00aau64),
+                    (14, 0x0000_cccc_0000_cccc),
+                    (28, 0x0000_0000_f0f0_f0f0),
+                ] {
+                    let m = self.splat_const(I64X2, m as i64);
+                    let amt = self.b.ins().iconst(I32, sh);
+                    let s = self.b.ins().ushr(x, amt);
+                    let t = self.b.ins().bxor(x, s);
+                    let t = self.b.ins().band(t, m);
+                    let u = self.b.ins().ishl(t, amt);
+                    let x1 = self.b.ins().bxor(x, t);
+                    x = self.b.ins().bxor(x1, u);
+                }
+                self.set_vsr(vr(rt), x);
+            }
+            Vbpermq => {
+                // Byte k of VRB picks VRA's host byte 15 - k/8 (k ≥ 128: out of the
+                // swizzle's range, 0) and tests bit 0x80 >> k%8 of it; the tests in host
+                // lane order are the result's bits, in doubleword 0.
+                let (a, k) = (self.vsr_as(vr(ra), I8X16), self.vsr_as(vr(rb), I8X16));
+                let three = self.b.ins().iconst(I32, 3);
+                let row = self.b.ins().ushr(k, three);
+                let fifteen = self.splat_const(I8X16, 15);
+                let sel = self.b.ins().bxor(row, fifteen);
+                let bytes = self.b.ins().swizzle(a, sel);
+                let seven = self.splat_const(I8X16, 7);
+                let col = self.b.ins().band(k, seven);
+                let table: Vec<u8> = (0..16).map(|j| if j < 8 { 0x80 >> j } else { 0 }).collect();
+                let table = self.b.func.dfg.constants.insert(ConstantData::from(table));
+                let table = self.b.ins().vconst(I8X16, table);
+                let bit = self.b.ins().swizzle(table, col);
+                let t = self.b.ins().band(bytes, bit);
+                let zero = self.splat_const(I8X16, 0);
+                let hit = self.b.ins().icmp(IntCC::NotEqual, t, zero);
+                let bits = self.b.ins().vhigh_bits(I64, hit);
+                let z = self.splat_const(I64X2, 0);
+                let r = self.b.ins().insertlane(z, bits, 1);
+                self.set_vsr(vr(rt), r);
+            }
             Vspltb | Vsplth | Vspltw | Xxspltw => {
                 let (s, t, b) = match op {
                     Vspltb => (1, vr(rt), vr(rb)),

@@ -87,6 +87,7 @@ const fn vsr(r: u32) -> i32 {
     ST + offset_of!(CpuState, vsr) as i32 + 16 * r as i32
 }
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
+const MSR: i32 = ST + offset_of!(CpuState, msr) as i32;
 const RESERVE_ADDR: i32 = ST + offset_of!(CpuState, reserve_addr) as i32;
 const RESERVE_SIZE: i32 = ST + offset_of!(CpuState, reserve_size) as i32;
 const RESERVE_VAL: i32 = ST + offset_of!(CpuState, reserve_val) as i32;
@@ -101,6 +102,7 @@ const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
 const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
 const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
+const CODE_HOSTS: i32 = offset_of!(JitCtx, code_hosts) as i32;
 
 /// What the machine's address space and vCPUs promise the translator (user mode's process;
 /// the default is a full system's).

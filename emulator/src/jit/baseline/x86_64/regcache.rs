@@ -58,6 +58,16 @@ impl RegCache {
         self.gpr = [None; HOST_REGS.len()];
     }
 
+    /// Forgets the copies in caller-saved registers (after an inline helper call, which
+    /// writes no GPR but clobbers them); `r15`'s survives.
+    pub fn clobber_caller_saved(&mut self) {
+        for (g, h) in self.gpr.iter_mut().zip(HOST_REGS) {
+            if h != 15 {
+                *g = None;
+            }
+        }
+    }
+
     /// `(host register, GPR)` of every copy: what out-of-line code returning here reloads.
     pub fn held(&self) -> impl Iterator<Item = (u8, u32)> + '_ {
         self.gpr
@@ -109,6 +119,9 @@ mod tests {
         assert_eq!(c.find(1), None);
         assert_eq!(c.find(20), Some(HOST_REGS[1]));
         assert_eq!(c.held().count(), HOST_REGS.len());
+        // A call keeps only the callee-saved copy.
+        c.clobber_caller_saved();
+        assert_eq!(c.held().collect::<Vec<_>>(), [(15, 0)]);
         c.clear();
         assert_eq!((c.held().count(), c.find(0)), (0, None));
     }

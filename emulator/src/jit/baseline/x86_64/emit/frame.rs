@@ -75,11 +75,13 @@ pub struct Counter {
 }
 
 /// The helpers blocks call, each through its thunk.
-pub const HELPERS: [Helper; 4] = [
+pub const HELPERS: [Helper; 6] = [
     Helper::Interp,
     Helper::Load,
     Helper::Store,
     Helper::RunOptimized,
+    Helper::Timebase,
+    Helper::WriteMsr,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +90,8 @@ pub enum Helper {
     Load,
     Store,
     RunOptimized,
+    Timebase,
+    WriteMsr,
 }
 
 impl Helper {
@@ -97,6 +101,8 @@ impl Helper {
             Helper::Load => helpers::load as *const () as usize,
             Helper::Store => helpers::store as *const () as usize,
             Helper::RunOptimized => helpers::run_optimized as *const () as usize,
+            Helper::Timebase => helpers::timebase as *const () as usize,
+            Helper::WriteMsr => helpers::write_msr as *const () as usize,
         }
     }
 }
@@ -545,6 +551,14 @@ impl Em {
     pub(super) fn exit_indirect(&mut self, retired: u32) {
         asm!(self.ops ; sub rbp, retired as i32);
         self.jmp_probe();
+    }
+
+    /// A helper that writes no GPR called from the block body: `rax` = its `ret`. Copies in
+    /// caller-saved registers are gone.
+    pub(super) fn call_inline(&mut self, h: Helper) {
+        self.call(h);
+        self.cache.clobber_caller_saved();
+        asm!(self.ops ; mov rax, QWORD [r12 + RET]);
     }
 
     /// `helper(cpu, ctx, rdx, rcx, r8)` through its thunk: the caller has set the three

@@ -1,5 +1,5 @@
-//! VMX, VSX and FP-register moves (their loads and stores are `memory`'s): the baseline
-//! tier's `vector` family (see `table`).
+//! VMX, VSX and FP-register moves and permutes (their loads and stores are `memory`'s): the
+//! baseline tier's `vector` family (see `table`).
 
 use super::*;
 
@@ -27,6 +27,19 @@ impl Em {
                 self.vector_sse(op, i)
             }
             Lvsl | Lvsr if self.key.flags & msr::VEC != 0 => self.shift_vector(op, i),
+            Vgbbd if self.key.flags & msr::VEC != 0 => self.gather_bits_by_bytes(i),
+            Vbpermq if self.key.flags & msr::VEC != 0 && is_x86_feature_detected!("ssse3") => {
+                self.bit_permute(i)
+            }
+            Xxspltw if self.key.flags & msr::VSX != 0 => {
+                // Word UIM is host lane 3 - UIM, copied to every lane.
+                let l = 3 - (i.uim() & 3) as u8;
+                asm!(self.ops
+                    ; movups xmm0, [rbx + vsr(i.xb())]
+                    ; pshufd xmm0, xmm0, (l * 0x55) as i8
+                    ; movups [rbx + vsr(i.xt())], xmm0
+                );
+            }
             Xxland | Xxlandc | Xxlor | Xxlorc | Xxlxor | Xxlnor | Xxpermdi
                 if self.key.flags & msr::VSX != 0 =>
             {
@@ -203,6 +216,59 @@ impl Em {
             asm!(self.ops ; psubb xmm0, xmm1);
         }
         asm!(self.ops ; movups [rbx + vsr(32 + i.rt())], xmm0);
+    }
+
+    /// `xmm{x}` = the 64-bit constant `m` in both lanes (clobbers `rax`).
+    fn splat_qword(&mut self, x: u8, m: u64) {
+        asm!(self.ops ; mov rax, QWORD m as i64 ; movq Rx(x), rax ; punpcklqdq Rx(x), Rx(x));
+    }
+
+    /// `vgbbd`: the 8×8 bit matrix of each doubleword (bytes × bits) transposed. A
+    /// doubleword's value has byte a, bit b (counting from the least significant) at bit
+    /// 8a + b, so the transpose swaps bits 8a + b and 8b + a: three exchanges of the bits
+    /// 7, 14 and 28 places apart that the masks select (1×1, 2×2, then 4×4 blocks), on
+    /// both lanes at once.
+    pub(super) fn gather_bits_by_bytes(&mut self, i: Insn) {
+        asm!(self.ops ; movups xmm0, [rbx + vsr(32 + i.rb())]);
+        for (sh, m) in [
+            (7, 0x00aa_00aa_00aa_00aau64),
+            (14, 0x0000_cccc_0000_cccc),
+            (28, 0x0000_0000_f0f0_f0f0),
+        ] {
+            self.splat_qword(2, m);
+            asm!(self.ops
+                ; movdqa xmm1, xmm0 ; psrlq xmm1, sh ; pxor xmm1, xmm0 ; pand xmm1, xmm2
+                ; pxor xmm0, xmm1 ; psllq xmm1, sh ; pxor xmm0, xmm1
+            );
+        }
+        asm!(self.ops ; movups [rbx + vsr(32 + i.rt())], xmm0);
+    }
+
+    /// `vbpermq`: byte k of VRB (k < 128) picks bit k of VRA (0 = the most significant);
+    /// the 16 bits form the low halfword of doubleword 0, the rest is 0. Per host lane:
+    /// `pshufb` fetches VRA's byte (host byte 15 - k/8; an index with bit 7 set, k ≥ 128,
+    /// gives 0) and the bit's mask (0x80 >> k%8), and `pmovmskb` collects the zero tests in
+    /// host lane order, which is the result's bit order (inverted).
+    pub(super) fn bit_permute(&mut self, i: Insn) {
+        let splat = |b: u8| (b as u32 * 0x0101_0101) as i32;
+        asm!(self.ops
+            ; movups xmm0, [rbx + vsr(32 + i.ra())]
+            ; movups xmm1, [rbx + vsr(32 + i.rb())]
+            // Byte selectors: ((k >> 3) & 15) ^ 15, with k's bit 7.
+            ; movdqa xmm2, xmm1 ; psrlw xmm2, 3
+            ; mov eax, splat(0x0f) ; movd xmm3, eax ; pshufd xmm3, xmm3, 0
+            ; pand xmm2, xmm3 ; pxor xmm2, xmm3
+            ; mov eax, splat(0x80) ; movd xmm4, eax ; pshufd xmm4, xmm4, 0
+            ; pand xmm4, xmm1 ; por xmm2, xmm4
+            ; pshufb xmm0, xmm2
+            // Bit masks 0x80 >> (k & 7), from a table in both quadwords.
+            ; mov rax, QWORD 0x0102_0408_1020_4080 ; movq xmm3, rax ; punpcklqdq xmm3, xmm3
+            ; pshufb xmm3, xmm1
+            ; pand xmm0, xmm3 ; pxor xmm4, xmm4 ; pcmpeqb xmm0, xmm4
+            ; pmovmskb eax, xmm0 ; xor eax, 0xffff
+            ; mov QWORD [rbx + vsr(32 + i.rt()) + 8], rax
+            ; mov QWORD [rbx + vsr(32 + i.rt())], 0
+        );
     }
 
     /// The facility a VSR half move needs is on in this block's MSR state: FP for VSRs
