@@ -205,6 +205,21 @@ pub fn build(req: &BuildRequest) -> Result<Vec<Built>> {
 }
 
 /// Loads a binary built earlier by `lockscale build`, checking that it is unchanged.
+/// The working tree's variants: the binaries of the last `lockscale build` when `no_build`,
+/// else built now (`sweep` and the Slurm stage both start from these).
+pub fn build_or_load(repo: &Path, variants: &[String], no_build: bool) -> Result<Vec<Built>> {
+    if no_build {
+        let dir = bin_dir(repo, None);
+        variants.iter().map(|v| load_built(&dir, v)).collect()
+    } else {
+        build(&BuildRequest {
+            repo,
+            variants,
+            rev: None,
+        })
+    }
+}
+
 pub fn load_built(dir: &Path, variant: &str) -> Result<Built> {
     let bin = dir.join(format!("ppc64emu-{variant}"));
     let meta = metadata_path(&bin);

@@ -11,7 +11,7 @@ use super::sweep_guest::{GuestRequest, PreparedGuest, prepare_guest};
 use super::sweep_plan::{Resolved, mode_name, print_plan, resolve_args};
 use super::{EXIT_FAILED_RUNS, load_results, parse_pairs, user_path};
 use crate::analysis::analyze;
-use crate::builder::{self, BuildRequest};
+use crate::builder;
 use crate::charts::{self, Labelled};
 use crate::cli::{SweepArgs, options_given};
 use crate::model::*;
@@ -129,19 +129,7 @@ fn ours(
         .collect();
     let mut built: BTreeMap<String, (PathBuf, BuildInfo)> = BTreeMap::new();
     if !to_build.is_empty() {
-        let list = if a.no_build {
-            let dir = builder::bin_dir(repo, None);
-            to_build
-                .iter()
-                .map(|v| builder::load_built(&dir, v))
-                .collect::<Result<Vec<_>>>()?
-        } else {
-            builder::build(&BuildRequest {
-                repo,
-                variants: &to_build,
-                rev: None,
-            })?
-        };
+        let list = builder::build_or_load(repo, &to_build, a.no_build)?;
         for b in list {
             built.insert(b.variant.clone(), (b.binary, b.info));
         }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::run_self;
-use crate::builder::{self, BuildRequest, VARIANTS};
+use crate::builder::{self, VARIANTS};
 use crate::cli::SweepArgs;
 use crate::model::BuildKind;
 use crate::util::write_atomic;
@@ -81,19 +81,7 @@ pub(super) fn stage_binaries(
         .collect();
     let mut found: Vec<(String, PathBuf, crate::model::BuildInfo)> = Vec::new();
     if !to_build.is_empty() {
-        let list = if a.no_build {
-            let dir = builder::bin_dir(repo, None);
-            to_build
-                .iter()
-                .map(|v| builder::load_built(&dir, v))
-                .collect::<Result<Vec<_>>>()?
-        } else {
-            builder::build(&BuildRequest {
-                repo,
-                variants: &to_build,
-                rev: None,
-            })?
-        };
+        let list = builder::build_or_load(repo, &to_build, a.no_build)?;
         found.extend(list.into_iter().map(|b| (b.variant, b.binary, b.info)));
     }
     for v in &ours {
