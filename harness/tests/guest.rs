@@ -177,3 +177,29 @@ fn a_failed_guest_build_and_wrong_result_lines_fail_their_runs() {
             .contains("result line says workload=linux-make but the image is kernel-make")
     }));
 }
+
+/// The SHA-256s committed beside the locks (images.json) are of the images this checkout
+/// builds: each record names the committed lock and this checkout's image inputs (/init
+/// without comments, the generated project). A change to either without re-recording would
+/// leave `guest build` printing a note instead of checking the image against its record.
+#[test]
+fn the_committed_image_records_are_of_this_checkouts_lock_and_inputs() {
+    let repo = workspace();
+    for w in [Workload::LinuxMake, Workload::KernelMake] {
+        let records = guest::ImageRecords::load(&repo, w).unwrap();
+        assert!(!records.images.is_empty(), "{} records no image", w.name());
+        let lock = sha256_file(&lockscale::lock::lock_path(&repo, w)).unwrap();
+        for r in &records.images {
+            let what = format!("{} units={} size={}", w.name(), r.units, r.size);
+            assert_eq!(
+                r.lock_sha256, lock,
+                "{what}: recorded for another lock; `lockscale guest build` it with --record"
+            );
+            let inputs = guest::inputs_sha256(&repo, w, r.units, r.size).unwrap();
+            assert_eq!(
+                r.inputs_sha256, inputs,
+                "{what}: recorded for another /init or project; `lockscale guest build` it with --record"
+            );
+        }
+    }
+}

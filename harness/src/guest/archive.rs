@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{INIT_SCRIPT, Project};
+use super::Project;
 use crate::prepared::Entry;
 
 /// Parts of the unpacked tree that no compile reads: leaving them out keeps the initramfs
@@ -145,9 +145,7 @@ pub(super) fn collect_entries(
             mode: 0o600,
         },
     );
-    let init = repo.join(INIT_SCRIPT);
-    let init = fs::read(&init)
-        .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
+    let init = super::guest_init(repo)?;
     nodes.insert(
         "init".into(),
         Node::Bytes {

@@ -48,6 +48,30 @@ pub use records::{
 /// The guest's /init, shared by the Linux workloads.
 pub const INIT_SCRIPT: &str = "workloads/linux/init.sh";
 
+/// The /init the images hold: [`INIT_SCRIPT`] without its comment lines and blank lines (the
+/// `#!` line stays), so that editing a comment does not change an image's bytes and void the
+/// SHA-256s committed beside the locks. The script has no here-documents or multi-line
+/// strings for a `#` line to be part of.
+pub fn guest_init(repo: &Path) -> Result<Vec<u8>> {
+    let path = repo.join(INIT_SCRIPT);
+    let text = fs::read_to_string(&path)
+        .with_context(|| format!("reading the guest's /init, {}", path.display()))?;
+    Ok(strip_comments(&text).into_bytes())
+}
+
+fn strip_comments(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    for (i, line) in script.lines().enumerate() {
+        let code = line.trim_start();
+        if (i > 0 && code.starts_with('#')) || code.is_empty() {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// A configure image to boot (given to the caller's [`Boot`]).
 #[derive(Clone, Debug)]
 pub struct BootRequest {
@@ -520,9 +544,7 @@ fn load_checked(repo: &Path, dir: &Path) -> Result<Option<GuestImage>> {
 /// kernel-make its build settings, configuration fragment and the rule that picks its
 /// outputs; the tree follows from the packages).
 pub fn inputs_sha256(repo: &Path, workload: Workload, units: u32, size: u32) -> Result<String> {
-    let init = repo.join(INIT_SCRIPT);
-    let mut all = fs::read(&init)
-        .with_context(|| format!("reading the guest's /init, {}", init.display()))?;
+    let mut all = guest_init(repo)?;
     if workload == Workload::KernelMake {
         all.extend(kernel_tree::OUTPUT_RULE.as_bytes());
         all.extend(configure_params().into_bytes());
@@ -810,6 +832,16 @@ pub fn cached_image(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_images_init_has_no_comment_or_blank_lines_but_keeps_its_interpreter_line() {
+        let script = "#!/bin/sh\n# why\n\nset -e\n    # indented why\n    grep -v '^#' x\n";
+        assert_eq!(strip_comments(script), "#!/bin/sh\nset -e\n    grep -v '^#' x\n");
+        let init = guest_init(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()).unwrap();
+        let init = String::from_utf8(init).unwrap();
+        assert!(init.starts_with("#!"), "{init}");
+        assert!(init.contains("LINUX-MAKE-RESULT"));
+    }
 
     #[test]
     fn the_committed_configuration_is_used_for_its_key_only_and_refused_when_damaged() {
