@@ -836,7 +836,10 @@ mod tests {
     #[test]
     fn the_images_init_has_no_comment_or_blank_lines_but_keeps_its_interpreter_line() {
         let script = "#!/bin/sh\n# why\n\nset -e\n    # indented why\n    grep -v '^#' x\n";
-        assert_eq!(strip_comments(script), "#!/bin/sh\nset -e\n    grep -v '^#' x\n");
+        assert_eq!(
+            strip_comments(script),
+            "#!/bin/sh\nset -e\n    grep -v '^#' x\n"
+        );
         let init = guest_init(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()).unwrap();
         let init = String::from_utf8(init).unwrap();
         assert!(init.starts_with("#!"), "{init}");
