@@ -5,6 +5,7 @@
 use super::stats::Site;
 use super::{Slot, VirtualTime, active, sync, with_current};
 use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How a lock charges virtual wait to its acquirer.
@@ -43,14 +44,32 @@ const LAST_OTHER: usize = usize::MAX - 1;
 
 #[derive(Default)]
 pub(super) struct FifoQueue {
-    /// Recorded holds, by arrival.
-    pub(super) arrivals: std::collections::BinaryHeap<std::cmp::Reverse<Arrival>>,
+    /// Recorded holds not yet served, per vCPU, in arrival order. A vCPU's arrivals keep
+    /// their order as its waits are resolved (a wait moves every later arrival of its vCPU
+    /// by the same amount), so serving merges the queues' heads: no re-sorting, and a
+    /// resolved wait costs nothing until its vCPU's head is looked at.
+    pending: Vec<VecDeque<Arrival>>,
     /// Where the last served hold ended.
     pub(super) free: u64,
 }
 
+impl FifoQueue {
+    fn record(&mut self, a: Arrival) {
+        if self.pending.len() <= a.vcpu {
+            self.pending.resize_with(a.vcpu + 1, VecDeque::new);
+        }
+        self.pending[a.vcpu].push_back(a);
+    }
+
+    /// Holds recorded and not yet served.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.pending.iter().map(VecDeque::len).sum()
+    }
+}
+
 /// One hold of a Fifo lock.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy)]
 pub(super) struct Arrival {
     at: u64,
     vcpu: usize,
@@ -127,13 +146,13 @@ pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
                 .saturating_sub(since.clock)
                 .saturating_sub(applied.saturating_sub(since.applied));
             let mut q = t.fifo.lock();
-            q.arrivals.push(std::cmp::Reverse(Arrival {
+            q.record(Arrival {
                 at: since.clock,
                 vcpu: i,
                 hold,
                 applied: since.applied,
                 site: site as u8,
-            }));
+            });
             t.holder_since.store(u64::MAX, Ordering::SeqCst);
             vt.serve(&mut q, t);
             hold
@@ -150,30 +169,87 @@ impl VirtualTime {
             .min_busy()
             .unwrap_or(u64::MAX)
             .min(t.holder_since.load(Ordering::SeqCst));
-        while let Some(&std::cmp::Reverse(a)) = q.arrivals.peek() {
-            if a.at > floor {
+        loop {
+            // The earliest head, where it stands now: its arrival moved by the waits
+            // resolved for its vCPU since it was recorded (ties: the lower vCPU first).
+            let mut next: Option<(u64, usize)> = None;
+            for (v, pending) in q.pending.iter().enumerate() {
+                if let Some(a) = pending.front() {
+                    let resolved = self.slots[v].resolved.load(Ordering::SeqCst);
+                    let at = a.at + resolved.saturating_sub(a.applied);
+                    if next.is_none_or(|(best, _)| at < best) {
+                        next = Some((at, v));
+                    }
+                }
+            }
+            let Some((at, v)) = next else { break };
+            if at > floor {
                 break;
             }
-            q.arrivals.pop();
-            let s = &self.slots[a.vcpu];
-            // Waits served for this vCPU after it arrived push the arrival back: serve it
-            // at its real place in the order.
-            let resolved = s.resolved.load(Ordering::SeqCst);
-            let at = a.at + resolved.saturating_sub(a.applied);
-            if at != a.at {
-                q.arrivals.push(std::cmp::Reverse(Arrival {
-                    at,
-                    applied: resolved,
-                    ..a
-                }));
-                continue;
-            }
+            let a = q.pending[v].pop_front().expect("a head was found");
             let start = at.max(q.free);
             q.free = start + a.hold;
             let wait = start - at;
             if wait != 0 {
-                defer_wait(s, Site::ALL[a.site as usize], wait);
+                defer_wait(&self.slots[v], Site::ALL[a.site as usize], wait);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::RUN;
+    use super::*;
+
+    fn arrival(at: u64, vcpu: usize, hold: u64) -> Arrival {
+        Arrival {
+            at,
+            vcpu,
+            hold,
+            applied: 0,
+            site: Site::BqlHcall as u8,
+        }
+    }
+
+    #[test]
+    fn a_served_wait_moves_the_later_queued_arrivals_of_its_vcpu() {
+        // Both vCPUs idle and the lock free: nothing can arrive any more, all is served.
+        let vt = VirtualTime::new(2, 1_000_000_000);
+        let t = LockTime::default();
+        t.holder_since.store(u64::MAX, Ordering::SeqCst);
+        let mut q = t.fifo.lock();
+        // vCPU 1 recorded two holds before vCPU 0's first, which comes earlier in virtual
+        // time: vCPU 1 waits 8 at 2, so its second arrival is at 15 + 8 = 23, not 15.
+        q.record(arrival(2, 1, 10));
+        q.record(arrival(15, 1, 5));
+        q.record(arrival(0, 0, 10));
+        q.record(arrival(21, 0, 1));
+        vt.serve(&mut q, &t);
+        let pending =
+            |i: usize| vt.slots[i].pending[Site::BqlHcall as usize].load(Ordering::SeqCst);
+        // 0..10 vCPU 0; 10..20 vCPU 1 (waits 8); 21..22 vCPU 0; 23..28 vCPU 1.
+        assert_eq!((pending(0), pending(1)), (0, 8));
+        assert_eq!(q.free, 28);
+        assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn equal_arrivals_are_served_lower_vcpu_first_and_later_ones_wait_for_a_busy_vcpu() {
+        let vt = VirtualTime::new(3, 1_000_000_000);
+        let t = LockTime::default();
+        t.holder_since.store(u64::MAX, Ordering::SeqCst);
+        // vCPU 2 is running at 30: an arrival after 30 may still be preceded by one of its own.
+        vt.slots[2].clock.store(30, Ordering::SeqCst);
+        vt.slots[2].state.store(RUN, Ordering::SeqCst);
+        let mut q = t.fifo.lock();
+        q.record(arrival(5, 1, 4));
+        q.record(arrival(5, 0, 4));
+        q.record(arrival(31, 0, 1));
+        vt.serve(&mut q, &t);
+        let pending =
+            |i: usize| vt.slots[i].pending[Site::BqlHcall as usize].load(Ordering::SeqCst);
+        assert_eq!((pending(0), pending(1)), (0, 4));
+        assert_eq!((q.free, q.len()), (13, 1));
     }
 }

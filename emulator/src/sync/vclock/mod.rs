@@ -1142,7 +1142,7 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert_eq!(lock.fifo.lock().arrivals.len(), 1, "served too early");
+        assert_eq!(lock.fifo.lock().len(), 1, "served too early");
     }
 
     #[test]
