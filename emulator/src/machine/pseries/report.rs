@@ -79,6 +79,9 @@ pub struct VcpuReport {
     /// Line costs charged (`--line-cost`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_ns: Option<u64>,
+    /// CPU time of the virtual clock's own bookkeeping, left out of the clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_ns: Option<u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub virtual_wait_ns: BTreeMap<&'static str, u64>,
 }
@@ -246,6 +249,7 @@ pub(super) fn vcpu_report(
         parks: vtime.map(|vt| vt.parks(v.index)),
         idle_ns: vtime.map(|vt| vt.idle_ns(v.index)),
         line_ns: vtime.map(|vt| vt.line_ns(v.index)),
+        skipped_ns: vtime.map(|vt| vt.skipped_ns(v.index)),
         virtual_wait_ns: locks
             .to_map()
             .into_iter()

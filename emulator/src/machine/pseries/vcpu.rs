@@ -209,7 +209,9 @@ impl<S: Strategy> VcpuRunner<S> for PseriesVcpu {
                     starting: Vec::new(),
                     console: Vec::new(),
                 };
-                let shared = self.shared.clone();
+                // Borrowed, not cloned: the Arc's count is one cache line that every
+                // vCPU's hypercalls would otherwise write, inside the BQL's hold.
+                let shared = &self.shared;
                 let st = &mut self.engine.cpu.st;
                 let outcome = hcall::hcall(&mut b.dev, i, st, &shared.phys, &mut fx);
                 self.apply(accel, b, fx);

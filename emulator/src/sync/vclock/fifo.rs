@@ -155,6 +155,8 @@ pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
             });
             t.holder_since.store(u64::MAX, Ordering::SeqCst);
             vt.serve(&mut q, t);
+            drop(q);
+            super::skip_bookkeeping();
             hold
         }
     }

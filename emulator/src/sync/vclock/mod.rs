@@ -118,6 +118,8 @@ struct Slot {
     idle_ns: AtomicU64,
     /// Line costs charged to it.
     line_ns: AtomicU64,
+    /// CPU time of the clock's own bookkeeping, left out of it ([`skip_bookkeeping`]).
+    skipped_ns: AtomicU64,
     /// Fifo waits: served (resolved) and added to the clock (applied), and those served
     /// but not yet added, by lock site.
     resolved: AtomicU64,
@@ -218,6 +220,7 @@ impl VirtualTime {
                     parks: AtomicU64::new(0),
                     idle_ns: AtomicU64::new(0),
                     line_ns: AtomicU64::new(0),
+                    skipped_ns: AtomicU64::new(0),
                     resolved: AtomicU64::new(0),
                     applied: AtomicU64::new(0),
                     has_pending: std::sync::atomic::AtomicBool::new(false),
@@ -556,6 +559,11 @@ impl VirtualTime {
     pub fn line_ns(&self, i: usize) -> u64 {
         self.slots[i].line_ns.load(Ordering::Relaxed)
     }
+
+    /// CPU time of vCPU `i`'s clock bookkeeping left out of its clock.
+    pub fn skipped_ns(&self, i: usize) -> u64 {
+        self.slots[i].skipped_ns.load(Ordering::Relaxed)
+    }
 }
 
 /// The vCPU whose thread this is.
@@ -736,6 +744,32 @@ fn discard() {
             cur.last_tick = tsc.ticks();
         }
     });
+}
+
+/// Leaves the time since the last sync point out of the clock, read by the counter: the
+/// clock's own bookkeeping after a sync (serving a lock's queue), which a vCPU thread on a
+/// real host does not do. Its shared lines moving between host cores would otherwise make
+/// a virtual run on two cores slower than on one. An interval too long for the counter (the
+/// thread was descheduled) is dropped through the CPU clock, as [`discard`] does.
+pub(super) fn skip_bookkeeping() {
+    let long = with_current(|cur| {
+        let Some(tsc) = cur.tsc else { return false };
+        let now = tsc.ticks();
+        let dt = tsc.ns(now.wrapping_sub(cur.last_tick));
+        if dt >= TSC_TRUST_NS {
+            return true;
+        }
+        cur.last_tick = now;
+        // Counted as charged for the CPU clock's next settling, not added to the clock.
+        let s = &cur.vt.slots[cur.i];
+        let last = s.last_cpu.load(Ordering::Relaxed);
+        s.last_cpu.store(last + dt, Ordering::SeqCst);
+        s.skipped_ns.fetch_add(dt, Ordering::Relaxed);
+        false
+    });
+    if long == Some(true) {
+        discard();
+    }
 }
 
 /// Runs `f`, which blocks the thread (a contended lock, a condition variable), with the
@@ -927,6 +961,33 @@ mod tests {
         });
         assert_eq!(h.join().unwrap(), (5_000, 34_000, 51_000, 61_000));
         assert_eq!(vt.cpu_ns(0), 61_000);
+    }
+
+    #[test]
+    fn the_clocks_own_bookkeeping_is_left_out_also_when_the_cpu_clock_settles() {
+        let vt = VirtualTime::new(1, 1_000_000_000);
+        let h = on_vcpu(&vt, 0, || {
+            manual_counter();
+            burn(1_000);
+            tick(1_000);
+            let a = sync().unwrap();
+            // 3 µs serving a lock's queue after the sync: left out.
+            burn(3_000);
+            tick(3_000);
+            skip_bookkeeping();
+            burn(5_000);
+            tick(5_000);
+            let b = sync().unwrap();
+            burn(3_000);
+            tick(3_000);
+            skip_bookkeeping();
+            // A long interval settled by the CPU clock does not charge the skipped 3 µs.
+            burn(30_000);
+            tick(30_000);
+            (a, b, sync().unwrap())
+        });
+        assert_eq!(h.join().unwrap(), (1_000, 6_000, 36_000));
+        assert_eq!(vt.skipped_ns(0), 6_000);
     }
 
     #[test]
