@@ -131,10 +131,6 @@ fn baseline_tier_computes_the_interpreters_checksum() {
             b.counters.blocks_translated > 0 && b.counters.links > 0,
             "{b:?}"
         );
-        // The guest's address-space switches flush the TLB: probes of jump-cache entries
-        // whose page left the exec TLB go on through `probe_refill`, and the checksum above
-        // says they went on to the right code.
-        assert!(b.probe_refills > 0, "no probe refilled the TLB: {b:?}");
         assert_eq!(
             jit.blocks_translated, 0,
             "no Cranelift translation without that tier"

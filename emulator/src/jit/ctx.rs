@@ -57,9 +57,6 @@ pub struct JitCtx {
     /// Calls of optimized code from baseline code, and the instructions they retired.
     pub optimized_calls: u64,
     pub optimized_instructions: u64,
-    /// Probe misses that [`super::helpers::probe_refill`] turned into hits (the page was
-    /// back in the exec TLB and the jump-cache entry held) without the run loop.
-    pub probe_refills: u64,
     /// `JitShared`'s filter of host pages that may hold translated code (read by translated
     /// `icbi`).
     pub code_hosts: *const std::sync::atomic::AtomicU64,

@@ -7,7 +7,6 @@ use crate::cpu::{Exception, msr};
 use crate::interp::DISPATCH;
 use crate::interp::events::MSR_CHANGED;
 use crate::isa::Insn;
-use crate::softmmu::{Access, mmu_idx};
 use crate::vcpu::Cpu;
 use crate::vcpu::exit::keeps_running;
 
@@ -92,38 +91,6 @@ pub unsafe extern "C" fn run_optimized(
         || ctx.shared.generation() != ctx.seen_generation
         || cpu.st.msr & super::KEY_MSR_BITS != flags;
     ctx.ret = stop as u64;
-}
-
-/// A probe of baseline code missed for the next PC `pc` (`tag`: the jump-cache flags word it
-/// wanted). Most such misses follow an address-space switch: the jump-cache entry is right
-/// but its page left the exec TLB with the flush. This refills that TLB entry as the run
-/// loop's lookup would and, when the entry holds again (same PC, flags and host page, cache
-/// in sync with the generation), returns its code in `ret` for the probe to go on; else 0,
-/// and the probe returns to the run loop (a fault is raised there, by the same fetch).
-pub unsafe extern "C" fn probe_refill(cpu: *mut Cpu, ctx: *mut JitCtx, pc: u64, tag: u64, _: u64) {
-    // SAFETY: translated code calls helpers with its own `cpu` and `ctx` (the entry
-    // pointers, live and not otherwise borrowed while the block runs).
-    let (cpu, ctx) = unsafe { (&mut *cpu, &mut *ctx) };
-    ctx.ret = 0;
-    if ctx.shared.generation() != ctx.seen_generation {
-        return;
-    }
-    // SAFETY: `jc` is the vCPU's jump cache of `JC_SIZE` entries (`JitCtx::jc`), which only
-    // the run loop writes, and it is not running.
-    let e = unsafe { *ctx.jc.add(super::jump_cache::slot(pc)) };
-    if e.pc != pc || e.flags != tag || cpu.mmu.fetch(&cpu.st, pc).is_err() {
-        return;
-    }
-    let idx = mmu_idx(cpu.st.msr, Access::Exec);
-    let holds = cpu
-        .mmu
-        .tlb
-        .lookup(idx, pc, 4, Access::Exec)
-        .is_some_and(|h| (h as u64).wrapping_sub(pc) == e.addend);
-    if holds {
-        ctx.probe_refills += 1;
-        ctx.ret = e.f as u64;
-    }
 }
 
 /// `mtmsr`, `mtmsrd` or `rfid` in supervisor state (the interpreter's function), translated

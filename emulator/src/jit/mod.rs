@@ -143,7 +143,6 @@ impl Jit {
             optimized_entry: 0,
             optimized_calls: 0,
             optimized_instructions: 0,
-            probe_refills: 0,
             beyond_user_span: !(USER_SPAN - 1),
         };
         let mut j = Self {

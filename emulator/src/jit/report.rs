@@ -143,9 +143,6 @@ pub struct BaselineReport {
     pub code_bytes: u64,
     /// Optimized blocks (chains) run from baseline code, without the run loop.
     pub optimized_calls: u64,
-    /// Probe misses refilled from translated code (the exec TLB entry refilled, the
-    /// jump-cache entry still right), without the run loop.
-    pub probe_refills: u64,
 }
 
 /// JIT counters of one vCPU in the run report.
@@ -218,7 +215,6 @@ impl Jit {
                     translate_us_p99: p99,
                     code_bytes: self.ctx.shared.baseline_code_bytes(),
                     optimized_calls: self.ctx.optimized_calls,
-                    probe_refills: self.ctx.probe_refills,
                 }
             }),
         }

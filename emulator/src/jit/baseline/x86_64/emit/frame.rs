@@ -75,14 +75,13 @@ pub struct Counter {
 }
 
 /// The helpers blocks call, each through its thunk.
-pub const HELPERS: [Helper; 7] = [
+pub const HELPERS: [Helper; 6] = [
     Helper::Interp,
     Helper::Load,
     Helper::Store,
     Helper::RunOptimized,
     Helper::Timebase,
     Helper::WriteMsr,
-    Helper::ProbeRefill,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +92,6 @@ pub enum Helper {
     RunOptimized,
     Timebase,
     WriteMsr,
-    ProbeRefill,
 }
 
 impl Helper {
@@ -105,7 +103,6 @@ impl Helper {
             Helper::RunOptimized => helpers::run_optimized as *const () as usize,
             Helper::Timebase => helpers::timebase as *const () as usize,
             Helper::WriteMsr => helpers::write_msr as *const () as usize,
-            Helper::ProbeRefill => helpers::probe_refill as *const () as usize,
         }
     }
 }
@@ -317,15 +314,12 @@ impl Em {
         } else {
             out
         };
-        // Ways out of the lookup: the called probe first drops its return address. A page
-        // missing from the exec TLB (the entry may still be right) is refilled by a helper
-        // first when called.
+        // Ways out of the lookup: the called probe first drops its return address.
         let (miss, other) = if called {
             (self.label(), self.label())
         } else {
             (out_link, optimized)
         };
-        let not_in_tlb = if called { self.label() } else { miss };
         let tag = jc_flags(self.key.flags, TierId::Baseline) as i64;
         let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
         let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
@@ -348,7 +342,7 @@ impl Em {
             ; mov rsi, rax
             ; and rsi, PAGE_MASK as i32
             ; cmp rsi, QWORD [r14 + rdx + exec_tag]
-            ; jne =>not_in_tlb
+            ; jne =>miss
             ; mov rsi, QWORD [r14 + rdx + exec_addend]
             ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
             ; jne =>miss
@@ -359,21 +353,6 @@ impl Em {
         if called {
             asm!(self.ops
                 ; mov rcx, QWORD [rcx + offset_of!(JcEntry, f) as i32]
-                ; ret
-                ; =>not_in_tlb
-                // Still called (the block's return address is on the stack): realigned for
-                // the helper, which returns the entry's code in `ret`, or 0.
-                ; sub rsp, 8
-                ; mov rdx, rax
-                ; mov rcx, QWORD tag
-            );
-            self.call(Helper::ProbeRefill);
-            asm!(self.ops
-                ; add rsp, 8
-                ; mov rax, QWORD [rbx + PC]
-                ; mov rcx, QWORD [r12 + RET]
-                ; test rcx, rcx
-                ; jz =>miss
                 ; ret
                 ; =>miss
                 ; add rsp, 8
