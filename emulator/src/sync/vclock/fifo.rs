@@ -204,54 +204,46 @@ mod tests {
     use super::super::RUN;
     use super::*;
 
-    fn arrival(at: u64, vcpu: usize, hold: u64) -> Arrival {
-        Arrival {
-            at,
-            vcpu,
-            hold,
-            applied: 0,
-            site: Site::BqlHcall as u8,
+    /// Records `(arrival, vCPU, hold)`s on a free lock in that order and serves the queue:
+    /// each vCPU's served wait, where the last served hold ends, holds left queued.
+    fn serve(vt: &VirtualTime, holds: &[(u64, usize, u64)]) -> (Vec<u64>, u64, usize) {
+        let t = LockTime::default();
+        t.holder_since.store(u64::MAX, Ordering::SeqCst);
+        let mut q = t.fifo.lock();
+        for &(at, vcpu, hold) in holds {
+            q.record(Arrival {
+                at,
+                vcpu,
+                hold,
+                applied: 0,
+                site: Site::BqlHcall as u8,
+            });
         }
+        vt.serve(&mut q, &t);
+        let waits = (vt.slots.iter())
+            .map(|s| s.pending[Site::BqlHcall as usize].load(Ordering::SeqCst))
+            .collect();
+        (waits, q.free, q.len())
     }
 
     #[test]
     fn a_served_wait_moves_the_later_queued_arrivals_of_its_vcpu() {
-        // Both vCPUs idle and the lock free: nothing can arrive any more, all is served.
+        // Both vCPUs idle: nothing can arrive any more, all is served. vCPU 1 recorded two
+        // holds before vCPU 0's first, which comes earlier in virtual time: vCPU 1 waits 8
+        // at 2, so its second arrival is at 15 + 8 = 23, not 15.
         let vt = VirtualTime::new(2, 1_000_000_000);
-        let t = LockTime::default();
-        t.holder_since.store(u64::MAX, Ordering::SeqCst);
-        let mut q = t.fifo.lock();
-        // vCPU 1 recorded two holds before vCPU 0's first, which comes earlier in virtual
-        // time: vCPU 1 waits 8 at 2, so its second arrival is at 15 + 8 = 23, not 15.
-        q.record(arrival(2, 1, 10));
-        q.record(arrival(15, 1, 5));
-        q.record(arrival(0, 0, 10));
-        q.record(arrival(21, 0, 1));
-        vt.serve(&mut q, &t);
-        let pending =
-            |i: usize| vt.slots[i].pending[Site::BqlHcall as usize].load(Ordering::SeqCst);
+        let served = serve(&vt, &[(2, 1, 10), (15, 1, 5), (0, 0, 10), (21, 0, 1)]);
         // 0..10 vCPU 0; 10..20 vCPU 1 (waits 8); 21..22 vCPU 0; 23..28 vCPU 1.
-        assert_eq!((pending(0), pending(1)), (0, 8));
-        assert_eq!(q.free, 28);
-        assert_eq!(q.len(), 0);
+        assert_eq!(served, (vec![0, 8], 28, 0));
     }
 
     #[test]
     fn equal_arrivals_are_served_lower_vcpu_first_and_later_ones_wait_for_a_busy_vcpu() {
-        let vt = VirtualTime::new(3, 1_000_000_000);
-        let t = LockTime::default();
-        t.holder_since.store(u64::MAX, Ordering::SeqCst);
         // vCPU 2 is running at 30: an arrival after 30 may still be preceded by one of its own.
+        let vt = VirtualTime::new(3, 1_000_000_000);
         vt.slots[2].clock.store(30, Ordering::SeqCst);
         vt.slots[2].state.store(RUN, Ordering::SeqCst);
-        let mut q = t.fifo.lock();
-        q.record(arrival(5, 1, 4));
-        q.record(arrival(5, 0, 4));
-        q.record(arrival(31, 0, 1));
-        vt.serve(&mut q, &t);
-        let pending =
-            |i: usize| vt.slots[i].pending[Site::BqlHcall as usize].load(Ordering::SeqCst);
-        assert_eq!((pending(0), pending(1)), (0, 4));
-        assert_eq!((q.free, q.len()), (13, 1));
+        let served = serve(&vt, &[(5, 1, 4), (5, 0, 4), (31, 0, 1)]);
+        assert_eq!(served, (vec![0, 4, 0], 13, 1));
     }
 }
