@@ -4,6 +4,7 @@
 use super::prim::{Condvar, Mutex, MutexGuard};
 use super::stats::{self, Site};
 use super::vclock::{self, LockTime, Rule};
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
@@ -109,7 +110,8 @@ pub struct StatMutex<T> {
 }
 
 pub struct StatGuard<'a, T> {
-    g: MutexGuard<'a, T>,
+    /// Dropped by hand, so that on virtual time the unlock can be left out of the clock.
+    g: ManuallyDrop<MutexGuard<'a, T>>,
     site: Site,
     class: Class,
     since: Option<Instant>,
@@ -145,15 +147,20 @@ impl<T> StatMutex<T> {
     pub fn lock(&self, site: Site) -> StatGuard<'_, T> {
         order::acquiring(self.class);
         let virtual_time = vclock::active();
+        let mark = if virtual_time { vclock::mark() } else { None };
         let g = match self.m.try_lock() {
             Some(g) => {
+                vclock::leave_out_since(mark);
                 stats::record_acquire(site, false, 0);
                 g
             }
             None => {
                 let t = Instant::now();
                 let g = if virtual_time {
-                    vclock::blocking(|| self.m.lock())
+                    vclock::contended(
+                        || (!self.m.is_locked()).then(|| self.m.try_lock()).flatten(),
+                        || self.m.lock(),
+                    )
                 } else {
                     self.m.lock()
                 };
@@ -168,7 +175,7 @@ impl<T> StatMutex<T> {
         };
         order::acquired(self.class);
         StatGuard {
-            g,
+            g: ManuallyDrop::new(g),
             site,
             class: self.class,
             since: stats::profiling().then(Instant::now),
@@ -230,6 +237,13 @@ impl<T> Drop for StatGuard<'_, T> {
         self.end_hold();
         order::released(self.class);
         self.end_virtual_hold();
+        // SAFETY: `g` is not used after this; the guard is being dropped.
+        unsafe { ManuallyDrop::drop(&mut self.g) };
+        if vclock::active() {
+            // Waking a parked waiter, or taking the lock word's line back from a spinning
+            // one: the line cost's, as the acquisition (`vclock::leave_out_since`).
+            vclock::skip_bookkeeping();
+        }
     }
 }
 

@@ -135,10 +135,11 @@ impl<S: Strategy> Machine<S> {
             .map_err(|e| anyhow::anyhow!("boot image does not fit in RAM: {e:?}"))?;
         let hpt = Arc::new(Hpt::new(plan.hpt_shift).map_err(|e| anyhow::anyhow!("{e}"))?);
         let vtime = match config.clock {
-            ClockMode::Virtual { quantum_ns } => Some(VirtualTime::with_line_cost(
+            ClockMode::Virtual { quantum_ns } => Some(VirtualTime::for_host(
                 n,
                 quantum_ns,
                 config.line_cost_ns,
+                config.host_cores(),
             )),
             ClockMode::Host => None,
         };

@@ -100,6 +100,14 @@ pub enum PinMode {
     None,
 }
 
+impl MachineConfig {
+    /// Host cores for the vCPU threads: `--host-cores`, else those this process may run on.
+    pub fn host_cores(&self) -> usize {
+        self.host_cores
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
+    }
+}
+
 impl PinMode {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -138,6 +146,9 @@ pub struct MachineConfig {
     /// `--line-cost`: virtual time charged to a lock acquirer whose lock was last held by
     /// another thread (sync/vclock/); 0 until a many-core host measures it.
     pub line_cost_ns: u64,
+    /// `--host-cores`: host cores the vCPU threads of a virtual run share (sync/vclock/
+    /// cores.rs); `None`: those the process may run on.
+    pub host_cores: Option<usize>,
     pub timeout: Option<Duration>,
     /// Write the device tree the machine would boot with, then exit.
     pub dump_dtb: Option<PathBuf>,
@@ -221,6 +232,7 @@ impl Default for MachineConfig {
             sync_profile: false,
             clock: ClockMode::Host,
             line_cost_ns: 0,
+            host_cores: None,
             timeout: None,
             dump_dtb: None,
             pin: PinMode::None,
@@ -289,6 +301,7 @@ const VALUED: &[&str] = &[
     "clock",
     "quantum",
     "line-cost",
+    "host-cores",
     "timeout",
     "dump-dtb",
     "pin",
@@ -457,6 +470,15 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                 cfg.line_cost_ns = ns;
                 line_cost = true;
             }
+            "host-cores" => {
+                let n: usize = v.parse().map_err(|_| {
+                    UsageError(format!("--host-cores {v}: expected a number of cores"))
+                })?;
+                if !(1..=4096).contains(&n) {
+                    return err(format!("--host-cores {v}: must be 1 to 4096"));
+                }
+                cfg.host_cores = Some(n);
+            }
             "timeout" => {
                 let secs: f64 = v.parse().map_err(|_| {
                     UsageError(format!("--timeout {v}: expected a number of seconds"))
@@ -483,6 +505,9 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     }
     if line_cost && cfg.clock == ClockMode::Host {
         return err("--line-cost needs --clock virtual");
+    }
+    if cfg.host_cores.is_some() && cfg.clock == ClockMode::Host {
+        return err("--host-cores needs --clock virtual");
     }
     Ok(Command::Run(Box::new(cfg)))
 }
@@ -798,6 +823,9 @@ Ours:
   --line-cost DURATION  virtual time: charged to a vCPU taking a lock another thread held
                         last (its cache line moving between cores on a many-core host;
                         default 0, at most 100us)
+  --host-cores N        virtual time: host cores the vCPU threads share (default: those
+                        this process may run on); with fewer cores than vCPUs, at most N
+                        vCPU threads run at once, the core going to the slowest clock
   --timeout SECS        stop the guest after SECS seconds
   --dump-dtb FILE       write the device tree the machine would boot with, and exit
   --pin compact|none    pin vCPU i to host core i (compact) or not (default none)
@@ -1055,6 +1083,11 @@ mod tests {
         fails("--line-cost 100ns", "--line-cost needs --clock virtual");
         fails("--clock virtual --line-cost 1ms", "at most 100 us");
         fails("--clock virtual --line-cost soon", "--line-cost soon");
+        assert_eq!(run("--clock virtual --host-cores 3").host_cores, Some(3));
+        assert_eq!(run("--clock virtual").host_cores, None);
+        fails("--clock virtual --host-cores 0", "must be 1 to 4096");
+        fails("--clock virtual --host-cores two", "--host-cores two");
+        fails("--host-cores 2", "--host-cores needs --clock virtual");
     }
 
     #[test]

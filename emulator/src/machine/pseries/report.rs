@@ -96,6 +96,10 @@ pub struct ClockReport {
     /// every charge subtracts (sync/vclock/).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_cost_ns: Option<u64>,
+    /// Virtual only: the host cores the vCPU threads shared (`--host-cores`; sync/vclock/
+    /// cores.rs: with fewer than vCPUs, at most that many ran at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_cores: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_read_ns: Option<u64>,
     /// Virtual only: whether short intervals were timed by the time-stamp counter.
@@ -184,6 +188,7 @@ impl RunReport {
                     ClockMode::Host => None,
                 },
                 line_cost_ns: (cfg.clock != ClockMode::Host).then_some(cfg.line_cost_ns),
+                host_cores: (cfg.clock != ClockMode::Host).then(|| cfg.host_cores()),
                 clock_read_ns: (cfg.clock != ClockMode::Host)
                     .then(crate::sync::vclock::read_cost_ns),
                 counter_timed: (cfg.clock != ClockMode::Host)

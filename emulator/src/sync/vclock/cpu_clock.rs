@@ -1,10 +1,13 @@
 //! The clocks virtual time is charged from: the thread's CPU-time clock (a system call) and
 //! the time-stamp counter that times the short intervals between its reads (module doc of
-//! [`super`]), with the cost of a read, measured once per process.
+//! [`super`]), with the cost of a read, measured once per process; and the [`Timer`] that
+//! charges a vCPU thread's intervals from them.
 
+use super::Slot;
 #[cfg(test)]
 use std::cell::Cell;
 use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 #[cfg(test)]
@@ -84,6 +87,82 @@ fn raw_ticks() -> u64 {
 #[cfg(not(target_arch = "x86_64"))]
 fn raw_ticks() -> u64 {
     0
+}
+
+/// How the calling thread's CPU time is read and charged.
+pub(super) struct Timer {
+    /// What one read of the thread's CPU clock costs it ([`read_cost_ns`]; 0 for a clock
+    /// driven by hand).
+    pub(super) read_cost: u64,
+    /// The counter that times short intervals (`None`: every sync reads the CPU clock), and
+    /// its value at the last sync point.
+    pub(super) tsc: Option<Tsc>,
+    pub(super) last_tick: u64,
+    /// Counter time inside the current interval to leave out of it ([`super::leave_out_since`]).
+    pub(super) excluded: u64,
+}
+
+impl Timer {
+    /// The CPU time to charge since the last sync point; moves the slot's `last_cpu` past
+    /// it. A short interval by the counter is charged as measured; any other reads the CPU
+    /// clock and charges what it shows beyond what was charged (none if the counter charged
+    /// more: that surplus is taken from the next charges, as `last_cpu` stays ahead).
+    pub(super) fn charge(&mut self, s: &Slot) -> u64 {
+        if let Some(tsc) = self.tsc {
+            let now = tsc.ticks();
+            let dt = tsc.ns(now.wrapping_sub(self.last_tick));
+            if dt < TSC_TRUST_NS {
+                self.last_tick = now;
+                // Only this thread writes its slot's last_cpu; stored before the clock.
+                let last = s.last_cpu.load(Ordering::Relaxed);
+                s.last_cpu.store(last + dt, Ordering::SeqCst);
+                return dt.saturating_sub(self.take_excluded(s));
+            }
+        }
+        let now = thread_cpu_ns();
+        if let Some(tsc) = self.tsc {
+            // After the read: the rest of the system call is not the next interval's.
+            self.last_tick = tsc.ticks();
+        }
+        let last = s.last_cpu.load(Ordering::Relaxed);
+        s.last_cpu.store(now.max(last), Ordering::SeqCst);
+        now.saturating_sub(last)
+            .saturating_sub(self.read_cost)
+            .saturating_sub(self.take_excluded(s))
+    }
+
+    /// The time left out of the interval being charged, counted as skipped.
+    fn take_excluded(&mut self, s: &Slot) -> u64 {
+        let x = std::mem::take(&mut self.excluded);
+        if x != 0 {
+            s.skipped_ns.fetch_add(x, Ordering::Relaxed);
+        }
+        x
+    }
+
+    /// Leaves the time since the last sync point out (see [`super::skip_bookkeeping`]).
+    pub(super) fn skip(&mut self, s: &Slot) {
+        let Some(tsc) = self.tsc else { return };
+        let now = tsc.ticks();
+        let dt = tsc.ns(now.wrapping_sub(self.last_tick));
+        if dt >= TSC_TRUST_NS {
+            self.discard(s);
+            return;
+        }
+        self.last_tick = now;
+        // Counted as charged for the CPU clock's next settling, not added to the clock.
+        let last = s.last_cpu.load(Ordering::Relaxed);
+        s.last_cpu.store(last + dt, Ordering::SeqCst);
+        s.skipped_ns.fetch_add(dt, Ordering::Relaxed);
+    }
+
+    /// Drops the CPU time since the last sync point (see [`super::discard`]).
+    pub(super) fn discard(&mut self, s: &Slot) {
+        s.last_cpu.store(thread_cpu_ns(), Ordering::SeqCst);
+        if let Some(tsc) = self.tsc {
+            self.last_tick = tsc.ticks();
+        }
+    }
 }
 
 pub(super) fn thread_cpu_ns() -> u64 {

@@ -3,7 +3,7 @@
 //! charges it (module doc of [`super`]).
 
 use super::stats::Site;
-use super::{Slot, VirtualTime, active, sync, with_current};
+use super::{Slot, VirtualTime, active, sync, with_current, with_vt};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -140,22 +140,24 @@ pub fn released(t: &LockTime, rule: Rule, since: HoldStart, site: Site) -> u64 {
     match rule {
         Rule::Untimed => c.saturating_sub(since.clock),
         Rule::Fifo => {
-            let (vt, i) = with_current(|cur| (cur.vt.clone(), cur.i)).expect("synced");
-            let applied = vt.slots[i].applied.load(Ordering::SeqCst);
-            let hold = c
-                .saturating_sub(since.clock)
-                .saturating_sub(applied.saturating_sub(since.applied));
-            let mut q = t.fifo.lock();
-            q.record(Arrival {
-                at: since.clock,
-                vcpu: i,
-                hold,
-                applied: since.applied,
-                site: site as u8,
-            });
-            t.holder_since.store(u64::MAX, Ordering::SeqCst);
-            vt.serve(&mut q, t);
-            drop(q);
+            let hold = with_vt(|vt, i| {
+                let applied = vt.slots[i].applied.load(Ordering::SeqCst);
+                let hold = c
+                    .saturating_sub(since.clock)
+                    .saturating_sub(applied.saturating_sub(since.applied));
+                let mut q = t.fifo.lock();
+                q.record(Arrival {
+                    at: since.clock,
+                    vcpu: i,
+                    hold,
+                    applied: since.applied,
+                    site: site as u8,
+                });
+                t.holder_since.store(u64::MAX, Ordering::SeqCst);
+                vt.serve(&mut q, t);
+                hold
+            })
+            .expect("synced");
             super::skip_bookkeeping();
             hold
         }

@@ -14,6 +14,10 @@
 //!   CPU time is cumulative: the total stays exact; only where it falls between short
 //!   intervals can be off, by less than the bound). Each CPU-clock read's own cost is
 //!   measured once per process ([`read_cost_ns`]) and left out of the interval that holds it.
+//! - **Host cores.** With fewer host cores than vCPUs, at most one vCPU thread per core
+//!   runs at once; a core goes to the runnable vCPU with the lowest clock when its holder
+//!   parks or blocks (cores.rs). The host's scheduler switched threads at every contended
+//!   lock instead, and the cache refills after each switch fell inside the holds.
 //! - **Line cost.** A many-core host adds a cost that one core does not: a lock's cache line
 //!   (and the data it guards) moving to the acquirer's core. `line_cost_ns` (0 by default,
 //!   until a many-core host measures it) is charged to an acquirer whose lock was last held
@@ -51,12 +55,14 @@
 //! Threads of the machine that are not vCPUs (the I/O thread, the main thread) have no clock:
 //! their lock operations neither wait nor stamp.
 
+mod cores;
 mod cpu_clock;
 mod fifo;
 
+use cores::HostCores;
 #[cfg(test)]
 use cpu_clock::tick;
-use cpu_clock::{NO_CLOCK, TSC_TRUST_NS, Tsc, cpu_ns_of, own_cpu_clock, thread_cpu_ns};
+use cpu_clock::{NO_CLOCK, TSC_TRUST_NS, Timer, Tsc, cpu_ns_of, own_cpu_clock, thread_cpu_ns};
 #[cfg(test)]
 pub use cpu_clock::{burn, manual_cpu_clock};
 pub use cpu_clock::{counter_timed, read_cost_ns};
@@ -196,6 +202,8 @@ pub struct VirtualTime {
     /// cannot raise it past a vCPU that joined meanwhile.
     min_hint: AtomicU64,
     hint_lock: Mutex<()>,
+    /// The host's cores, shared by the vCPU threads (`None`: one each; cores.rs).
+    cores: Option<HostCores>,
 }
 
 impl VirtualTime {
@@ -205,7 +213,22 @@ impl VirtualTime {
 
     /// [`VirtualTime::new`] with a line cost (module doc).
     pub fn with_line_cost(n: usize, quantum_ns: u64, line_cost_ns: u64) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new(Self::build(n, quantum_ns, line_cost_ns, None))
+    }
+
+    /// The machine's clocks: [`VirtualTime::with_line_cost`] on a host with `host_cores`
+    /// cores for the vCPU threads; with fewer than `n`, they share them (cores.rs).
+    pub fn for_host(n: usize, quantum_ns: u64, line_cost_ns: u64, host_cores: usize) -> Arc<Self> {
+        Arc::new(Self::build(
+            n,
+            quantum_ns,
+            line_cost_ns,
+            HostCores::new(n, host_cores),
+        ))
+    }
+
+    fn build(n: usize, quantum_ns: u64, line_cost_ns: u64, cores: Option<HostCores>) -> Self {
+        Self {
             quantum_ns,
             line_cost_ns,
             slots: (0..n)
@@ -240,7 +263,27 @@ impl VirtualTime {
             timer_cv: Condvar::new(),
             min_hint: AtomicU64::new(0),
             hint_lock: Mutex::new(()),
-        })
+            cores,
+        }
+    }
+
+    /// vCPU `i` takes a host core (waits for one when they are shared and all are held).
+    fn take_core(&self, i: usize) {
+        if let Some(c) = &self.cores {
+            c.take(i, &self.stopping);
+        }
+    }
+
+    /// The calling vCPU gives its host core back, about to wait.
+    fn give_core(&self) {
+        if let Some(c) = &self.cores {
+            c.give(|j| self.slots[j].clock.load(Ordering::SeqCst));
+        }
+    }
+
+    /// Whether the vCPU threads share the host's cores (fewer than vCPUs).
+    pub fn shares_cores(&self) -> bool {
+        self.cores.is_some()
     }
 
     pub fn quantum_ns(&self) -> u64 {
@@ -508,6 +551,7 @@ impl VirtualTime {
         if self.pace_ok(i).is_ok() {
             return;
         }
+        self.give_core();
         let s = &self.slots[i];
         let mut g = self.park_lock.lock();
         self.parked.fetch_add(1, Ordering::SeqCst);
@@ -533,12 +577,17 @@ impl VirtualTime {
         {
             next.cv.notify_one();
         }
+        drop(g);
+        self.take_core(i);
     }
 
     /// The machine stops (power-off, timeout, a failure): parked vCPUs leave at once, so
     /// that every vCPU thread can see the shutdown.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
+        if let Some(c) = &self.cores {
+            c.stop();
+        }
         let _g = self.park_lock.lock();
         for s in self.slots.iter() {
             s.cv.notify_all();
@@ -570,41 +619,7 @@ impl VirtualTime {
 struct Current {
     vt: Arc<VirtualTime>,
     i: usize,
-    /// What one read of the thread's CPU clock costs it ([`read_cost_ns`]; 0 for a clock
-    /// driven by hand).
-    read_cost: u64,
-    /// The counter that times short intervals (`None`: every sync reads the CPU clock), and
-    /// its value at the last sync point.
-    tsc: Option<Tsc>,
-    last_tick: u64,
-}
-
-impl Current {
-    /// The CPU time to charge since the last sync point; moves the slot's `last_cpu` past
-    /// it. A short interval by the counter is charged as measured; any other reads the CPU
-    /// clock and charges what it shows beyond what was charged (none if the counter charged
-    /// more: that surplus is taken from the next charges, as `last_cpu` stays ahead).
-    fn charge(&mut self, s: &Slot) -> u64 {
-        if let Some(tsc) = self.tsc {
-            let now = tsc.ticks();
-            let dt = tsc.ns(now.wrapping_sub(self.last_tick));
-            if dt < TSC_TRUST_NS {
-                self.last_tick = now;
-                // Only this thread writes its slot's last_cpu; stored before the clock.
-                let last = s.last_cpu.load(Ordering::Relaxed);
-                s.last_cpu.store(last + dt, Ordering::SeqCst);
-                return dt;
-            }
-        }
-        let now = thread_cpu_ns();
-        if let Some(tsc) = self.tsc {
-            // After the read: the rest of the system call is not the next interval's.
-            self.last_tick = tsc.ticks();
-        }
-        let last = s.last_cpu.load(Ordering::Relaxed);
-        s.last_cpu.store(now.max(last), Ordering::SeqCst);
-        now.saturating_sub(last).saturating_sub(self.read_cost)
-    }
+    timer: Timer,
 }
 
 thread_local! {
@@ -638,13 +653,17 @@ pub fn attach(vt: &Arc<VirtualTime>, i: usize, start: u64) {
         s.state.store(RUN, Ordering::SeqCst);
         c
     });
+    vt.take_core(i);
     CURRENT.with(|c| {
         *c.borrow_mut() = Some(Current {
             vt: vt.clone(),
             i,
-            read_cost,
-            last_tick: tsc.map_or(0, |t| t.ticks()),
-            tsc,
+            timer: Timer {
+                read_cost,
+                last_tick: tsc.map_or(0, |t| t.ticks()),
+                tsc,
+                excluded: 0,
+            },
         })
     });
     ACTIVE.set(true);
@@ -663,6 +682,7 @@ pub fn detach() {
             .cpu_clock
             .store(NO_CLOCK, Ordering::SeqCst);
         cur.vt.slots[cur.i].state.store(IDLE, Ordering::SeqCst);
+        cur.vt.give_core();
         cur.vt.poke();
         cur.vt.timer_event();
     }
@@ -675,6 +695,18 @@ fn with_current<R>(f: impl FnOnce(&mut Current) -> R) -> Option<R> {
     CURRENT.with(|c| c.borrow_mut().as_mut().map(f))
 }
 
+/// The calling vCPU's clocks and index, borrowed, for code that also calls the functions
+/// here (they borrow `CURRENT` in turn). No reference count is taken: every vCPU syncs at
+/// every return from guest code and lock operation, and cloning the `Arc` there wrote its
+/// one shared count each time — a line that crossed the host's cores inside the intervals
+/// being timed (hypercall holds at N = 4 ran 15 % longer on two host cores than on one).
+fn with_vt<R>(f: impl FnOnce(&VirtualTime, usize) -> R) -> Option<R> {
+    let (p, i) = with_current(|cur| (Arc::as_ptr(&cur.vt), cur.i))?;
+    // SAFETY: `CURRENT` owns an `Arc` of it until `detach`, which only this thread calls and
+    // which `f` (this module's code) never does.
+    Some(f(unsafe { &*p }, i))
+}
+
 /// Charges the CPU time since the last sync point to the calling vCPU's clock and publishes
 /// it; returns the clock (`None` off virtual time).
 pub fn sync() -> Option<u64> {
@@ -684,25 +716,26 @@ pub fn sync() -> Option<u64> {
 /// [`sync`]; `with_waits` also adds the Fifo waits served since (only where the vCPU holds
 /// no lock: a wait added inside a hold would lengthen the hold).
 fn sync_with(with_waits: bool) -> Option<u64> {
-    let vt = with_current(|cur| {
-        let vt = cur.vt.clone();
-        let s = &vt.slots[cur.i];
-        let d = cur.charge(s);
+    with_current(|cur| {
+        let (vt, s) = (&*cur.vt, &cur.vt.slots[cur.i]);
+        let d = cur.timer.charge(s);
         s.cpu_ns.fetch_add(d, Ordering::Relaxed);
         let d = d + if with_waits { take_pending(s) } else { 0 };
         let old = s.clock.fetch_add(d, Ordering::SeqCst);
-        (vt.clone(), old, old + d)
-    })?;
-    let (vt, old, c) = (vt.0, vt.1, vt.2);
-    let t = vt.wake_threshold.load(Ordering::SeqCst);
-    if old < t && c >= t {
-        vt.poke();
-    }
-    let t = vt.timer_threshold.load(Ordering::SeqCst);
-    if old < t && c >= t {
-        vt.timer_event();
-    }
-    Some(c)
+        let c = old + d;
+        let t = vt.wake_threshold.load(Ordering::SeqCst);
+        if old < t && c >= t {
+            vt.poke();
+        }
+        let t = vt.timer_threshold.load(Ordering::SeqCst);
+        if old < t && c >= t {
+            vt.timer_event();
+        }
+        // Publishing wrote a line the other vCPUs read and read lines they write: the
+        // clock's bookkeeping, left out.
+        cur.timer.skip(s);
+        c
+    })
 }
 
 /// The Fifo waits served for this vCPU since the last sync, recorded at their sites (the
@@ -736,40 +769,42 @@ pub fn stamp() -> Option<u64> {
 
 /// Drops the CPU time since the last sync point (spent spinning in an acquire or parking).
 fn discard() {
+    with_current(|cur| cur.timer.discard(&cur.vt.slots[cur.i]));
+}
+
+/// A point on the counter (`None`: off virtual time, or no counter), for
+/// [`leave_out_since`].
+#[inline]
+pub fn mark() -> Option<u64> {
+    with_current(|cur| cur.timer.tsc.map(|t| t.ticks())).flatten()
+}
+
+/// Leaves the time since `mark` out of the interval being timed (the rest of it is
+/// charged as usual): an uncontended lock acquisition, whose lock word on a host with more
+/// than one core is often in another core's cache. What that transfer costs is the line
+/// cost's to charge (module doc), a parameter, not whatever the host's cores happen to be
+/// doing; on one core the acquisition is a few ns. A long span (the thread was
+/// descheduled meanwhile) is left to the CPU clock.
+pub fn leave_out_since(mark: Option<u64>) {
+    let Some(m) = mark else { return };
     with_current(|cur| {
-        cur.vt.slots[cur.i]
-            .last_cpu
-            .store(thread_cpu_ns(), Ordering::SeqCst);
-        if let Some(tsc) = cur.tsc {
-            cur.last_tick = tsc.ticks();
+        if let Some(tsc) = cur.timer.tsc {
+            let dt = tsc.ns(tsc.ticks().wrapping_sub(m));
+            if dt < TSC_TRUST_NS {
+                cur.timer.excluded += dt;
+            }
         }
     });
 }
 
 /// Leaves the time since the last sync point out of the clock, read by the counter: the
-/// clock's own bookkeeping after a sync (serving a lock's queue), which a vCPU thread on a
-/// real host does not do. Its shared lines moving between host cores would otherwise make
-/// a virtual run on two cores slower than on one. An interval too long for the counter (the
-/// thread was descheduled) is dropped through the CPU clock, as [`discard`] does.
-pub(super) fn skip_bookkeeping() {
-    let long = with_current(|cur| {
-        let Some(tsc) = cur.tsc else { return false };
-        let now = tsc.ticks();
-        let dt = tsc.ns(now.wrapping_sub(cur.last_tick));
-        if dt >= TSC_TRUST_NS {
-            return true;
-        }
-        cur.last_tick = now;
-        // Counted as charged for the CPU clock's next settling, not added to the clock.
-        let s = &cur.vt.slots[cur.i];
-        let last = s.last_cpu.load(Ordering::Relaxed);
-        s.last_cpu.store(last + dt, Ordering::SeqCst);
-        s.skipped_ns.fetch_add(dt, Ordering::Relaxed);
-        false
-    });
-    if long == Some(true) {
-        discard();
-    }
+/// clock's own bookkeeping after a sync (publishing it, serving a lock's queue) and a lock's
+/// release, which a vCPU thread on a real host does not do or which are the line cost's
+/// (shared lines moving between host cores, which would otherwise make a virtual run on two
+/// cores slower than on one). An interval too long for the counter (the thread was
+/// descheduled) is dropped through the CPU clock, as [`discard`] does.
+pub fn skip_bookkeeping() {
+    with_current(|cur| cur.timer.skip(&cur.vt.slots[cur.i]));
 }
 
 /// Runs `f`, which blocks the thread (a contended lock, a condition variable), with the
@@ -793,6 +828,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         // The machine's time may jump now (every vCPU idle).
         vt.timer_event();
     }
+    vt.give_core();
     let r = f();
     vt.join(|| {
         let s = &vt.slots[i];
@@ -809,8 +845,38 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         }
         s.clock.load(Ordering::SeqCst)
     });
+    vt.take_core(i);
     discard();
     r
+}
+
+/// How long a contended acquire spins, by the counter, before it blocks ([`contended`]).
+/// The BQL's holds are a microsecond or less, and where the vCPU threads share the host's
+/// cores (cores.rs) a holder mostly runs on another one: it releases within the spin, and
+/// the waiter keeps its core and its warm cache.
+const SPIN_NS: u64 = 5_000;
+
+/// A contended acquire on virtual time: `try_once` until it succeeds, spinning for up to
+/// [`SPIN_NS`], then `block` as [`blocking`] does. The spinning is left out of the clock (a
+/// lock's wait is the queue's to charge, not the host's).
+pub fn contended<G>(mut try_once: impl FnMut() -> Option<G>, block: impl FnOnce() -> G) -> G {
+    let Some(tsc) = with_current(|cur| cur.timer.tsc).flatten() else {
+        return blocking(block);
+    };
+    sync();
+    let start = tsc.ticks();
+    loop {
+        std::hint::spin_loop();
+        if let Some(g) = try_once() {
+            skip_bookkeeping();
+            return g;
+        }
+        if tsc.ns(tsc.ticks().wrapping_sub(start)) >= SPIN_NS {
+            break;
+        }
+    }
+    skip_bookkeeping();
+    blocking(block)
 }
 
 /// Moves an idle slot's clock to its wake stamp (it was idle until then); returns the jump.
@@ -844,15 +910,15 @@ pub fn stamp_target(vt: Option<&Arc<VirtualTime>>, i: usize) {
 /// one. Fails the run when it is ahead by more than the quantum plus
 /// [`DIVERGENCE_SLACK_NS`] (the pacing is broken).
 pub fn pace() {
-    let Some((vt, i)) = with_current(|cur| (cur.vt.clone(), cur.i)) else {
-        return;
-    };
+    with_vt(pace_vcpu);
+}
+
+fn pace_vcpu(vt: &VirtualTime, i: usize) {
     let applied = vt.slots[i].applied.load(Ordering::SeqCst);
     let Some(c) = sync_with(true) else { return };
     if c.saturating_sub(vt.min_hint.load(Ordering::SeqCst)) <= vt.quantum_ns {
         // Within a quantum of a lower bound of the slowest: not ahead (the common case).
-        // The few loads since the sync are charged with the next interval: discarding them
-        // would cost another clock read.
+        skip_bookkeeping();
         return;
     }
     // Lock waits added now may put it ahead legitimately (it waited in a queue).
@@ -881,8 +947,8 @@ pub fn pace() {
 fn manual_counter() {
     cpu_clock::manual_ticks();
     with_current(|cur| {
-        cur.tsc = Some(Tsc { ns_per_tick: 1.0 });
-        cur.last_tick = 0;
+        cur.timer.tsc = Some(Tsc { ns_per_tick: 1.0 });
+        cur.timer.last_tick = 0;
     });
 }
 
@@ -925,7 +991,7 @@ mod tests {
     fn each_charge_leaves_out_one_clock_read() {
         let vt = VirtualTime::new(1, 1_000_000);
         let h = on_vcpu(&vt, 0, || {
-            with_current(|cur| cur.read_cost = 30);
+            with_current(|cur| cur.timer.read_cost = 30);
             burn(100);
             let first = sync().unwrap();
             // Less than a read since the last: nothing to charge, never a step back.
@@ -1006,7 +1072,7 @@ mod tests {
             }
             // Not synced since attach: only the live clock sees the CPU time.
             assert!(vt2.slots[0].live() >= published + 2_000_000);
-            assert!(with_current(|c| c.read_cost).unwrap() > 0);
+            assert!(with_current(|c| c.timer.read_cost).unwrap() > 0);
             detach();
         })
         .join()
@@ -1381,6 +1447,37 @@ mod tests {
         let msg = failed.lock().unwrap().clone().expect("the run failed");
         assert!(msg.contains("diverged"), "{msg}");
         assert_eq!(vt.failure(), Some(msg.as_str()));
+    }
+
+    #[test]
+    fn with_fewer_host_cores_than_vcpus_at_most_that_many_run_at_once() {
+        // Three vCPUs on one host core, each computing in stints with a real sleep inside
+        // (a window for another to run too): never two at once, and all of them finish.
+        let vt = VirtualTime::for_host(3, 10_000, 0, 1);
+        assert!(vt.shares_cores());
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let (running, most) = (running.clone(), most.clone());
+                on_vcpu(&vt, i, move || {
+                    for _ in 0..40 {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        burn(3_000);
+                        std::thread::sleep(Duration::from_micros(50));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        pace();
+                    }
+                    sync().unwrap()
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), 40 * 3_000);
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+        assert!(!VirtualTime::for_host(3, 10_000, 0, 3).shares_cores());
     }
 
     fn attach_other(vt: &Arc<VirtualTime>, i: usize) {
