@@ -202,30 +202,59 @@ impl HptHcalls for MachineHpt {
     }
 }
 
-/// Hypercall counts.
+/// Hypercall counts, kept per vCPU: one machine-wide counter, written under the BQL by every
+/// vCPU at every hypercall, was a cache line that crossed the host's cores inside each
+/// hypercall's hold.
 #[derive(Clone, Debug)]
 pub struct HcallStats {
-    counts: [u64; HcallKind::ALL.len()],
-    /// TLB flushes of every vCPU requested by HPT hcalls.
-    pub global_flushes: u64,
+    per_cpu: Vec<CpuHcallCounts>,
 }
 
-impl Default for HcallStats {
-    fn default() -> Self {
-        Self {
-            counts: [0; HcallKind::ALL.len()],
-            global_flushes: 0,
-        }
-    }
+/// One vCPU's counts, on cache lines of their own.
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct CpuHcallCounts {
+    counts: [u64; HcallKind::ALL.len()],
+    /// TLB flushes of every vCPU requested by HPT hcalls.
+    global_flushes: u64,
 }
 
 impl HcallStats {
+    pub fn new(ncpus: usize) -> Self {
+        Self {
+            per_cpu: vec![
+                CpuHcallCounts {
+                    counts: [0; HcallKind::ALL.len()],
+                    global_flushes: 0,
+                };
+                ncpus.max(1)
+            ],
+        }
+    }
+
+    fn record(&mut self, cpu: usize, k: HcallKind) {
+        if let Some(c) = self.per_cpu.get_mut(cpu) {
+            c.counts[k.index()] += 1;
+        }
+    }
+
+    fn record_global_flush(&mut self, cpu: usize) {
+        if let Some(c) = self.per_cpu.get_mut(cpu) {
+            c.global_flushes += 1;
+        }
+    }
+
     pub fn count(&self, k: HcallKind) -> u64 {
-        self.counts[k.index()]
+        self.per_cpu.iter().map(|c| c.counts[k.index()]).sum()
     }
 
     pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
+        self.per_cpu.iter().flat_map(|c| c.counts.iter()).sum()
+    }
+
+    /// TLB flushes of every vCPU requested by HPT hcalls.
+    pub fn global_flushes(&self) -> u64 {
+        self.per_cpu.iter().map(|c| c.global_flushes).sum()
     }
 
     /// `(name, count)` of every kind, in a fixed order.
@@ -264,7 +293,7 @@ impl Call<'_> {
     /// An HPT hypercall's result: outputs, and the global flush it asks for.
     fn hpt_result(&mut self, r: HcallResult) -> i64 {
         if r.flush_all_tlbs {
-            self.dev.hcall_stats.global_flushes += 1;
+            self.dev.hcall_stats.record_global_flush(self.cpu);
             self.fx.flush_all_tlbs();
         }
         self.output(r.outputs());
@@ -287,7 +316,7 @@ pub fn hcall(
     fx: &mut dyn MachineEffects,
 ) -> HcallOutcome {
     let kind = HcallKind::from_opcode(st.gpr[3]);
-    dev.hcall_stats.counts[kind.index()] += 1;
+    dev.hcall_stats.record(cpu, kind);
     let args: [u64; 9] = st.gpr[4..13].try_into().unwrap();
     let mut c = Call {
         dev,
@@ -1247,7 +1276,7 @@ mod tests {
                 ("protect", vec![1, 2, 3]),
             ]
         );
-        assert_eq!(m.dev.hcall_stats.global_flushes, 5);
+        assert_eq!(m.dev.hcall_stats.global_flushes(), 5);
 
         let quiet = Arc::new(FakeHpt {
             calls: Mutex::new(Vec::new()),
@@ -1316,7 +1345,7 @@ mod tests {
             "a slot is free again"
         );
         assert_eq!(m.rc(0, H_REMOVE, &[0, 1 << 40, 0]), H_PARAMETER);
-        assert_eq!(m.dev.hcall_stats.global_flushes, 3);
+        assert_eq!(m.dev.hcall_stats.global_flushes(), 3);
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl PseriesDevices {
             joined: vec![false; ncpus],
             interrupt_le: false,
             hpt: None,
-            hcall_stats: HcallStats::default(),
+            hcall_stats: HcallStats::new(ncpus),
             rtas_stats: rtas::RtasStats::default(),
             rtc: rtas::Rtc::default(),
         }
