@@ -182,7 +182,6 @@ pub fn resolve_stored(repo: &Path, s: &str) -> PathBuf {
     }
 }
 
-/// Shortens a git revision for file names and labels.
 /// Checks a sweep name: it becomes a file name under results/, plots/ and target/lockscale/runs/,
 /// so it may hold only letters, digits, `.`, `_` and `-`, and may not start with `.`.
 pub fn check_name(name: &str) -> Result<()> {
@@ -195,6 +194,7 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Shortens a git revision for file names and labels.
 pub fn short_rev(rev: &str) -> String {
     rev.chars().take(12).collect()
 }

@@ -150,6 +150,16 @@ fn names_with_path_separators_are_refused() {
         let o = s.sweep_baseline(BaselineSweep::once(name), &[], &[]);
         refused(&o, "not a plain file name");
     }
+    // The name is checked before the emulators are looked at (or built).
+    let o = s.sweep_baseline(
+        BaselineSweep {
+            bin: Some("/nonexistent/ppc64emu"),
+            ..BaselineSweep::once("a/b")
+        },
+        &[],
+        &[],
+    );
+    refused(&o, "not a plain file name");
     assert!(!s.path().parent().unwrap().join("x.json").exists());
     // A crafted file's name is refused too, before it names any path.
     fake_sweep(&s, "good");

@@ -35,7 +35,20 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
         print_plan(&r);
         return Ok(0);
     }
-    // Cheap checks first: a missing guest should not cost a build (a Linux image is built here).
+    // Cheap checks first: a bad name, a file in the way or a missing guest should not cost a
+    // build (a Linux image is built here).
+    let name = sweep_name(a, &r)?;
+    let out = a
+        .output
+        .as_deref()
+        .map(user_path)
+        .unwrap_or_else(|| repo.join("results").join(format!("{name}.json")));
+    if out.exists() {
+        bail!(
+            "{} already exists: continue it with --resume {0}, or choose another --name/-o",
+            out.display()
+        );
+    }
     let PreparedGuest {
         spec: guest,
         info: workload,
@@ -55,18 +68,6 @@ pub fn sweep(repo: &Path, a: &SweepArgs) -> Result<i32> {
     let (peers, mut builds) = peers(repo, &r)?;
     let mut emulators = ours(repo, a, &r, &mut builds)?;
     emulators.extend(peers);
-    let name = sweep_name(a, &r)?;
-    let out = a
-        .output
-        .as_deref()
-        .map(user_path)
-        .unwrap_or_else(|| repo.join("results").join(format!("{name}.json")));
-    if out.exists() {
-        bail!(
-            "{} already exists: continue it with --resume {0}, or choose another --name/-o",
-            out.display()
-        );
-    }
     let config = sweep_config(a, &r);
     let mut file = new_results_file(repo, &name, host, config, builds, workload);
     let s = Sweep {
