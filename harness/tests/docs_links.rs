@@ -363,12 +363,12 @@ fn a_missing_citation_is_found() {
     );
     w(
         "crate/src/lib.rs",
-        "//! Spec: LOCKING.md; docs/locking.md; ../docs/locking.md\n\
+        "//! Spec: ABSENT-DESIGN.md; docs/locking.md; ../docs/locking.md\n\
          let s = \"summary.md\"; // see https://example.org/README.md\n",
     );
     w(
         "scripts/run",
-        "#!/bin/sh\n# see SPEC.md and ../outside.md\necho x.md\n",
+        "#!/bin/sh\n# see ABSENT-NOTES.md and ../outside.md\necho x.md\n",
     );
     let (broken, checked) = broken_citations(&root);
     assert_eq!(checked, 8);
@@ -380,9 +380,9 @@ fn a_missing_citation_is_found() {
     let want = [
         ("README.md", "docs/gone.md"),
         ("README.md", "emulator/src/nowhere.rs"),
-        ("crate/src/lib.rs", "LOCKING.md"),
+        ("crate/src/lib.rs", "ABSENT-DESIGN.md"),
         ("scripts/run", "../outside.md"),
-        ("scripts/run", "SPEC.md"),
+        ("scripts/run", "ABSENT-NOTES.md"),
     ];
     let want: Vec<(String, String)> = want
         .iter()
