@@ -9,8 +9,8 @@
 //! core) and its BQL holds ran 15 % longer than on one core. With a core each, the threads
 //! that run meet at a lock only while both are running: the holder releases within its hold
 //! and the waiter takes the lock in its spin, on a warm cache, as on a many-core host.
-//! Switches then come every half quantum of a vCPU's time at most (it parks when it is a
-//! quantum ahead and resumes half a quantum behind: `park_while_ahead`).
+//! Switches then come about every 1.5 quanta of a vCPU's time (it parks when it is a quantum
+//! ahead and resumes half a quantum behind: `park_while_ahead`).
 //!
 //! Every wait of a vCPU thread goes through `blocking` (a lock, a condition variable) or the
 //! quantum's park, and both give the core back first: a vCPU waiting for a core holds no
