@@ -77,6 +77,7 @@ fn cpu_exec<S: Strategy, R: VcpuRunner<S>>(accel: &Accel<S, R, R::Devices>, i: u
             v.exit_request.store(false, Ordering::SeqCst);
             return;
         }
+        vclock::claim_core();
         let exit = r.run(accel, i);
         // Virtual time: charge the stint, and park while a quantum ahead of the slowest.
         vclock::pace();

@@ -148,11 +148,10 @@ impl<T> StatMutex<T> {
         order::acquiring(self.class);
         let virtual_time = vclock::active();
         let mark = if virtual_time { vclock::mark() } else { None };
-        let g = match self.m.try_lock() {
+        let (g, mark) = match self.m.try_lock() {
             Some(g) => {
-                vclock::leave_out_since(mark);
                 stats::record_acquire(site, false, 0);
-                g
+                (g, mark)
             }
             None => {
                 let t = Instant::now();
@@ -165,11 +164,17 @@ impl<T> StatMutex<T> {
                     self.m.lock()
                 };
                 stats::record_acquire(site, true, stats::since(t));
-                g
+                (g, if virtual_time { vclock::mark() } else { None })
             }
         };
         let v_since = if virtual_time {
-            vclock::hold_start(&self.vt, self.rule())
+            let since = vclock::hold_start(&self.vt, self.rule());
+            // The acquisition and the hold's bookkeeping are left out of the hold: both
+            // touch lines other vCPUs write (the lock word, the lock's queue state, the
+            // slot others serve waits into), which move between cores when the vCPU
+            // threads run on more than one; what that costs is the line cost's.
+            vclock::leave_out_since(mark);
+            since
         } else {
             vclock::HoldStart::default()
         };

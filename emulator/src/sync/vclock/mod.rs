@@ -15,9 +15,11 @@
 //!   intervals can be off, by less than the bound). Each CPU-clock read's own cost is
 //!   measured once per process ([`read_cost_ns`]) and left out of the interval that holds it.
 //! - **Host cores.** With fewer host cores than vCPUs, at most one vCPU thread per core
-//!   runs at once; a core goes to the runnable vCPU with the lowest clock when its holder
-//!   parks or blocks (cores.rs). The host's scheduler switched threads at every contended
-//!   lock instead, and the cache refills after each switch fell inside the holds.
+//!   runs guest code at once; a core goes to the runnable vCPU of that core with the lowest
+//!   clock when its holder parks or blocks (cores.rs). The host's scheduler switched threads
+//!   at every contended lock instead, and the cache refills after each switch fell inside
+//!   the holds. A vCPU woken from a wait runs on without a core until its next entry into
+//!   guest code ([`claim_core`]): what woke it is a lock it now holds.
 //! - **Line cost.** A many-core host adds a cost that one core does not: a lock's cache line
 //!   (and the data it guards) moving to the acquirer's core. `line_cost_ns` (0 by default,
 //!   until a many-core host measures it) is charged to an acquirer whose lock was last held
@@ -95,6 +97,12 @@ const DIVERGENCE_SLACK_NS: u64 = 1_000_000_000;
 /// Longest real sleep of a parked vCPU before it checks again (a safety net: wake-ups are
 /// targeted, see [`VirtualTime::poke`]).
 const PARK_RECHECK: Duration = Duration::from_millis(2);
+/// The same where the vCPU threads share the host's cores: a parked vCPU that wakes to
+/// look again preempts the vCPU running on its core (perhaps inside a hold, which the
+/// counter then times with the sleeper's run inside), and when it is due the cores are
+/// busy with the vCPUs behind it anyway. At N = 28 on two cores the 2 ms safety net woke
+/// parked vCPUs ten times per park.
+const PARK_RECHECK_SHARED: Duration = Duration::from_millis(20);
 /// Shortest timed sleep of a parked vCPU (below it the sleep costs more than it saves).
 const MIN_PARK: Duration = Duration::from_micros(20);
 
@@ -270,10 +278,13 @@ impl VirtualTime {
         }
     }
 
-    /// The calling vCPU gives its host core back, about to wait.
-    fn give_core(&self) {
-        if let Some(c) = &self.cores {
-            c.give(|j| self.slots[j].clock.load(Ordering::SeqCst));
+    /// vCPU `i` gives its host core back, about to wait (unless it runs without one:
+    /// [`claim_core`]).
+    fn give_core(&self, i: usize) {
+        if let Some(c) = &self.cores
+            && !CORE_OWED.replace(false)
+        {
+            c.give(i, |j| self.slots[j].clock.load(Ordering::SeqCst));
         }
     }
 
@@ -547,7 +558,7 @@ impl VirtualTime {
         if self.pace_ok(i).is_ok() {
             return;
         }
-        self.give_core();
+        self.give_core(i);
         let s = &self.slots[i];
         let mut g = self.park_lock.lock();
         self.parked.fetch_add(1, Ordering::SeqCst);
@@ -559,7 +570,11 @@ impl VirtualTime {
             if self.stopping.load(Ordering::SeqCst) {
                 break;
             }
-            let sleep = Duration::from_nanos(deficit).clamp(MIN_PARK, PARK_RECHECK);
+            let sleep = if self.cores.is_some() {
+                PARK_RECHECK_SHARED
+            } else {
+                Duration::from_nanos(deficit).clamp(MIN_PARK, PARK_RECHECK)
+            };
             s.cv.wait_for(&mut g, sleep);
         }
         s.state.store(RUN, Ordering::SeqCst);
@@ -623,6 +638,9 @@ thread_local! {
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
     /// The next [`blocking`] wait is an idle one ([`idle`]).
     static IDLE_NEXT: Cell<bool> = const { Cell::new(false) };
+    /// The vCPU gave its host core back in a [`blocking`] wait and runs without one until
+    /// it next enters guest code ([`claim_core`]).
+    static CORE_OWED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether the calling thread is a vCPU on virtual time.
@@ -678,7 +696,7 @@ pub fn detach() {
             .cpu_clock
             .store(NO_CLOCK, Ordering::SeqCst);
         cur.vt.slots[cur.i].state.store(IDLE, Ordering::SeqCst);
-        cur.vt.give_core();
+        cur.vt.give_core(cur.i);
         cur.vt.poke();
         cur.vt.timer_event();
     }
@@ -804,7 +822,8 @@ pub fn skip_bookkeeping() {
 }
 
 /// Runs `f`, which blocks the thread (a contended lock, a condition variable), with the
-/// calling vCPU out of the runnable set; its CPU time is discarded.
+/// calling vCPU out of the runnable set; its CPU time is discarded. Its host core, where
+/// they are shared, is given back first and taken again by [`claim_core`].
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let cur = with_current(|cur| (cur.vt.clone(), cur.i));
     let Some((vt, i)) = cur else {
@@ -824,7 +843,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         // The machine's time may jump now (every vCPU idle).
         vt.timer_event();
     }
-    vt.give_core();
+    vt.give_core(i);
     let r = f();
     vt.join(|| {
         let s = &vt.slots[i];
@@ -841,9 +860,28 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         }
         s.clock.load(Ordering::SeqCst)
     });
-    vt.take_core(i);
+    if vt.cores.is_some() {
+        // What woke it holds a lock (the one it waited for, or the condition variable's):
+        // it runs on until guest code without a core, as waiting for one while holding the
+        // lock would stall every vCPU that wants it behind the quantum of whoever runs.
+        CORE_OWED.set(true);
+    }
     discard();
     r
+}
+
+/// Takes back the host core the calling vCPU gave up in a [`blocking`] wait, before it
+/// runs guest code (holding no lock): waiting for it is not CPU time.
+#[inline]
+pub fn claim_core() {
+    if CORE_OWED.get() {
+        with_vt(|vt, i| {
+            sync();
+            CORE_OWED.set(false);
+            vt.take_core(i);
+            discard();
+        });
+    }
 }
 
 /// How long a contended acquire spins, by the counter, before it blocks ([`contended`]).
@@ -1474,6 +1512,38 @@ mod tests {
         }
         assert_eq!(most.load(Ordering::SeqCst), 1);
         assert!(!VirtualTime::for_host(3, 10_000, 0, 3).shares_cores());
+    }
+
+    #[test]
+    fn a_vcpu_woken_from_a_wait_runs_on_without_a_core_until_it_claims_one() {
+        // One host core, two vCPUs. vCPU 0 blocks and its core goes to vCPU 1, which keeps
+        // it. Woken, vCPU 0 leaves the wait at once (it may hold the lock it waited for)
+        // and waits for the core only in claim_core, until vCPU 1 gives it back.
+        let vt = VirtualTime::for_host(2, 1_000_000_000, 0, 1);
+        let (wake, woken) = std::sync::mpsc::channel::<()>();
+        let (left, left_rx) = std::sync::mpsc::channel::<()>();
+        let (running, running_rx) = std::sync::mpsc::channel::<()>();
+        let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+        let v0 = on_vcpu(&vt, 0, move || {
+            blocking(|| woken.recv().unwrap());
+            left.send(()).unwrap();
+            claim_core();
+        });
+        // vCPU 0 holds the core until it blocks; vCPU 1 gets it then.
+        let v1 = on_vcpu(&vt, 1, move || {
+            running.send(()).unwrap();
+            finish_rx.recv().unwrap();
+        });
+        running_rx.recv().unwrap();
+        wake.send(()).unwrap();
+        left_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the woken vCPU waited for a core inside the wait");
+        assert_eq!(vt.cores.as_ref().unwrap().free(), 0);
+        finish.send(()).unwrap();
+        v1.join().unwrap();
+        v0.join().unwrap();
+        assert_eq!(vt.cores.as_ref().unwrap().free(), 1);
     }
 
     fn attach_other(vt: &Arc<VirtualTime>, i: usize) {
