@@ -952,7 +952,8 @@ fn pace_vcpu(vt: &VirtualTime, i: usize) {
     let Some(c) = sync_with(true) else { return };
     if c.saturating_sub(vt.min_hint.load(Ordering::SeqCst)) <= vt.quantum_ns {
         // Within a quantum of a lower bound of the slowest: not ahead (the common case). The
-        // one load since the sync's own skip is charged with the next interval.
+        // bound's line is written by whichever vCPU rescans, on any core: left out.
+        skip_bookkeeping();
         return;
     }
     // Lock waits added now may put it ahead legitimately (it waited in a queue).
