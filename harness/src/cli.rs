@@ -53,15 +53,17 @@ guest-measured elapsed time, from which all speedups are computed. The emulator'
 (--report) is stored whole in the results file.\n\nThe results file is rewritten atomically \
 after every run: kill the sweep at any time and continue with --resume FILE. Failed runs (wrong \
 checksum, no result line, guest error, timeout, non-zero exit) are recorded with their reason \
-and the sweep goes on.\n\nWith no options: builds the three variants, runs N = 1, 2, 4, … up to \
-2 × host cores (at most 28), 5 repetitions, the default guest (sized for about 5 minutes on a \
-2-core machine), then writes plots/<name>.png and .svg and prints the ASCII chart.\n\nPeers: \
+and the sweep goes on.\n\nWith no options: builds the three variants, runs them on virtual host \
+time at N = 1, 2, 4, 8, 12, 16, 20, 24, 28, 5 repetitions, the default guest (the whole sweep \
+sized for about 5 minutes on a 2-core machine, the builds included), then writes \
+plots/<name>.png and .svg and prints the ASCII chart. With --clock host: N = 1, 2, 4, … up to \
+2 × host cores (at most 28).\n\nPeers: \
 --peer NAME=CMD adds an external emulator as one more variant. CMD is an executable name or \
 path; it is given the qemu-style command line `CMD -M pseries -cpu power8 -accel \
 tcg,thread=multi -smp N -m 1G -nographic -no-reboot -vga none -bios <boot-rom> -kernel <guest> -append \
 \"…\"` (qemu-system-ppc64 accepts it as is) and timed by the guest's result line like ours. \
-Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nClock: --clock virtual runs our \
-emulator on virtual host time (`ppc64emu --clock virtual [--quantum D]`): the guest is timed on \
+Compact pinning runs a peer under `taskset -c 0-(N-1)`.\n\nClock: our emulator runs on \
+virtual host time unless --clock host (`ppc64emu --clock virtual [--quantum D]`): the guest is timed on \
 per-vCPU virtual clocks that advance by each vCPU thread's CPU time, as if every vCPU had a host \
 core of its own, so N above the host's cores is not oversubscribed and N = 16 or 28 can be swept \
 on 2 cores (at a wall-time cost of about N / cores × the guest time). Peers stay on host time. \
@@ -411,7 +413,7 @@ pub struct PlanArgs {
     /// the host's cores is oversubscribed) or `virtual` (`ppc64emu --clock virtual`: per-vCPU
     /// virtual clocks advanced by each thread's CPU time, as if every vCPU had a host core of
     /// its own, so N = 16 or 28 can be swept on a 2-core host). Peers always run on host time.
-    /// Default: host.
+    /// Default: sweep virtual (host when only peers run), gate host.
     #[arg(long, value_enum, value_name = "host|virtual")]
     pub clock: Option<ClockKind>,
     /// With --clock virtual: how far a vCPU may run ahead of the slowest runnable one, e.g.

@@ -215,7 +215,7 @@ fn virtual_points_are_labelled_and_never_oversubscribed() {
     let s = Scratch::new();
     let n = over();
     // Host time: the point beyond the host's cores is hollow, lower case and marked †.
-    let (texts, hollow, ascii, rep) = sweep_plot_report(&s, "host", &[]);
+    let (texts, hollow, ascii, rep) = sweep_plot_report(&s, "host", &["--clock", "host"]);
     assert!(
         texts.iter().any(|t| t == "lockscale: host (host time)"),
         "{texts:?}"
@@ -302,6 +302,56 @@ fn virtual_points_are_labelled_and_never_oversubscribed() {
     );
 }
 
+/// The vCPU counts of a `sweep --plan` listing.
+fn planned_cpus(listing: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = listing
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split('\t').nth(2)?.parse().ok())
+        .collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn the_default_sweep_is_virtual_over_the_posted_n_and_host_time_one_option_away() {
+    let s = Scratch::new();
+    let o = s.run(&["sweep", "--plan"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan = out(&o);
+    assert!(plan.contains("# clock: virtual host"), "{plan}");
+    assert_eq!(planned_cpus(&plan), [1, 2, 4, 8, 12, 16, 20, 24, 28]);
+    assert!(
+        plan.contains("3 variants × 9 vCPU counts × 5 repetitions"),
+        "{plan}"
+    );
+    // Host time: the list follows the host's cores.
+    let o = s.run(&["sweep", "--plan", "--clock", "host"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan = out(&o);
+    assert!(plan.contains("# clock: host time"), "{plan}");
+    assert_eq!(
+        planned_cpus(&plan),
+        lockscale::sizes::default_cpus(host_cores())
+    );
+    // A list given is kept on either clock; peers alone run on host time.
+    let o = s.run(&["sweep", "--plan", "--cpus", "1,3"], &[]);
+    assert_eq!(planned_cpus(&out(&o)), [1, 3]);
+    let o = s.run(
+        &[
+            "sweep",
+            "--plan",
+            "--variants",
+            "none",
+            "--peer",
+            "q=qemu-system-ppc64",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out(&o).contains("# clock: host time"), "{}", text(&o));
+}
+
 #[test]
 fn bad_clock_input_is_refused_before_anything_runs() {
     let s = Scratch::new();
@@ -338,10 +388,6 @@ fn bad_clock_input_is_refused_before_anything_runs() {
             &["--quantum", "at most 1 s"],
         ),
         (
-            &["--quantum", "1ms"],
-            &["--quantum", "needs --clock virtual"],
-        ),
-        (
             &["--clock", "host", "--quantum", "1ms"],
             &["--quantum", "needs --clock virtual"],
         ),
@@ -349,7 +395,10 @@ fn bad_clock_input_is_refused_before_anything_runs() {
             &["--emu-args", "--clock virtual"],
             &["--emu-args", "--clock virtual"],
         ),
-        (&["--plan", "--quantum", "1ms"], &["needs --clock virtual"]),
+        (
+            &["--plan", "--clock", "host", "--quantum", "1ms"],
+            &["needs --clock virtual"],
+        ),
     ];
     for (i, (extra, want)) in cases.iter().enumerate() {
         let name = format!("bad{i}");
@@ -528,7 +577,7 @@ fn a_run_not_on_the_clock_asked_for_fails() {
     // And a host-time sweep on an emulator that claims virtual time fails too.
     let o = s.sweep_baseline(
         BaselineSweep::once("other-way"),
-        &[],
+        &["--clock", "host"],
         &[("FAKE_EMU_CLOCK_REPORT", "virtual")],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));

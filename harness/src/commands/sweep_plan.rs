@@ -44,7 +44,19 @@ pub(super) fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         || p.seed.is_some()
         || p.reps.is_some();
     let (variants, peers) = variants_and_peers(a)?;
-    let clock = crate::clock::from_args(p.clock, p.quantum, p.line_cost)?;
+    // Virtual host time unless told otherwise: on a host with fewer cores than the largest N,
+    // host time cannot tell the strategies apart (docs/locking.md). Peers alone run on host
+    // time, the only clock they have.
+    let default_kind = if variants.is_empty() {
+        ClockKind::Host
+    } else {
+        ClockKind::Virtual
+    };
+    let clock = crate::clock::from_args(
+        Some(p.clock.unwrap_or(default_kind)),
+        p.quantum,
+        p.line_cost,
+    )?;
     crate::clock::check_emu_args(a.emu_args.as_deref().unwrap_or(""))?;
     if clock.kind == ClockKind::Virtual && variants.is_empty() {
         bail!(
@@ -54,7 +66,7 @@ pub(super) fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
     check_names(&variants, &peers)?;
     let cpus = match &p.cpus {
         Some(s) => parse_cpu_list(s)?,
-        None => preset.cpus,
+        None => default_sweep_cpus(a.workload, base_mode, clock.kind, preset.cpus),
     };
     let reps = p.reps.unwrap_or(preset.reps);
     if reps == 0 {
@@ -88,6 +100,21 @@ pub(super) fn resolve_args(a: &SweepArgs, host_cores: u32) -> Result<Resolved> {
         share: a.only.as_deref().map(parse_share).transpose()?,
         clock,
     })
+}
+
+/// The vCPU list of a sweep given none: on virtual host time the default mkbench sweep is the
+/// posted one ([`sizes::FULL_CPUS`]) whatever the host's cores; otherwise the preset's.
+fn default_sweep_cpus(
+    workload: Workload,
+    mode: Mode,
+    clock: ClockKind,
+    preset_cpus: Vec<u32>,
+) -> Vec<u32> {
+    if workload == Workload::Mkbench && mode == Mode::Default && clock == ClockKind::Virtual {
+        sizes::FULL_CPUS.to_vec()
+    } else {
+        preset_cpus
+    }
 }
 
 pub(super) fn mode_name(m: Mode) -> &'static str {
