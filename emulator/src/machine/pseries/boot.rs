@@ -313,6 +313,7 @@ impl<S: Strategy> Machine<S> {
                     cpu.st.gpr[4] = boot.r4;
                     cpu.st.gpr[5] = boot.r5;
                 }
+                #[cfg_attr(feature = "loom", allow(unused_mut))]
                 let mut engine = Engine::new(cpu, &engine_config, code_cache);
                 // SAFETY: `accel` outlives this thread's engine (both live until the thread
                 // ends). (Under loom the flag is a model type; the loom tests run no JIT.)
