@@ -85,6 +85,10 @@ fn cpu_exec<S: Strategy, R: VcpuRunner<S>>(accel: &Accel<S, R, R::Devices>, i: u
             let mut b = accel.bql(R::exception_site(&e));
             r.handle_exception(e, accel, i, &mut b);
         }
+        if accel.deferred_due(i) {
+            // A flush job waited for this vCPU's clock, which has reached it.
+            return;
+        }
     }
 }
 

@@ -178,9 +178,14 @@ impl Tlb {
         };
     }
 
+    /// Nothing was filled since the last full flush: no entry to drop.
+    pub fn is_clean(&self) -> bool {
+        self.dirty == 0
+    }
+
     /// Drops every entry (a no-op when nothing was filled since the last flush).
     pub fn flush_all(&mut self) -> bool {
-        if self.dirty == 0 {
+        if self.is_clean() {
             return false;
         }
         // Only the indexes filled since the last flush hold entries (the rest are empty).

@@ -237,7 +237,9 @@ impl<S: Strategy> Machine<S> {
             },
         );
         if let Some(vt) = vtime {
-            accel = accel.with_virtual_time(vt.clone());
+            accel = accel
+                .with_virtual_time(vt.clone())
+                .with_deferred_tlb_flushes(|v: &PseriesVcpu| v.engine.cpu.mmu.tlb.is_clean());
             // Clocks that break their own bound end the run rather than give a number.
             let weak = Arc::downgrade(shared);
             vt.set_on_failure(move |why| {

@@ -56,6 +56,8 @@ pub struct VcpuReport {
     pub flush_jobs_run: u64,
     pub flush_jobs_elided: u64,
     pub flush_jobs_coalesced: u64,
+    /// Flush jobs that waited for this vCPU's clock to reach their sender's (virtual time).
+    pub flush_jobs_deferred: u64,
     pub self_flushes: u64,
     pub tlb_fills: u64,
     pub tlb_full_flushes: u64,
@@ -240,6 +242,7 @@ pub(super) fn vcpu_report(
         flush_jobs_run: v.counters.flush_jobs_run,
         flush_jobs_elided: v.counters.flush_jobs_elided,
         flush_jobs_coalesced: shared.counters.flush_jobs_coalesced.load(Ordering::Relaxed),
+        flush_jobs_deferred: shared.counters.flush_jobs_deferred.load(Ordering::Relaxed),
         self_flushes: v.counters.self_flushes,
         tlb_fills: t.fills,
         tlb_full_flushes: t.full_flushes,

@@ -42,7 +42,9 @@
 //!   never overlapped, and the waits fed back through the BQL's holds without bound.
 //! - **Hand-offs.** A kick, interrupt or queued work stamps the target with the sender's clock;
 //!   a vCPU that was idle (halted, stopped) wakes at that stamp ([`blocking`]). A running target
-//!   is not moved: it keeps executing until it reaches the item, as it would on its own core.
+//!   is not moved. A TLB flush job that reaches a clean TLB before the target's clock reaches
+//!   the sender's waits until it does (`Accel::drain_work`), as the target would have run on
+//!   its own core meanwhile.
 //! - **Quantum.** No vCPU runs more than `quantum` ahead of the slowest runnable one; a vCPU
 //!   that gets ahead parks at its next return from guest code ([`pace`]) until it is within
 //!   half a quantum again.
