@@ -26,7 +26,8 @@
 //!   by another thread, inside its hold.
 //! - **Locks.** The BQL is a FIFO queue in virtual time, resolved late ([`Rule::Fifo`]):
 //!   each hold is recorded at its release as (arrival clock, CPU time held); once every
-//!   busy vCPU's clock has passed an arrival (nobody can still arrive before it), the
+//!   busy vCPU's clock (plus its waits in flight) has passed an arrival (nobody can still
+//!   arrive before it), the
 //!   queue is served in arrival order — start = max(arrival, the previous hold's end) —
 //!   and the difference is added to the holder's clock at its next sync point. This is
 //!   the "weave" of a bound-weave simulator: the real acquisition order on a small host
