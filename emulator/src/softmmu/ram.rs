@@ -234,7 +234,7 @@ unsafe fn copy_atomic(g: *mut u8, h: *mut u8, len: usize, dir: Dir) {
             byte(k);
             k += 1;
         }
-        while k + 8 <= len {
+        let word = |k: usize| {
             let a = AtomicU64::from_ptr(g.add(k).cast());
             match dir {
                 Dir::ToGuest => a.store(h.add(k).cast::<u64>().read_unaligned(), Ordering::Relaxed),
@@ -243,6 +243,18 @@ unsafe fn copy_atomic(g: *mut u8, h: *mut u8, len: usize, dir: Dir) {
                     .cast::<u64>()
                     .write_unaligned(a.load(Ordering::Relaxed)),
             }
+        };
+        // A cache line per trip: with one word per trip the loop's speed depended on where
+        // the build happened to place it (a page copy took 1.65x as long in one build of
+        // the same code as in another).
+        while k + 64 <= len {
+            for j in 0..8 {
+                word(k + 8 * j);
+            }
+            k += 64;
+        }
+        while k + 8 <= len {
+            word(k);
             k += 8;
         }
         while k < len {
@@ -281,6 +293,30 @@ mod tests {
         // Neighbours untouched.
         assert_eq!(ram.read_u32_be(0x2_0001).unwrap(), 0);
         assert_eq!(ram.read_u32_be(0x2_0005 + 100).unwrap(), 0);
+    }
+
+    /// Every start offset within a word and every length up to three cache lines: the
+    /// copy's head bytes, whole lines, words and tail bytes land where they should and
+    /// nowhere else.
+    #[test]
+    fn copies_of_any_offset_and_length_round_trip_and_stay_in_range() {
+        let ram = GuestRam::new(1 << 20).unwrap();
+        for off in 0..8u64 {
+            for len in 0..200usize {
+                let base = 0x1_0000 + off;
+                ram.fill(0x1_0000 - 8, 256 + 16, 0xee).unwrap();
+                let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+                ram.write(base, &data).unwrap();
+                let mut back = vec![0u8; len];
+                ram.read(base, &mut back).unwrap();
+                assert_eq!(back, data, "offset {off} length {len}");
+                let mut around = [0u8; 8];
+                ram.read(base - 8, &mut around).unwrap();
+                assert_eq!(around, [0xee; 8], "before: offset {off} length {len}");
+                ram.read(base + len as u64, &mut around).unwrap();
+                assert_eq!(around, [0xee; 8], "after: offset {off} length {len}");
+            }
+        }
     }
 
     #[test]
