@@ -193,8 +193,9 @@ impl VirtualTime {
     }
 
     /// Serves the arrivals no vCPU can still arrive before: those at or below every busy
-    /// vCPU's clock and the current holder's arrival. Each waits for the previous hold's
-    /// end; the wait goes to its vCPU's pending waits.
+    /// vCPU's next possible arrival ([`VirtualTime::min_next_arrival`]) and the current
+    /// holder's arrival. Each waits for the previous hold's end; the wait goes to its vCPU's
+    /// pending waits.
     fn serve(&self, q: &mut FifoQueue, t: &LockTime) {
         let floor = self
             .min_next_arrival()
