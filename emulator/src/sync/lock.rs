@@ -174,7 +174,7 @@ impl<T> StatMutex<T> {
             // slot others serve waits into), which move between cores when the vCPU
             // threads run on more than one; what that costs is the line cost's.
             vclock::leave_out_since(mark);
-            since
+            vclock::hold_begins(since)
         } else {
             vclock::HoldStart::default()
         };

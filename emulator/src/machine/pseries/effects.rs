@@ -75,6 +75,19 @@ pub trait PhysMemory {
     fn read(&self, pa: u64, buf: &mut [u8]) -> Result<(), OutOfRange>;
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange>;
 
+    /// Copies `len` bytes from `src` to `dst` within guest memory (through a buffer unless
+    /// the memory can do better).
+    fn copy(&self, dst: u64, src: u64, len: usize) -> Result<(), OutOfRange> {
+        let mut buf = vec![0; len];
+        self.read(src, &mut buf)?;
+        self.write(dst, &buf)
+    }
+
+    /// Sets `len` bytes at `pa` to `byte`.
+    fn fill(&self, pa: u64, len: usize, byte: u8) -> Result<(), OutOfRange> {
+        self.write(pa, &vec![byte; len])
+    }
+
     fn read_u32_be(&self, pa: u64) -> Result<u32, OutOfRange> {
         let mut b = [0; 4];
         self.read(pa, &mut b)?;
@@ -97,6 +110,22 @@ impl PhysMemory for crate::softmmu::GuestRam {
             len: data.len(),
         })
     }
+
+    fn copy(&self, dst: u64, src: u64, len: usize) -> Result<(), OutOfRange> {
+        self.copy_within(dst, src, len).map_err(|_| {
+            let pa = if self.contains(dst, len as u64) {
+                src
+            } else {
+                dst
+            };
+            OutOfRange { pa, len }
+        })
+    }
+
+    fn fill(&self, pa: u64, len: usize, byte: u8) -> Result<(), OutOfRange> {
+        crate::softmmu::GuestRam::fill(self, pa, len as u64, byte)
+            .map_err(|_| OutOfRange { pa, len })
+    }
 }
 
 /// Guest memory as the machine (hypercalls, RTAS, the VPA) writes it: with a JIT, each write
@@ -115,17 +144,34 @@ impl<M: PhysMemory> PhysMemory for CodeWatch<M> {
 
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
         self.mem.write(pa, data)?;
-        let Some(jit) = &self.jit else {
-            return Ok(());
-        };
+        self.written(pa, data.len());
+        Ok(())
+    }
+
+    fn copy(&self, dst: u64, src: u64, len: usize) -> Result<(), OutOfRange> {
+        self.mem.copy(dst, src, len)?;
+        self.written(dst, len);
+        Ok(())
+    }
+
+    fn fill(&self, pa: u64, len: usize, byte: u8) -> Result<(), OutOfRange> {
+        self.mem.fill(pa, len, byte)?;
+        self.written(pa, len);
+        Ok(())
+    }
+}
+
+impl<M> CodeWatch<M> {
+    /// The machine wrote `len` bytes at `pa`: translations of them go.
+    fn written(&self, pa: u64, len: usize) {
+        let Some(jit) = &self.jit else { return };
         // Ranges may cross pages; `code_written` works per page.
-        let (mut a, end) = (pa, pa + data.len() as u64);
+        let (mut a, end) = (pa, pa + len as u64);
         while a < end {
             let next = ((a >> 12) + 1) << 12;
             jit.code_written(a, (next.min(end) - a) as usize);
             a = next;
         }
-        Ok(())
     }
 }
 
@@ -137,6 +183,14 @@ impl<T: PhysMemory + ?Sized> PhysMemory for Arc<T> {
 
     fn write(&self, pa: u64, data: &[u8]) -> Result<(), OutOfRange> {
         (**self).write(pa, data)
+    }
+
+    fn copy(&self, dst: u64, src: u64, len: usize) -> Result<(), OutOfRange> {
+        (**self).copy(dst, src, len)
+    }
+
+    fn fill(&self, pa: u64, len: usize, byte: u8) -> Result<(), OutOfRange> {
+        (**self).fill(pa, len, byte)
     }
 }
 

@@ -585,38 +585,26 @@ fn ram_page(mem: &dyn PhysMemory, pa: u64) -> bool {
 /// H_PAGE_INIT(flags, dst, src): copy the page at `src` to `dst` (H_COPY_PAGE), else zero
 /// it (H_ZERO_PAGE); the i-cache flags make the page's old instructions go (the JIT drops
 /// its translations of a page written here; a flush without a write drops them too).
-/// A page's bytes on their way between guest pages, aligned as a page: a buffer at another
-/// offset modulo 4 KiB made the copy's loads alias its stores in the store buffer (false
-/// dependences), and the hypercall cost 1.5x as much in some builds as in others.
-#[repr(align(4096))]
-struct PageBuf([u8; PAGE_SIZE as usize]);
-
 fn page_init(c: &mut Call<'_>) -> i64 {
     let (flags, dst, src) = (c.a(0), c.a(1), c.a(2));
     if flags & !PAGE_INIT_FLAGS != 0 || !ram_page(c.mem, dst) {
         return H_PARAMETER;
     }
-    let mut buf = PageBuf([0; PAGE_SIZE as usize]);
-    let page = &mut buf.0;
-    if flags & H_COPY_PAGE != 0 {
+    let len = PAGE_SIZE as usize;
+    let r = if flags & H_COPY_PAGE != 0 {
         if !ram_page(c.mem, src) {
             return H_PARAMETER;
         }
-        if c.mem.read(src, page).is_err() {
-            return H_PARAMETER;
-        }
-    } else if flags & H_ZERO_PAGE == 0
-        && (flags & (H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE) == 0
-            || c.mem.read(dst, page).is_err())
-    {
-        return H_SUCCESS;
-    }
-    // Rewriting the page unchanged is what drops translated code of it.
-    if c.mem.write(dst, page).is_err() {
-        H_PARAMETER
+        c.mem.copy(dst, src, len)
+    } else if flags & H_ZERO_PAGE != 0 {
+        c.mem.fill(dst, len, 0)
+    } else if flags & (H_ICACHE_INVALIDATE | H_ICACHE_SYNCHRONIZE) != 0 {
+        // Rewriting the page unchanged is what drops translated code of it.
+        c.mem.copy(dst, dst, len)
     } else {
-        H_SUCCESS
-    }
+        return H_SUCCESS;
+    };
+    if r.is_err() { H_PARAMETER } else { H_SUCCESS }
 }
 
 /// H_LOGICAL_{CI,CACHE}_LOAD(size, addr): r4 = the big-endian value of 1, 2, 4 or 8 bytes.

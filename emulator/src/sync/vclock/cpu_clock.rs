@@ -131,6 +131,14 @@ impl Timer {
             .saturating_sub(self.take_excluded(s))
     }
 
+    /// What the next charge would add, by the counter, if it came now (`None`: the interval
+    /// is too long for the counter, or there is none).
+    pub(super) fn pending(&self) -> Option<u64> {
+        let tsc = self.tsc?;
+        let dt = tsc.ns(tsc.ticks().wrapping_sub(self.last_tick));
+        (dt < TSC_TRUST_NS).then(|| dt.saturating_sub(self.excluded))
+    }
+
     /// The time left out of the interval being charged, counted as skipped.
     fn take_excluded(&mut self, s: &Slot) -> u64 {
         let x = std::mem::take(&mut self.excluded);

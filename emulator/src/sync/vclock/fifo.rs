@@ -98,7 +98,8 @@ fn defer_wait(s: &Slot, site: Site, ns: u64) {
 /// sync point, not a fresh read: every BQL acquisition follows one closely (the return from
 /// guest code that raised the hypercall or interrupt, a lock release), and a fresh read
 /// costs a system call, about 0.5 µs per hypercall (+15 % on the closed-form guest at
-/// N = 1), for no change in the measured holds. A Fifo lock's wait comes when
+/// N = 1), for no change in the measured holds; [`hold_begins`] then moves it to the
+/// acquisition by the counter. A Fifo lock's wait comes when
 /// its queue is served and reaches the clock at the next return from guest code
 /// ([`pace`]): a wait added inside another lock's hold would lengthen that hold, and that
 /// lock's next acquirer would inherit it.
@@ -129,6 +130,22 @@ pub fn hold_start(t: &LockTime, rule: Rule) -> HoldStart {
         t.holder_since.store(start.clock, Ordering::SeqCst);
     }
     start
+}
+
+/// Moves a hold's start from the last sync point to now, once the acquisition has been
+/// left out: what the vCPU did between leaving guest code and taking the lock (the exit
+/// path, the pace check, the lock's own bookkeeping) ran outside the lock and is not part
+/// of its hold. Its clock still advances by that CPU time. Unchanged where the counter
+/// cannot time the interval (the CPU clock settles it at the next sync).
+pub fn hold_begins(since: HoldStart) -> HoldStart {
+    let pending = with_current(|cur| cur.timer.pending()).flatten();
+    match pending {
+        Some(p) => HoldStart {
+            clock: since.clock + p,
+            ..since
+        },
+        None => since,
+    }
 }
 
 /// Before releasing a lock held since `since` (at `site`): ends the hold at the releaser's

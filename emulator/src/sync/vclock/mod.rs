@@ -71,7 +71,7 @@ use cpu_clock::{NO_CLOCK, TSC_TRUST_NS, Timer, Tsc, cpu_ns_of, own_cpu_clock, th
 #[cfg(test)]
 pub use cpu_clock::{burn, manual_cpu_clock};
 pub use cpu_clock::{counter_timed, read_cost_ns};
-pub use fifo::{HoldStart, LockTime, Rule, hold_start, released};
+pub use fifo::{HoldStart, LockTime, Rule, hold_begins, hold_start, released};
 
 use super::stats::{self, Site};
 use parking_lot::{Condvar, Mutex};
@@ -1115,6 +1115,36 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A hold starts where the lock was taken, not at the last sync point: the CPU time in
+    /// between (the exit path from guest code, the pace check) advances the clock but ran
+    /// outside the lock. Counted from the sync point, the closed-form guest's hypercall holds
+    /// were twice their length.
+    #[test]
+    fn a_hold_starts_at_the_acquisition_not_at_the_last_sync_point() {
+        let vt = VirtualTime::new(1, 1_000_000_000);
+        let t = Arc::new(LockTime::default());
+        let h = on_vcpu(&vt, 0, move || {
+            manual_counter();
+            burn(1_000);
+            tick(1_000);
+            sync();
+            // 350 ns on the way to the lock, then a 50 ns acquisition (left out).
+            burn(350);
+            tick(350);
+            let m = mark();
+            burn(50);
+            tick(50);
+            let since = hold_start(&t, Rule::Untimed);
+            leave_out_since(m);
+            let since = hold_begins(since);
+            burn(200);
+            tick(200);
+            let hold = released(&t, Rule::Untimed, since, Site::ALL[0]);
+            (hold, sync().unwrap())
+        });
+        assert_eq!(h.join().unwrap(), (200, 1_550));
     }
 
     #[test]
