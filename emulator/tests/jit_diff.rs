@@ -1270,6 +1270,49 @@ mod baseline {
         );
     }
 
+    /// A call through `bctrl` to a subroutine whose address shares the jump cache's set with
+    /// the call's return point (512 KiB apart), and its `blr` back, 100 times: both probes
+    /// find their block in translated code once each has been looked up, with no run-loop
+    /// trip per call (a direct-mapped cache evicted one for the other on every probe).
+    #[test]
+    fn a_call_and_its_return_sharing_a_set_both_stay_cached() {
+        const SUB: u64 = CODE + 0x18 + 0x8_0000;
+        // Each tier's probes: the baseline tier's stub and Cranelift's chain exit.
+        for tiers in [Tiers::BASELINE, Tiers::CRANELIFT] {
+            let mut c = cpu(true);
+            put_code(
+                &mut c,
+                CODE,
+                &[
+                    0x3860_0000, // li r3, 0
+                    0x3880_0064, // li r4, 100
+                    0x3d20_0008, // lis r9, 8
+                    0x6129_1018, // ori r9, r9, 0x1018: r9 = SUB
+                    0x7d29_03a6, // loop: mtctr r9
+                    0x4e80_0421, // bctrl
+                    0x3884_ffff, // addi r4, r4, -1 (the return point, CODE + 0x18)
+                    0x2c04_0000, // cmpwi r4, 0
+                    0x4082_fff0, // bne loop
+                    0,
+                ],
+            );
+            put_code(&mut c, SUB, &[0x3863_0001, 0x4e80_0020]); // addi r3, r3, 1; blr
+            c.st.pc = CODE;
+            let mut jit = Jit::attach(&mut c, JitShared::new());
+            jit.set_tiers(tiers, Some(0));
+            let e = run(&mut jit, &mut c, 1_000_000, &|_| false);
+            assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+            assert_eq!(c.st.gpr[3], 100);
+            // Run-loop lookups that found a block (not a translation): the first call and
+            // the first return, and their repeats before each was linked or cached.
+            let k = &jit.counters;
+            assert!(
+                k.jump_cache_hits + k.jump_cache_refills + k.map_hits <= 4,
+                "{tiers:?}: {k:?}"
+            );
+        }
+    }
+
     /// A small budget makes a linked loop come back to the run loop (as a kick would).
     #[test]
     fn linked_loops_return_when_the_budget_is_spent() {

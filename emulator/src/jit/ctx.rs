@@ -3,7 +3,7 @@
 //! code of every tier uses.
 
 use super::cache::JitShared;
-use super::jump_cache::JcEntry;
+use super::jump_cache::JcSet;
 use crate::cpu::Exception;
 use crate::isa::OP_COUNT;
 use crate::vcpu::Cpu;
@@ -29,8 +29,8 @@ pub struct JitCtx {
     /// Instructions the blocks may still retire before chaining stops; every block exit
     /// subtracts what it retired.
     pub budget: i64,
-    /// The vCPU's jump cache (`JC_SIZE` entries).
-    pub jc: *const JcEntry,
+    /// The vCPU's jump cache (`JC_SETS` sets).
+    pub jc: *const JcSet,
     /// The machine's kick flag for this vCPU: set, the next block exit returns.
     pub kick: *const AtomicBool,
     /// `JitShared::generation` when the jump cache was last synced.

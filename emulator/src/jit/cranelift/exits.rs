@@ -6,7 +6,7 @@ use crate::isa::Op;
 use crate::jit::ctx::{STOP_BUDGET, STOP_EVENTS, STOP_KICK};
 use crate::jit::jump_cache::jc_flags;
 use crate::jit::tier::TierId;
-use crate::jit::{JC_SIZE, JcEntry, JitCtx};
+use crate::jit::{JC_SETS, JcEntry, JcSet, JitCtx};
 use crate::softmmu::{Access, PAGE_MASK, TLB_ENTRIES, TlbEntry, mmu_idx};
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -54,11 +54,16 @@ fn emit_chain(
     b.ins().brif(stop, out, &[], probe, &[]);
 
     b.switch_to_block(probe);
-    let slot = b.ins().ushr_imm_s(pc, 2);
-    let slot = b.ins().band_imm_s(slot, (JC_SIZE - 1) as i64);
-    let slot = b.ins().imul_imm_s(slot, size_of::<JcEntry>() as i64);
+    let set = b.ins().ushr_imm_s(pc, 2);
+    let set = b.ins().band_imm_s(set, (JC_SETS - 1) as i64);
+    let set = b.ins().imul_imm_s(set, size_of::<JcSet>() as i64);
     let jc = ld(b, I64, jctx, offset_of!(JitCtx, jc));
-    let e = b.ins().iadd(jc, slot);
+    // The set's first way if it holds the PC, else its second (`JcSet::probe`).
+    let e0 = b.ins().iadd(jc, set);
+    let pc0 = ld(b, I64, e0, offset_of!(JcEntry, pc));
+    let e1 = b.ins().iadd_imm_s(e0, size_of::<JcEntry>() as i64);
+    let first = b.ins().icmp(IntCC::Equal, pc0, pc);
+    let e = b.ins().select(first, e0, e1);
     let epc = ld(b, I64, e, offset_of!(JcEntry, pc));
     let eflags = ld(b, I64, e, offset_of!(JcEntry, flags));
     let f = ld(b, I64, e, offset_of!(JcEntry, f));

@@ -38,7 +38,9 @@ use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
 use crate::jit::jump_cache::jc_flags;
 use crate::jit::tier::TierId;
-use crate::jit::{BlockKey, JC_SIZE, JcEntry, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers};
+use crate::jit::{
+    BlockKey, JC_SETS, JcEntry, JcSet, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers,
+};
 use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };

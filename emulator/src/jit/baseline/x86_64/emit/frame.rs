@@ -307,7 +307,7 @@ impl Em {
     /// The unlinked variant is jumped to.
     pub(super) fn emit_probe(&mut self, probe: DynamicLabel, unlinked_of: Option<usize>) {
         let called = unlinked_of.is_none();
-        let (out, optimized) = (self.label(), self.label());
+        let (out, optimized, way) = (self.label(), self.label(), self.label());
         // Where the run loop is asked to link the jump in `r13` to the block at the PC.
         let out_link = if unlinked_of.is_some() {
             self.label()
@@ -329,11 +329,16 @@ impl Em {
             ; mov QWORD [rbx + PC], rax
             ; mov rcx, rax
             ; shr rcx, 2
-            ; and ecx, (JC_SIZE - 1) as i32
-            ; imul ecx, ecx, size_of::<JcEntry>() as i32
+            ; and ecx, (JC_SETS - 1) as i32
+            ; imul ecx, ecx, size_of::<JcSet>() as i32
             ; add rcx, QWORD [r12 + JC]
+            // The set's first way, else its second (`JcSet::probe`).
+            ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
+            ; je =>way
+            ; add rcx, size_of::<JcEntry>() as i32
             ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
             ; jne =>miss
+            ; =>way
             // The entry holds while the PC's exec TLB entry maps the page it was made for.
             ; mov rdx, rax
             ; shr rdx, 12
