@@ -36,7 +36,7 @@ use super::regcache::{RegCache, later_gprs};
 use crate::cpu::{CpuState, NO_RESERVATION, msr};
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
-use crate::jit::jump_cache::jc_flags;
+use crate::jit::jump_cache::{self, jc_flags};
 use crate::jit::tier::TierId;
 use crate::jit::{
     BlockKey, JC_SETS, JcEntry, JcSet, JitCtx, TLB_IDX_BYTES, TLB_TABLE_PTR, helpers,

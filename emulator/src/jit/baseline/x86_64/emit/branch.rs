@@ -133,7 +133,12 @@ impl Em {
 
     pub(super) fn link_register(&mut self, i: Insn) {
         if i.lk() {
-            asm!(self.ops ; mov rcx, QWORD self.pc.wrapping_add(4) as i64 ; mov QWORD [rbx + LR], rcx);
+            let ret = self.pc.wrapping_add(4);
+            asm!(self.ops ; mov rcx, QWORD ret as i64 ; mov QWORD [rbx + LR], rcx);
+            // The callee's `blr` will probe the jump cache for the return address: start
+            // loading that set now (most probes wait for a cache miss on it).
+            let set = (jump_cache::set(ret) * size_of::<JcSet>()) as i32;
+            asm!(self.ops ; mov rcx, QWORD [r12 + JC] ; prefetcht0 [rcx + set]);
         }
     }
 }
