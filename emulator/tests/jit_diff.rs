@@ -1248,6 +1248,88 @@ mod baseline {
         );
     }
 
+    /// One physical page of code mapped at two effective addresses (two processes running the
+    /// same program): the second mapping runs the first one's translations (no block is
+    /// translated again), and every guest address the code makes — a return address, a
+    /// relative branch to the next page, the PC of a fault — is the running mapping's. A
+    /// store to the code through one mapping takes effect at the other. (Blocks keyed by
+    /// effective PC would translate everything again; blocks that kept the first mapping's
+    /// addresses would leave r3, r4 and the PC there.)
+    #[test]
+    fn code_mapped_at_two_addresses_shares_translations_and_computes_each_ones_addresses() {
+        use ppc64emu::cpu::SlbEntry;
+        use ppc64emu::mmu::slb::{esid, hash_key};
+        use ppc64emu::mmu::{Hpt, SystemSpace, hpte_r};
+        use ppc64emu::softmmu::GuestRam;
+        use std::sync::Arc;
+        // Two physical pages of code, at A and A + 4 KiB in one segment and at B and
+        // B + 4 KiB in another.
+        const P: u64 = 0x5000;
+        const A: u64 = 0x1000_3000;
+        const B: u64 = 0x2000_7000;
+        let ram = Arc::new(GuestRam::new(1 << 20).unwrap());
+        let hpt = Arc::new(Hpt::new(Hpt::MIN_SHIFT).unwrap());
+        let put = |at: u64, words: &[u32]| {
+            for (k, w) in words.iter().enumerate() {
+                ram.write(at + 4 * k as u64, &w.to_be_bytes()).unwrap();
+            }
+        };
+        put(
+            P,
+            &[
+                0x4800_0011, // bl .+0x10
+                0x7c88_02a6, // mflr r4
+                0x4800_0ff8, // b .+0xff8: the next page
+                0,
+                0x7c68_02a6, // mflr r3
+                0x3863_0001, // addi r3, r3, 1
+                0x4e80_0020, // blr
+            ],
+        );
+        put(P + 0x1000, &[0x38c0_0007, 0]); // li r6, 7; illegal
+        let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
+        c.st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
+        for (index, (ea, vsid)) in [(A, 0x100u64), (B, 0x200)].into_iter().enumerate() {
+            c.st.slb[index] = SlbEntry {
+                esid: (ea & esid::ESID_256M) | esid::VALID,
+                vsid: (vsid << 12) | 0x400,
+            };
+            for page in 0..2 {
+                let at = ea + 0x1000 * page;
+                let key = hash_key(&c.st.slb[index], 12, at);
+                let ptel = ((P + 0x1000 * page) & !0xfff) | hpte_r::M | 0x2;
+                let ptex = (key.hash & hpt.pteg_mask()) * 8;
+                let r = hpt.h_enter(&ram, 0, ptex, key.ptem, ptel);
+                assert_eq!(r.ret, ppc64emu::papr::H_SUCCESS);
+            }
+        }
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        let go = |c: &mut Cpu, jit: &mut Jit, base: u64| {
+            c.st.pc = base;
+            c.st.gpr[3..7].fill(0);
+            let e = run(jit, c, 1000, &|_| false);
+            assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+            let got = (c.st.gpr[3], c.st.gpr[4], c.st.gpr[6], c.st.pc);
+            assert_eq!(got, (base + 5, base + 4, 7, base + 0x1004), "at {base:#x}");
+        };
+        go(&mut c, &mut jit, A);
+        let translated = jit.counters.baseline.blocks_translated;
+        assert!(translated >= 4, "{:?}", jit.counters);
+        go(&mut c, &mut jit, B);
+        assert_eq!(
+            jit.counters.baseline.blocks_translated, translated,
+            "the second mapping translated again: {:?}",
+            jit.counters
+        );
+        // addi r3, r3, 2 through B; A runs the new instruction.
+        c.mmu.store(&c.st, B + 0x14, 4, 0x3863_0002, false).unwrap();
+        c.st.pc = A;
+        let e = run(&mut jit, &mut c, 1000, &|_| false);
+        assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+        assert_eq!(c.st.gpr[3], A + 6, "A ran the stale translation");
+    }
+
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it
     /// once to link it, then only when the budget runs out.
     #[test]

@@ -17,12 +17,35 @@ pub const KEY_MSR_BITS: u64 =
     msr::LE | msr::IR | msr::DR | msr::PR | msr::FP | msr::VEC | msr::VSX | msr::SF;
 
 /// Identity of a translation: same guest code under the same translation-relevant MSR bits.
+///
+/// A *page-relative* block (`relative`) computes every guest address it uses from the page
+/// the vCPU runs it at (`JitCtx::page`), so one translation serves the code wherever it is
+/// mapped: its key holds the PC's offset in its page, and every process that maps the same
+/// physical page (a compiler run again, the C library in each process, at addresses that
+/// differ from run to run) finds it. Other blocks hold their effective PC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BlockKey {
+    /// The effective PC, or with `relative` its offset in its page.
     pub pc: u64,
     /// Host address of the instruction at `pc` (stands for the physical address).
     pub host: u64,
     pub flags: u64,
+    pub relative: bool,
+}
+
+impl BlockKey {
+    /// The key of the block at `pc` (host address `host`) under the MSR bits `flags`;
+    /// page-relative when `relative` and in 64-bit mode (32-bit mode's addresses wrap at
+    /// 4 GiB, and its blocks are all interpreter calls).
+    pub fn new(pc: u64, host: u64, flags: u64, relative: bool) -> Self {
+        let relative = relative && flags & msr::SF != 0;
+        Self {
+            pc: if relative { pc & !PAGE_MASK } else { pc },
+            host,
+            flags,
+            relative,
+        }
+    }
 }
 
 /// Physical page → the blocks on it, each with its byte range in the page.
@@ -63,6 +86,9 @@ pub struct JitShared {
     /// User mode's host-guarded memory: told the page of every block placed, so that the
     /// host stops direct stores to it (see [`JitShared::set_user_process`]).
     pub(super) code_guard: std::sync::OnceLock<CodeGuard>,
+    /// Set by [`JitShared::set_user_process`]: one process, whose pages never change mapping
+    /// (its blocks link to any page and need not be page-relative).
+    user_process: AtomicBool,
 }
 
 /// Withholds host write permission from a guest page that now holds translated code.
@@ -100,6 +126,7 @@ impl JitShared {
             stats: SharedStats::default(),
             machine_code: [None, super::baseline::machine_code()],
             code_guard: std::sync::OnceLock::new(),
+            user_process: AtomicBool::new(false),
         })
     }
 
@@ -113,6 +140,7 @@ impl JitShared {
     /// Call before any block is translated.
     pub fn set_user_process(&self, flat_base: Option<u64>, guard: Option<CodeGuard>) {
         let guarded = flat_base.is_some() && guard.is_some();
+        self.user_process.store(true, Ordering::Relaxed);
         if let Some(g) = guard.filter(|_| guarded) {
             let _ = self.code_guard.set(g);
         }
@@ -214,6 +242,11 @@ impl JitShared {
     /// Bytes of the baseline tier's code placed since the last flush.
     pub fn baseline_code_bytes(&self) -> u64 {
         self.machine_code_bytes(TierId::Baseline)
+    }
+
+    /// The machine is one user-mode process ([`JitShared::set_user_process`]).
+    pub fn is_user_process(&self) -> bool {
+        self.user_process.load(Ordering::Relaxed)
     }
 
     pub(super) fn lookup(&self, k: &BlockKey) -> Option<Block> {

@@ -29,6 +29,10 @@ pub struct JitCtx {
     /// Instructions the blocks may still retire before chaining stops; every block exit
     /// subtracts what it retired.
     pub budget: i64,
+    /// The effective address of the page of the baseline block running (set by the run
+    /// loop and by the probe that enters a block; linked jumps stay in the page): what a
+    /// page-relative block ([`super::BlockKey`]) computes its guest addresses from.
+    pub page: u64,
     /// The vCPU's jump cache (`JC_SETS` sets).
     pub jc: *const JcSet,
     /// The machine's kick flag for this vCPU: set, the next block exit returns.

@@ -128,6 +128,7 @@ impl Jit {
         ];
         let ctx = JitCtx {
             budget: 0,
+            page: 0,
             jc: jc.as_ptr(),
             kick: &ctx::NO_KICK,
             seen_generation: 0,
@@ -255,6 +256,7 @@ impl Jit {
             self.counters.baseline.links += 1;
         }
         self.ctx.budget = budget;
+        self.ctx.page = cpu.st.pc & crate::softmmu::PAGE_MASK;
         self.ctx.link = 0;
         let optimized = self.ctx.optimized_instructions;
         // SAFETY: `block` was found for this state in the map or the jump cache, which hold

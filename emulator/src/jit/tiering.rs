@@ -38,6 +38,14 @@ impl Jit {
         }
     }
 
+    /// The block map's key for the code at `pc`: page-relative when the baseline tier is
+    /// the only one (its blocks are; an optimized block keeps its PC) and the machine is not
+    /// a user-mode process (whose one address space has no second mapping to share with).
+    fn key(&self, pc: u64, host: u64, flags: u64) -> BlockKey {
+        let relative = self.tiers == super::Tiers::BASELINE && !self.ctx.shared.is_user_process();
+        BlockKey::new(pc, host, flags, relative)
+    }
+
     fn jc_set(&mut self, pc: u64, flags: u64, b: Block, host: u64) {
         self.jc[jump_cache::set(pc)].insert(JcEntry {
             pc,
@@ -81,7 +89,7 @@ impl Jit {
             .tlb
             .lookup(idx, pc, 4, Access::Exec)
             .map_or(0, |p| p as u64);
-        let key = BlockKey { pc, host, flags };
+        let key = self.key(pc, host, flags);
         let b = match (host != 0).then(|| self.ctx.shared.lookup(&key)).flatten() {
             Some(b) => {
                 self.counters.map_hits += 1;
@@ -137,14 +145,15 @@ impl Jit {
         }))
     }
 
-    /// Translates the block at `key` with the first tier and puts it in the code cache;
+    /// Translates the block at the PC (its key `key`) with the first tier and puts it in the code cache;
     /// `None` when that tier's code region is full.
     fn translate(&mut self, cpu: &mut Cpu, key: BlockKey) -> Result<Option<Block>, Exception> {
         if self.self_flush && self.over_limit() {
             self.flush_own();
         }
         let t0 = std::time::Instant::now();
-        let block = DecodedBlock::fetch(cpu, key.pc)?;
+        let pc = cpu.st.pc;
+        let block = DecodedBlock::fetch(cpu, pc)?;
         let Some(b) = self.translate_with(self.tiers.first(), &block, key, t0)? else {
             return Ok(None);
         };
@@ -152,12 +161,12 @@ impl Jit {
             let pa = cpu
                 .mmu
                 .space
-                .translate(&cpu.st, key.pc, Access::Exec)
-                .map(|m| m.pa | (key.pc & !PAGE_MASK));
+                .translate(&cpu.st, pc, Access::Exec)
+                .map(|m| m.pa | (pc & !PAGE_MASK));
             if let Ok(pa) = pa {
                 self.ctx.shared.mark_code_host(key.host);
                 if self.ctx.shared.mark_code_page(pa) {
-                    drop_write_entries(&mut cpu.mmu.tlb, key.host - (key.pc & !PAGE_MASK));
+                    drop_write_entries(&mut cpu.mmu.tlb, key.host - (pc & !PAGE_MASK));
                 }
                 self.ctx
                     .shared
@@ -196,7 +205,7 @@ impl Jit {
         else {
             return Ok(());
         };
-        let key = BlockKey { pc, host, flags };
+        let key = self.key(pc, host, flags);
         let Some(old) = self.ctx.shared.lookup(&key) else {
             return Ok(());
         };

@@ -18,6 +18,13 @@
 //! cache for a baseline block, run an optimized one through `helpers::run_optimized`, and
 //! return to the run loop when there is neither.
 //!
+//! A page-relative block ([`BlockKey`]'s `relative`) holds no guest address of its own code:
+//! each one it needs (the PC of an exit, a fault or an interpreter call, a return address, a
+//! relative branch's target) is the running page (`JitCtx::page`) plus a constant, so
+//! that one translation serves every mapping of its physical page. Absolute branch targets
+//! stay constants and always probe: whether they are on the running page depends on the
+//! mapping.
+//!
 //! Everything rare (TLB misses, faults, the entry's stop and promotion exits) is emitted
 //! out of line after the body: translations of a real guest take hundreds of MiB, and the
 //! instruction cache holds only the hot paths it fetches.
@@ -99,6 +106,7 @@ const EVENTS: i32 = STOP_EVENTS as i32 - RBX_BIAS;
 const BUDGET: i32 = STOP_BUDGET as i32;
 const KICK: i32 = STOP_KICK as i32;
 const JC: i32 = offset_of!(JitCtx, jc) as i32;
+const PAGE: i32 = offset_of!(JitCtx, page) as i32;
 const RET: i32 = offset_of!(JitCtx, ret) as i32;
 const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
@@ -244,6 +252,11 @@ struct Em {
     /// Index of the instruction being translated and its address.
     k: u32,
     pc: u64,
+    /// The block's first instruction's address (where this translation was made).
+    block_pc: u64,
+    /// Page-relative: the page of `block_pc`, which guest addresses are computed from at
+    /// run time ([`Em::pc_into`]).
+    page: Option<u64>,
     cold: Vec<Cold>,
     /// The probe exit: `rax` = next PC, budget already charged.
     probe: Exit,
@@ -272,11 +285,12 @@ struct Em {
     prev_crf: Option<u32>,
 }
 
-/// Translates `words` (the block at `key.pc`). `counter`: the block's execution counter,
+/// Translates `words` (the block at `pc`, its key `key`). `counter`: the block's execution counter,
 /// if it has one (the block asks for promotion when it runs out). `probe`:
 /// the shared probe exits of the block's MSR state, if the machine has them. `space`: what
 /// the address space promises (user mode's).
 pub fn emit(
+    pc: u64,
     key: BlockKey,
     words: &[u32],
     counter: Option<Counter>,
@@ -299,7 +313,9 @@ pub fn emit(
         idx_read: mmu_idx(key.flags, Access::Read) as i32,
         idx_write: mmu_idx(key.flags, Access::Write) as i32,
         k: 0,
-        pc: key.pc,
+        pc,
+        block_pc: pc,
+        page: key.relative.then_some(pc & PAGE_MASK),
         cold: Vec::new(),
         probe,
         stubs: *stubs,
@@ -323,7 +339,7 @@ pub fn emit(
     let mut last_fallback = false;
     for (k, &w) in words.iter().enumerate() {
         e.k = k as u32;
-        e.pc = key.pc.wrapping_add(4 * k as u64);
+        e.pc = pc.wrapping_add(4 * k as u64);
         e.prev_crf = e.crf_r8.take();
         let op = decode(w);
         let done = native_ok && e.native(op, Insn(w), &mut ended);
@@ -342,7 +358,7 @@ pub fn emit(
             asm!(e.ops ; sub rbp, n as i32 ; mov rax, QWORD [rbx + PC]);
             e.jmp_probe();
         } else {
-            e.exit_direct(n, key.pc.wrapping_add(4 * n as u64));
+            e.exit_direct(n, pc.wrapping_add(4 * n as u64));
         }
     }
     let probe = e.ops.offset().0 as u32;

@@ -165,11 +165,12 @@ impl Shared {
         *self.space.lock() = space;
     }
 
-    /// Translates the block `words` at `key`; `promote_after`: executions after which the
+    /// Translates the block `words` at `pc` (its key `key`); `promote_after`: executions after which the
     /// block asks to be promoted (none: never). `None` when the region is full (the caller
     /// asks for a code cache flush).
     pub fn translate(
         &self,
+        pc: u64,
         key: BlockKey,
         words: &[u32],
         promote_after: Option<u32>,
@@ -195,6 +196,7 @@ impl Shared {
         };
         let space = *self.space.lock();
         let e = emit::emit(
+            pc,
             key,
             words,
             counter,
@@ -222,7 +224,7 @@ impl Shared {
             };
         }
         if let Some(m) = &self.perf_map {
-            m.block(entry, key.pc, &e);
+            m.block(entry, pc, &e);
         }
         self.blocks.lock().insert(
             entry,
@@ -393,7 +395,9 @@ impl Tier for BaselineTier {
         key: BlockKey,
         promote_after: Option<u32>,
     ) -> Result<Option<Translation>, Exception> {
-        Ok(self.code.translate(key, &block.words, promote_after))
+        Ok(self
+            .code
+            .translate(block.pc, key, &block.words, promote_after))
     }
 
     unsafe fn enter(&mut self, cpu: &mut Cpu, ctx: &mut JitCtx, entry: usize) {

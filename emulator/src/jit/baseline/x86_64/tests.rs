@@ -2,11 +2,7 @@ use super::*;
 use crate::cpu::msr;
 
 fn key(pc: u64, flags: u64) -> BlockKey {
-    BlockKey {
-        pc,
-        host: 0x7000_0000 + (pc & 0xfff),
-        flags,
-    }
+    BlockKey::new(pc, 0x7000_0000 + (pc & 0xfff), flags, false)
 }
 
 /// `addi r3,r3,1; b .-4`: the branch is a direct exit to the same page.
@@ -16,8 +12,8 @@ const LOOP: [u32; 2] = [0x3863_0001, 0x4bff_fffc];
 fn links_need_a_live_target_of_the_same_msr_state_and_a_site_of_the_region() {
     let s = Shared::new().unwrap();
     let f = msr::SF | msr::LE;
-    let a = s.translate(key(0x1000, f), &LOOP, None).unwrap();
-    let b = s.translate(key(0x2000, f), &LOOP, None).unwrap();
+    let a = s.translate(0x1000, key(0x1000, f), &LOOP, None).unwrap();
+    let b = s.translate(0x2000, key(0x2000, f), &LOOP, None).unwrap();
     // An aligned word inside `a` stands for its jump's displacement here.
     let site = (a.entry + 16) & !3;
     let outside = Box::new(0u32);
@@ -45,18 +41,20 @@ fn links_need_a_live_target_of_the_same_msr_state_and_a_site_of_the_region() {
 fn flush_empties_the_region_and_keeps_the_trampoline() {
     let s = Shared::new().unwrap();
     let f = msr::SF;
-    let a = s.translate(key(0x1000, f), &LOOP, Some(3)).unwrap();
+    let a = s.translate(0x1000, key(0x1000, f), &LOOP, Some(3)).unwrap();
     assert!(s.used() >= a.code_bytes && a.native == 2 && a.fallbacks == 0);
     s.flush();
     assert_eq!(s.used(), 0);
-    let b = s.translate(key(0x1000, f), &LOOP, Some(3)).unwrap();
+    let b = s.translate(0x1000, key(0x1000, f), &LOOP, Some(3)).unwrap();
     assert_eq!(b.entry, a.entry, "the same place again");
 }
 
 #[test]
 fn thirty_two_bit_mode_runs_everything_in_the_interpreter() {
     let s = Shared::new().unwrap();
-    let t = s.translate(key(0x1000, msr::LE), &LOOP, None).unwrap();
+    let t = s
+        .translate(0x1000, key(0x1000, msr::LE), &LOOP, None)
+        .unwrap();
     assert_eq!((t.native, t.fallbacks), (0, 2));
 }
 
@@ -66,6 +64,7 @@ fn barriers_and_trap_immediates_are_native_but_ptesync() {
     // sync; lwsync; eieio; twi 0,r0,0; tdi 4,r3,0
     let t = s
         .translate(
+            0x1000,
             key(0x1000, msr::SF),
             &[
                 0x7c00_04ac,
@@ -80,7 +79,7 @@ fn barriers_and_trap_immediates_are_native_but_ptesync() {
     assert_eq!((t.native, t.fallbacks), (5, 0));
     // ptesync
     let t = s
-        .translate(key(0x2000, msr::SF), &[0x7c40_04ac], None)
+        .translate(0x2000, key(0x2000, msr::SF), &[0x7c40_04ac], None)
         .unwrap();
     assert_eq!((t.native, t.fallbacks), (0, 1));
 }

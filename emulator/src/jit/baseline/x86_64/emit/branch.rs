@@ -64,17 +64,15 @@ impl Em {
                 }
             }
             B => {
-                let base = if i.aa() != 0 { 0 } else { self.pc };
                 self.link_register(i);
-                self.exit_direct(n, base.wrapping_add(i.li() as u64));
+                self.exit_branch(i, n, i.li() as u64);
                 *ended = true;
             }
             Bc => {
-                let base = if i.aa() != 0 { 0 } else { self.pc };
                 self.link_register(i);
                 let nt = self.label();
                 self.condition(i, true, nt);
-                self.exit_direct(n, base.wrapping_add(i.bd() as u64));
+                self.exit_branch(i, n, i.bd() as u64);
                 asm!(self.ops ; =>nt);
                 self.exit_direct(n, self.pc.wrapping_add(4));
                 *ended = true;
@@ -131,14 +129,35 @@ impl Em {
         }
     }
 
+    /// The taken exit of `b`/`bc` with displacement `disp`: relative to this instruction,
+    /// or absolute (AA).
+    fn exit_branch(&mut self, i: Insn, retired: u32, disp: u64) {
+        if i.aa() != 0 {
+            self.exit_absolute(retired, disp);
+        } else {
+            self.exit_direct(retired, self.pc.wrapping_add(disp));
+        }
+    }
+
     pub(super) fn link_register(&mut self, i: Insn) {
         if i.lk() {
             let ret = self.pc.wrapping_add(4);
-            asm!(self.ops ; mov rcx, QWORD ret as i64 ; mov QWORD [rbx + LR], rcx);
+            self.pc_into(RCX, ret);
+            asm!(self.ops ; mov QWORD [rbx + LR], rcx);
             // The callee's `blr` will probe the jump cache for the return address: start
             // loading that set now (most probes wait for a cache miss on it).
-            let set = (jump_cache::set(ret) * size_of::<JcSet>()) as i32;
-            asm!(self.ops ; mov rcx, QWORD [r12 + JC] ; prefetcht0 [rcx + set]);
+            if self.page.is_some() {
+                asm!(self.ops
+                    ; shr ecx, 2
+                    ; and ecx, (JC_SETS - 1) as i32
+                    ; shl ecx, size_of::<JcSet>().trailing_zeros() as i8
+                    ; add rcx, QWORD [r12 + JC]
+                    ; prefetcht0 [rcx]
+                );
+            } else {
+                let set = (jump_cache::set(ret) * size_of::<JcSet>()) as i32;
+                asm!(self.ops ; mov rcx, QWORD [r12 + JC] ; prefetcht0 [rcx + set]);
+            }
         }
     }
 }

@@ -139,16 +139,14 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
     let probe = ops.new_dynamic_label();
     let mut e = Em {
         ops,
-        key: BlockKey {
-            pc: 0,
-            host: 0,
-            flags,
-        },
+        key: BlockKey::new(0, 0, flags, false),
         le: flags & msr::LE != 0,
         idx_read: 0,
         idx_write: 0,
         k: 0,
         pc: 0,
+        block_pc: 0,
+        page: None,
         cold: Vec::new(),
         probe: Exit::Local(probe),
         stubs: *stubs,
@@ -245,7 +243,25 @@ impl Em {
     }
 
     pub(super) fn store_pc(&mut self, pc: u64) {
-        asm!(self.ops ; mov rax, QWORD pc as i64 ; mov QWORD [rbx + PC], rax);
+        self.pc_into(RAX, pc);
+        asm!(self.ops ; mov QWORD [rbx + PC], rax);
+    }
+
+    /// `reg` = `ea`, an address of this block's code or relative to it (not an absolute
+    /// branch target): a constant, or in a page-relative block the running page plus
+    /// `ea`'s distance from this block's page.
+    pub(super) fn pc_into(&mut self, reg: u8, ea: u64) {
+        match self.page {
+            Some(page) => {
+                let d = i32::try_from(ea.wrapping_sub(page) as i64)
+                    .expect("a relative branch reaches ±32 MiB");
+                asm!(self.ops ; mov Rq(reg), QWORD [r12 + PAGE]);
+                if d != 0 {
+                    asm!(self.ops ; add Rq(reg), d);
+                }
+            }
+            None => asm!(self.ops ; mov Rq(reg), QWORD ea as i64),
+        }
     }
 
     /// Block entry: the promotion counter, then the budget, the kick flag and pending
@@ -348,6 +364,8 @@ impl Em {
             ; and rsi, PAGE_MASK as i32
             ; cmp rsi, QWORD [r14 + rdx + exec_tag]
             ; jne =>miss
+            // The page a page-relative block computes its addresses from.
+            ; mov QWORD [r12 + PAGE], rsi
             ; mov rsi, QWORD [r14 + rdx + exec_addend]
             ; cmp rsi, QWORD [rcx + offset_of!(JcEntry, addend) as i32]
             ; jne =>miss
@@ -420,13 +438,14 @@ impl Em {
                 }
                 Cold::Stop { at } => {
                     asm!(self.ops ; =>at);
-                    self.store_pc(self.key.pc);
+                    self.store_pc(self.block_pc);
                     self.epilogue();
                 }
                 Cold::Unlinked { at, site, target } => {
                     asm!(self.ops ; =>at);
                     if let Exit::Shared { unlinked, .. } = self.probe {
-                        asm!(self.ops ; lea r13, [=>site] ; mov rax, QWORD target as i64);
+                        asm!(self.ops ; lea r13, [=>site]);
+                        self.pc_into(RAX, target);
                         self.branch_to_stub(0xe9, unlinked);
                     } else {
                         self.store_pc(target);
@@ -446,7 +465,7 @@ impl Em {
                         ; jmp =>back
                         ; =>promote
                     );
-                    self.store_pc(self.key.pc);
+                    self.store_pc(self.block_pc);
                     asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
                     self.epilogue();
                 }
@@ -530,8 +549,8 @@ impl Em {
         // A user process's pages never change mapping (an unmapped, replaced or no longer
         // executable page drops its blocks, and with them the jumps into them), so its
         // exits link to any page.
-        if !self.user && target & PAGE_MASK != self.key.pc & PAGE_MASK {
-            asm!(self.ops ; mov rax, QWORD target as i64);
+        if !self.user && target & PAGE_MASK != self.block_pc & PAGE_MASK {
+            self.pc_into(RAX, target);
             self.jmp_probe();
             return;
         }
@@ -550,6 +569,17 @@ impl Em {
             site,
             target,
         });
+    }
+
+    /// Leaves the block for `target`, the absolute address of a branch with AA set: a
+    /// page-relative block cannot know whether it is on the running page (that depends on
+    /// the mapping), so it probes.
+    pub(super) fn exit_absolute(&mut self, retired: u32, target: u64) {
+        if self.page.is_none() {
+            return self.exit_direct(retired, target);
+        }
+        asm!(self.ops ; sub rbp, retired as i32 ; mov rax, QWORD target as i64);
+        self.jmp_probe();
     }
 
     /// Leaves the block for the PC in `rax` with `retired` instructions done.
