@@ -1408,6 +1408,27 @@ mod baseline {
         assert!(c.st.pc >= CODE && c.st.pc < CODE + 4 * COUNTED_LOOP.len() as u64);
     }
 
+    /// A kick ends a linked loop at its jump back: block entries test only the budget, and
+    /// the loop's block links to itself, so without the test at the jump back it would run
+    /// its 100 passes (500 instructions) in one stint.
+    #[test]
+    fn a_kick_stops_a_linked_loop_at_its_jump_back() {
+        static KICK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        const LOOP_HEAD: u64 = CODE + 12;
+        let mut c = counted_loop_cpu(true);
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        // SAFETY: a static outlives the JIT.
+        unsafe { jit.watch(&KICK) };
+        // Three passes: the back edge is linked when the second one enters.
+        run(&mut jit, &mut c, 3 + 15, &|_| false).unwrap();
+        assert_eq!(jit.counters.baseline.links, 2, "{:?}", jit.counters);
+        KICK.store(true, std::sync::atomic::Ordering::Relaxed);
+        let before = c.counters.instructions;
+        let n = jit.enter(&mut c, 1_000_000).unwrap();
+        assert_eq!((n, c.st.pc), (5, LOOP_HEAD), "from {before}");
+    }
+
     /// Promoted blocks end up in Cranelift and compute the same.
     #[test]
     fn hot_blocks_are_promoted() {

@@ -184,8 +184,10 @@ enum StoreSrc {
 
 /// Out-of-line code, emitted after the block body so that the hot path stays dense.
 enum Cold {
-    /// Leave before the first instruction (budget spent, kick or events): the block's PC.
+    /// Leave before the first instruction (budget spent): the block's PC.
     Stop { at: DynamicLabel },
+    /// Leave for `pc` (kick or events at a jump back; what came before retired).
+    StopAt { at: DynamicLabel, pc: u64 },
     /// The low byte of the block's execution counter wrapped: a tick off the high word at
     /// `high`; when that runs out, ask the run loop to promote the block.
     Tick {
