@@ -289,7 +289,7 @@ impl Machine {
         for (k, &v) in r.outputs().iter().enumerate() {
             self.cpu.st.gpr[4 + k] = v;
         }
-        if r.flush_all_tlbs {
+        if r.flush_tlbs.is_some() {
             self.cpu.mmu.tlb.flush_all();
         }
     }

@@ -137,7 +137,7 @@ pub unsafe extern "C" fn write_msr(cpu: *mut Cpu, ctx: *mut JitCtx, word: u64, o
 
 fn tlb_flushes(cpu: &Cpu) -> u64 {
     let t = &cpu.mmu.tlb.counters;
-    t.full_flushes + t.page_flushes
+    t.full_flushes + t.page_flushes + t.range_flushes
 }
 
 /// The timebase (`mftb`, `mfspr` TB/TBU); `ret`: its value.

@@ -8,7 +8,7 @@
 //! also run under the BQL, but the table does not rely on it). Referenced/changed bits are set
 //! by readers with a compare-and-swap, so they are never lost to a concurrent H_PROTECT.
 //!
-//! Every function returns the hcall return code and outputs; when `flush_all_tlbs` is set the
+//! Every function returns the hcall return code and outputs; when `flush_tlbs` is set the
 //! caller must flush every vCPU's TLB (docs/locking.md: global flushes come only from H_REMOVE,
 //! H_BULK_REMOVE and H_PROTECT).
 
@@ -66,8 +66,53 @@ pub struct HcallResult {
     pub out: [u64; 8],
     pub n_out: usize,
     /// A valid translation was removed or changed: flush every vCPU's TLB before any of them
-    /// can use it again (QEMU flushes all vCPUs' whole TLBs here, and so do we).
-    pub flush_all_tlbs: bool,
+    /// can use it again (QEMU flushes all vCPUs' whole TLBs here, and so do the other vCPUs'
+    /// flush jobs; the caller's own TLB drops only what maps the pages it names).
+    pub flush_tlbs: Option<Invalidated>,
+}
+
+/// The guest-physical ranges (base, bytes) of the HPTEs an HPT hypercall removed or changed:
+/// a TLB entry that maps anything else was not made from them and stays right.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Invalidated {
+    ranges: [(u64, u64); bulk::MAX_PAIRS],
+    n: u8,
+    /// An HPTE whose page size could not be told: every translation may be stale.
+    unknown: bool,
+}
+
+impl Invalidated {
+    /// Adds the page the HPTE (`v`, `r`) mapped.
+    fn add(&mut self, v: u64, r: u64) {
+        match hpte_page_shift_any(v, r) {
+            Some(shift) if (self.n as usize) < self.ranges.len() => {
+                let size = 1u64 << shift;
+                self.ranges[self.n as usize] = (r & hpte_r::RPN & !(size - 1), size);
+                self.n += 1;
+            }
+            _ => self.unknown = true,
+        }
+    }
+
+    /// The ranges, or `None` when any translation may be stale.
+    pub fn ranges(&self) -> Option<&[(u64, u64)]> {
+        (!self.unknown).then(|| &self.ranges[..self.n as usize])
+    }
+
+    /// Every translation may be stale (a flush that names no page).
+    pub fn everything() -> Self {
+        Self {
+            unknown: true,
+            ..Self::default()
+        }
+    }
+
+    /// The one HPTE (`v`, `r`).
+    pub fn of(v: u64, r: u64) -> Self {
+        let mut i = Self::default();
+        i.add(v, r);
+        i
+    }
 }
 
 impl HcallResult {
@@ -76,7 +121,7 @@ impl HcallResult {
             ret,
             out: [0; 8],
             n_out: 0,
-            flush_all_tlbs: false,
+            flush_tlbs: None,
         }
     }
 
@@ -327,7 +372,7 @@ impl Hpt {
             ret: H_SUCCESS,
             out: [slot, 0, 0, 0, 0, 0, 0, 0],
             n_out: 1,
-            flush_all_tlbs: false,
+            flush_tlbs: None,
         }
     }
 
@@ -357,7 +402,7 @@ impl Hpt {
                 ret: H_SUCCESS,
                 out: [v, r, 0, 0, 0, 0, 0, 0],
                 n_out: 2,
-                flush_all_tlbs: true,
+                flush_tlbs: Some(Invalidated::of(v, r)),
             },
             Err(code) => HcallResult::code(code),
         }
@@ -378,7 +423,7 @@ impl Hpt {
             ret: H_SUCCESS,
             out: [0; 8],
             n_out: 2 * n,
-            flush_all_tlbs: false,
+            flush_tlbs: None,
         };
         for k in 0..n {
             let (v, r) = self.load(first + k as u64);
@@ -412,11 +457,12 @@ impl Hpt {
                 Some((r & keep) | new)
             });
         self.v(ptex).store(v, Ordering::SeqCst);
+        let r = self.r(ptex).load(Ordering::Acquire);
         HcallResult {
             ret: H_SUCCESS,
             out: [0; 8],
             n_out: 0,
-            flush_all_tlbs: true,
+            flush_tlbs: Some(Invalidated::of(v, r)),
         }
     }
 
@@ -428,7 +474,7 @@ impl Hpt {
             ret: H_SUCCESS,
             out: args,
             n_out: 8,
-            flush_all_tlbs: false,
+            flush_tlbs: None,
         };
         for i in 0..bulk::MAX_PAIRS {
             let tsh = args[2 * i];
@@ -449,9 +495,9 @@ impl Hpt {
             }
             let flags = (tsh & bulk::FLAGS) >> bulk::FLAGS_SHIFT;
             match self.remove(flags, tsh & bulk::PTEX, tsl) {
-                Ok((_, r)) => {
+                Ok((v, r)) => {
                     resp |= (r & (hpte_r::R | hpte_r::C)) << bulk::RC_SHIFT;
-                    res.flush_all_tlbs = true;
+                    res.flush_tlbs.get_or_insert_default().add(v, r);
                 }
                 Err(H_NOT_FOUND) => resp |= bulk::NOT_FOUND << bulk::CODE_SHIFT,
                 Err(code) => {
@@ -524,7 +570,7 @@ mod tests {
         for k in 0..8 {
             let r = hpt.h_enter(&ram, 0, g + 3, pteh(1, k << 12), PTEL_RAM);
             assert_eq!((r.ret, r.outputs()), (H_SUCCESS, &[g + k][..]), "slot {k}");
-            assert!(!r.flush_all_tlbs);
+            assert!(r.flush_tlbs.is_none());
         }
         assert_eq!(
             hpt.h_enter(&ram, 0, g, pteh(1, 0x9000), PTEL_RAM).ret,
@@ -636,7 +682,7 @@ mod tests {
         assert_eq!(hpt.h_remove(0, 17, 0).ret, H_NOT_FOUND);
         let r = hpt.h_remove(H_AVPN, 16, v & !0x7f);
         assert_eq!(
-            (r.ret, r.outputs(), r.flush_all_tlbs),
+            (r.ret, r.outputs(), r.flush_tlbs.is_some()),
             (H_SUCCESS, &[v, PTEL_RAM | hpte_r::R][..], true)
         );
         assert_eq!(hpt.read_hpte(16), Some((0, 0)));
@@ -681,7 +727,7 @@ mod tests {
         // New: PP0=1 (flag bit 8), PP=1, no N, key 0b10_001 (hi from flag bits 12:13, lo 9:11).
         let flags = (1 << 8) | 0x1 | (0x2 << 12) | (0x1 << 9);
         let r = hpt.h_protect(flags, 40, 0);
-        assert_eq!((r.ret, r.flush_all_tlbs), (H_SUCCESS, true));
+        assert_eq!((r.ret, r.flush_tlbs.is_some()), (H_SUCCESS, true));
         let (v2, r2) = hpt.read_hpte(40).unwrap();
         assert_eq!(v2, v);
         assert_eq!(
@@ -701,7 +747,7 @@ mod tests {
         );
         assert_eq!(hpt.h_protect(0, 41, 0).ret, H_NOT_FOUND);
         assert_eq!(hpt.h_protect(0, 1 << 40, 0).ret, H_PARAMETER);
-        assert!(!hpt.h_protect(0, 41, 0).flush_all_tlbs);
+        assert!(hpt.h_protect(0, 41, 0).flush_tlbs.is_none());
         assert_eq!(hpt.h_protect(H_AVPN | 2, 40, v & !0x7f).ret, H_SUCCESS);
         assert_eq!(hpt.read_hpte(40).unwrap().1 & (hpte_r::PP | hpte_r::PP0), 2);
     }
@@ -726,7 +772,7 @@ mod tests {
         ];
         let r = hpt.h_bulk_remove(args);
         assert_eq!(r.ret, H_SUCCESS);
-        assert!(r.flush_all_tlbs);
+        assert!(r.flush_tlbs.is_some());
         assert_eq!(
             r.out[0],
             bulk::RESPONSE | bulk::AVPN | 48 | (hpte_r::R << 43)
@@ -743,7 +789,7 @@ mod tests {
 
         // Nothing removed: no flush.
         let r = hpt.h_bulk_remove([req(48, 0), 0, bulk::END, 0, 0, 0, 0, 0]);
-        assert_eq!((r.ret, r.flush_all_tlbs), (H_SUCCESS, false));
+        assert_eq!((r.ret, r.flush_tlbs.is_some()), (H_SUCCESS, false));
         // A word that is neither a request nor END.
         let r = hpt.h_bulk_remove([bulk::RESPONSE | 48, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(r.ret, H_PARAMETER);
@@ -764,7 +810,7 @@ mod tests {
         assert!(hpt.read_hpte(48).unwrap().0 & hpte_v::VALID != 0);
         // Bad index: parameter error, earlier removals still flush.
         let r = hpt.h_bulk_remove([req(48, 0), 0, req(bulk::PTEX, 0), 0, bulk::END, 0, 0, 0]);
-        assert_eq!((r.ret, r.flush_all_tlbs), (H_PARAMETER, true));
+        assert_eq!((r.ret, r.flush_tlbs.is_some()), (H_PARAMETER, true));
         assert_eq!(r.out[2] & bulk::CODE, bulk::PARAMETER << 60);
         // Four requests with no END word.
         for k in 0..4 {

@@ -23,6 +23,8 @@ pub const VICTIM_ENTRIES: usize = 8;
 /// Problem state × relocation: 0 = hypervisor/supervisor real, 1 = problem real (unused by
 /// pseries guests but harmless), 2 = supervisor translated, 3 = problem translated.
 pub const MMU_IDX_COUNT: usize = 4;
+/// The MMU indexes whose entries come from the page table (relocation on).
+const TRANSLATED_IDX: [usize; 2] = [2, 3];
 
 /// A tag that matches no address: not page-aligned, and above the alignment bits that
 /// translated code keeps in the address it compares ([`fast_path_mask`]).
@@ -69,6 +71,8 @@ pub struct TlbCounters {
     pub victim_hits: u64,
     pub full_flushes: u64,
     pub page_flushes: u64,
+    /// Flushes of the entries for some physical pages ([`Tlb::flush_translated_host_ranges`]).
+    pub range_flushes: u64,
 }
 
 /// The entries of every MMU index (on the heap: a quarter MiB inside `Cpu` would not fit the
@@ -200,6 +204,30 @@ impl Tlb {
         true
     }
 
+    /// Drops the entries of the translated MMU indexes that map host addresses in any of
+    /// `ranges` (`[lo, hi)`): what a change to the HPTEs of those pages leaves stale.
+    /// Real-mode entries were not made from HPTEs, and an entry with no valid tag maps
+    /// nothing; both stay.
+    pub fn flush_translated_host_ranges(&mut self, ranges: &[(u64, u64)]) {
+        let stale = |e: &TlbEntry| {
+            e.page().is_some_and(|p| {
+                let h = p.wrapping_add(e.addend);
+                ranges.iter().any(|&(lo, hi)| (lo..hi).contains(&h))
+            })
+        };
+        for idx in TRANSLATED_IDX {
+            if self.dirty & (1 << idx) == 0 {
+                continue;
+            }
+            for e in self.table[idx].iter_mut().chain(&mut self.victim[idx]) {
+                if stale(e) {
+                    *e = TlbEntry::EMPTY;
+                }
+            }
+        }
+        self.counters.range_flushes += 1;
+    }
+
     /// Drops the entries for the page containing `ea` in every MMU index.
     pub fn flush_page(&mut self, ea: u64) {
         let page = ea & PAGE_MASK;
@@ -302,6 +330,36 @@ mod tests {
         // Other MMU indexes have their own victims.
         assert!(!t.victim_lookup(3, a, Access::Read));
         assert_eq!(t.counters.victim_hits, 2);
+    }
+
+    #[test]
+    fn a_range_flush_drops_translated_entries_of_those_host_pages_only() {
+        let mut buf = vec![0u8; 3 * PAGE_SIZE as usize];
+        let base = buf.as_mut_ptr();
+        let h = |k: usize| base.wrapping_add(k * PAGE_SIZE as usize);
+        let (h0, h1, h2) = (h(0), h(1), h(2));
+        let mut t = Tlb::new();
+        let (a, b, c) = (0x4000u64, 0x9000, 0x7000_0000);
+        // Translated: `a` and `b` map host page 0 (two mappings of one page), `c` page 1,
+        // and `a + TLB_ENTRIES pages` (displacing `a` to the victims) page 0 again.
+        let far = a + TLB_ENTRIES as u64 * PAGE_SIZE;
+        t.insert(2, a, &mapping(h0, true, true, true));
+        t.insert(3, far, &mapping(h2, true, true, true));
+        t.insert(3, a, &mapping(h0, true, true, true));
+        t.insert(3, far, &mapping(h0, true, true, true));
+        t.insert(2, b, &mapping(h0, true, false, false));
+        t.insert(2, c, &mapping(h1, true, true, true));
+        // Real mode: made without the page table.
+        t.insert(0, a, &mapping(h0, true, true, true));
+        let lo = h0 as u64;
+        t.flush_translated_host_ranges(&[(lo, lo + PAGE_SIZE)]);
+        assert!(t.lookup(2, a, 1, Access::Read).is_none());
+        assert!(t.lookup(2, b, 1, Access::Read).is_none());
+        assert!(t.lookup(3, far, 1, Access::Read).is_none());
+        assert!(!t.victim_lookup(3, a, Access::Read), "the victim too");
+        assert!(t.lookup(2, c, 1, Access::Read).is_some(), "another page");
+        assert!(t.lookup(0, a, 1, Access::Read).is_some(), "real mode");
+        assert_eq!(t.counters.range_flushes, 1);
     }
 
     #[test]

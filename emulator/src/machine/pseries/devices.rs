@@ -8,6 +8,7 @@ use super::vcpu::{MachineAccel, PseriesVcpu, irq};
 use super::{MachineExit, PseriesDevices};
 use crate::cpu::interrupt::Pending;
 use crate::cpu::msr;
+use crate::mmu::hpt::Invalidated;
 use crate::sync::{StatGuard, Strategy};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub(super) enum Deferred {
     StopSelf(usize),
     SystemReset(usize),
     Exit(MachineExit),
-    FlushAll,
+    FlushAll(Invalidated),
     InterruptLe(bool),
 }
 
@@ -77,8 +78,8 @@ impl<S: Strategy> MachineEffects for Fx<'_, S> {
     fn os_term(&mut self, message: String) {
         self.out.push(Deferred::Exit(MachineExit::OsTerm(message)));
     }
-    fn flush_all_tlbs(&mut self) {
-        self.out.push(Deferred::FlushAll);
+    fn flush_all_tlbs(&mut self, own: Invalidated) {
+        self.out.push(Deferred::FlushAll(own));
     }
     fn set_interrupt_little_endian(&mut self, le: bool) {
         self.out.push(Deferred::InterruptLe(le));
@@ -161,7 +162,7 @@ impl PseriesVcpu {
                     accel.request_shutdown(b);
                     self.shared.end.finish(e);
                 }
-                Deferred::FlushAll => self.flush_all_cpus(accel),
+                Deferred::FlushAll(own) => self.flush_all_cpus(accel, own),
                 Deferred::InterruptLe(le) => {
                     crate::cpu::interrupt::set_interrupt_little_endian(&mut self.engine.cpu.st, le);
                     for j in (0..accel.vcpus.len()).filter(|&j| j != self.index) {
@@ -178,8 +179,9 @@ impl PseriesVcpu {
     }
 
     /// `tlb_flush_all_cpus` of the configured mode (docs/locking.md): the others get queued jobs;
-    /// the source flushes itself now (async) or as exclusive work (synced, synced-exit).
-    fn flush_all_cpus<S: Strategy>(&mut self, accel: &MachineAccel<S>) {
+    /// the source flushes itself now (async: only the entries for the pages of `own`) or as
+    /// exclusive work (synced, synced-exit).
+    fn flush_all_cpus<S: Strategy>(&mut self, accel: &MachineAccel<S>, own: Invalidated) {
         for j in (0..accel.vcpus.len()).filter(|&j| j != self.index) {
             let v = &accel.vcpus[j];
             if self.shared.flush_coalesce && v.flush_queued.swap(true, Ordering::SeqCst) {
@@ -191,7 +193,7 @@ impl PseriesVcpu {
             accel.queue_tlb_flush(j, PseriesVcpu::flush_job);
         }
         match self.shared.flush_mode {
-            TlbFlushMode::Async => self.flush_self(),
+            TlbFlushMode::Async => self.flush_self_pages(own),
             TlbFlushMode::Synced | TlbFlushMode::SyncedExit => {
                 accel.async_safe_run_on_cpu(self.index, PseriesVcpu::flush_self);
                 if self.shared.flush_mode == TlbFlushMode::SyncedExit {

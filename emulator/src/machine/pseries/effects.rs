@@ -6,6 +6,7 @@
 //! models are unit-testable with a recorder and the machine decides how each effect is carried
 //! out under its locking strategy. Guest physical memory is reached through [`PhysMemory`].
 
+use crate::mmu::hpt::Invalidated;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,8 +46,9 @@ pub trait MachineEffects {
     /// RTAS ibm,os-term: the guest gave up with `message`; the emulator exits non-zero.
     fn os_term(&mut self, message: String);
 
-    /// Flush every vCPU's whole TLB: an HPT hcall invalidated a translation (docs/locking.md).
-    fn flush_all_tlbs(&mut self);
+    /// Flush every other vCPU's whole TLB, and the caller's entries for the pages of `own`:
+    /// an HPT hcall invalidated translations (docs/locking.md).
+    fn flush_all_tlbs(&mut self, own: Invalidated);
 
     /// H_SET_MODE(LE): set or clear `LPCR[ILE]` on every vCPU, and for vCPUs started later.
     fn set_interrupt_little_endian(&mut self, le: bool);
@@ -245,7 +247,7 @@ pub enum Effect {
     PowerOff,
     Reboot,
     OsTerm(String),
-    FlushAllTlbs,
+    FlushAllTlbs(Invalidated),
     InterruptLittleEndian(bool),
 }
 
@@ -322,8 +324,8 @@ impl MachineEffects for Recorder {
         self.effects.push(Effect::OsTerm(message));
     }
 
-    fn flush_all_tlbs(&mut self) {
-        self.effects.push(Effect::FlushAllTlbs);
+    fn flush_all_tlbs(&mut self, own: Invalidated) {
+        self.effects.push(Effect::FlushAllTlbs(own));
     }
 
     fn set_interrupt_little_endian(&mut self, le: bool) {

@@ -292,9 +292,9 @@ impl Call<'_> {
 
     /// An HPT hypercall's result: outputs, and the global flush it asks for.
     fn hpt_result(&mut self, r: HcallResult) -> i64 {
-        if r.flush_all_tlbs {
+        if let Some(own) = r.flush_tlbs {
             self.dev.hcall_stats.record_global_flush(self.cpu);
-            self.fx.flush_all_tlbs();
+            self.fx.flush_all_tlbs(own);
         }
         self.output(r.outputs());
         r.ret
@@ -814,6 +814,7 @@ mod tests {
     use super::*;
     use crate::machine::pseries::effects::{Effect, Recorder, VecMemory};
     use crate::machine::pseries::rtas::Service;
+    use crate::mmu::hpt::Invalidated;
     use std::sync::{Arc, Mutex};
 
     struct M {
@@ -1245,7 +1246,7 @@ mod tests {
                 ret: H_SUCCESS,
                 out: [11, 22, 33, 44, 55, 66, 77, 88],
                 n_out: 2,
-                flush_all_tlbs: true,
+                flush_tlbs: Some(Invalidated::everything()),
             },
         });
         m.dev.hpt = Some(hpt.clone());
@@ -1255,7 +1256,10 @@ mod tests {
             (H_SUCCESS, 11, 22, 3, 0xbad0_0003),
             "r4, r5 set; r6 up kept"
         );
-        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        assert_eq!(
+            m.fx.take(),
+            vec![Effect::FlushAllTlbs(Invalidated::everything())]
+        );
         m.call(0, H_BULK_REMOVE, &[1, 2, 3, 4, 5, 6, 7, 8]);
         m.call(0, H_ENTER, &[1, 2, 3, 4]);
         m.call(0, H_READ, &[1, 2]);
@@ -1279,7 +1283,7 @@ mod tests {
                 ret: H_PTEG_FULL,
                 out: [0; 8],
                 n_out: 0,
-                flush_all_tlbs: false,
+                flush_tlbs: None,
             },
         });
         m.dev.hpt = Some(quiet);
@@ -1319,11 +1323,16 @@ mod tests {
         assert_eq!((rc, out[0], out[1]), (H_SUCCESS, pteh(4), ptel(3)));
         let (rc, out, _) = m.call(1, H_REMOVE, &[0, 0x43, 0]);
         assert_eq!((rc, out[0], out[1]), (H_SUCCESS, pteh(4), ptel(3)));
-        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        // Every vCPU's TLB is flushed; the caller's own drops the removed pages' entries.
+        let flushed = |fx: Vec<Effect>| match &fx[..] {
+            [Effect::FlushAllTlbs(own)] => own.ranges().expect("the pages").to_vec(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(flushed(m.fx.take()), [(0x3000, 0x1000)]);
         assert_eq!(m.rc(1, H_REMOVE, &[0, 0x43, 0]), H_NOT_FOUND);
         assert!(m.fx.take().is_empty(), "nothing removed, nothing flushed");
         assert_eq!(m.rc(0, H_PROTECT, &[1, 0x44, 0]), H_SUCCESS);
-        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        assert_eq!(flushed(m.fx.take()), [(0x4000, 0x1000)]);
         let end = 0xc000_0000_0000_0000u64;
         let req = |ptex: u64| 0x4000_0000_0000_0000 | ptex;
         let (rc, out, _) = m.call(
@@ -1333,7 +1342,7 @@ mod tests {
         );
         assert_eq!(rc, H_SUCCESS);
         assert_eq!(out[0] >> 62, 2, "a response word");
-        assert_eq!(m.fx.take(), vec![Effect::FlushAllTlbs]);
+        assert_eq!(flushed(m.fx.take()), [(0, 0x1000), (0x1000, 0x1000)]);
         assert_eq!(
             m.rc(0, H_ENTER, &[0, 0x40, pteh(50), ptel(50)]),
             H_SUCCESS,
