@@ -101,7 +101,8 @@ const RESERVE_ADDR: i32 = ST + offset_of!(CpuState, reserve_addr) as i32;
 const RESERVE_SIZE: i32 = ST + offset_of!(CpuState, reserve_size) as i32;
 const RESERVE_VAL: i32 = ST + offset_of!(CpuState, reserve_val) as i32;
 const TLB_FLUSH_PENDING: i32 = offset_of!(Cpu, tlb_flush_pending) as i32 - RBX_BIAS;
-// The stop condition (`vcpu::exit::keeps_running`) as the entry check and probes test it.
+// The stop condition (`vcpu::exit::keeps_running`) as block entries (the budget), probes and
+// jumps back (the kick flag and events) test it.
 const EVENTS: i32 = STOP_EVENTS as i32 - RBX_BIAS;
 const BUDGET: i32 = STOP_BUDGET as i32;
 const KICK: i32 = STOP_KICK as i32;
@@ -127,8 +128,8 @@ pub struct Space {
     /// below `user::mem::USER_SPAN` and access the host page; what the guest may not do
     /// faults on the host and resumes at the access's miss path.
     pub guarded: bool,
-    /// One process on one vCPU: no kick and no events from elsewhere, so block entries
-    /// test only the budget.
+    /// One process on one vCPU: no kick and no events from elsewhere, so probes and jumps
+    /// back do not test them.
     pub user: bool,
 }
 

@@ -2,8 +2,9 @@
 //! machine shares (the return to the run loop, helper thunks, probe exits), placed code and
 //! its fixups, and each block's entry check, exits, probes and out-of-line code.
 //!
-//! The stop condition a block tests (at its entry, and in the probes before it chains) is
-//! the vCPU's (`vcpu::exit::keeps_running`): budget spent, kick, events.
+//! The stop condition blocks test is the vCPU's (`vcpu::exit::keeps_running`): the budget
+//! at each block's entry, the kick flag and events in the probes and at jumps back within a
+//! page (every cycle of linked blocks has one).
 
 use super::*;
 
