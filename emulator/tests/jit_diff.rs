@@ -1178,6 +1178,25 @@ mod baseline {
         }
     }
 
+    /// 1 MiB of guest RAM and the smallest hash page table, for tests of a full system's
+    /// address space.
+    fn system_memory() -> (
+        std::sync::Arc<ppc64emu::softmmu::GuestRam>,
+        std::sync::Arc<ppc64emu::mmu::Hpt>,
+    ) {
+        use ppc64emu::mmu::Hpt;
+        let ram = ppc64emu::softmmu::GuestRam::new(1 << 20).unwrap();
+        let hpt = Hpt::new(Hpt::MIN_SHIFT).unwrap();
+        (std::sync::Arc::new(ram), std::sync::Arc::new(hpt))
+    }
+
+    /// Big-endian instruction words at guest physical `at`.
+    fn put_be(ram: &ppc64emu::softmmu::GuestRam, at: u64, words: &[u32]) {
+        for (k, w) in words.iter().enumerate() {
+            ram.write(at + 4 * k as u64, &w.to_be_bytes()).unwrap();
+        }
+    }
+
     /// Cross-modified code: vCPU B's fast TLB write entry for a page predates vCPU A's
     /// translation of code on it (a translation drops only its own vCPU's entries), so B's
     /// store of new code there invalidates nothing; B's `icbi` must (its host page is in the
@@ -1185,9 +1204,7 @@ mod baseline {
     /// translated code.
     #[test]
     fn icbi_makes_cross_modified_code_visible() {
-        use ppc64emu::mmu::{Hpt, SystemSpace};
-        use ppc64emu::softmmu::GuestRam;
-        use std::sync::Arc;
+        use ppc64emu::mmu::SystemSpace;
         // A's code: li r3,1; illegal.
         const F: u64 = 0x3000;
         // B: lwz r7,0x80(r5); stw r6,0x80(r5) (B's entries for F's page, before A
@@ -1196,13 +1213,8 @@ mod baseline {
         const B1: u64 = 0x8000;
         const B2: u64 = 0x8100;
         const B3: u64 = 0x8200;
-        let ram = Arc::new(GuestRam::new(1 << 20).unwrap());
-        let hpt = Arc::new(Hpt::new(Hpt::MIN_SHIFT).unwrap());
-        let put = |at: u64, words: &[u32]| {
-            for (k, w) in words.iter().enumerate() {
-                ram.write(at + 4 * k as u64, &w.to_be_bytes()).unwrap();
-            }
-        };
+        let (ram, hpt) = system_memory();
+        let put = |at: u64, words: &[u32]| put_be(&ram, at, words);
         put(F, &[0x3860_0001, 0]);
         put(B1, &[0x80e5_0080, 0x90c5_0080, 0]);
         put(B2, &[0x9085_0000, 0x7c00_2fac, 0]);
@@ -1259,21 +1271,14 @@ mod baseline {
     fn code_mapped_at_two_addresses_shares_translations_and_computes_each_ones_addresses() {
         use ppc64emu::cpu::SlbEntry;
         use ppc64emu::mmu::slb::{esid, hash_key};
-        use ppc64emu::mmu::{Hpt, SystemSpace, hpte_r};
-        use ppc64emu::softmmu::GuestRam;
-        use std::sync::Arc;
+        use ppc64emu::mmu::{SystemSpace, hpte_r};
         // Two physical pages of code, at A and A + 4 KiB in one segment and at B and
         // B + 4 KiB in another.
         const P: u64 = 0x5000;
         const A: u64 = 0x1000_3000;
         const B: u64 = 0x2000_7000;
-        let ram = Arc::new(GuestRam::new(1 << 20).unwrap());
-        let hpt = Arc::new(Hpt::new(Hpt::MIN_SHIFT).unwrap());
-        let put = |at: u64, words: &[u32]| {
-            for (k, w) in words.iter().enumerate() {
-                ram.write(at + 4 * k as u64, &w.to_be_bytes()).unwrap();
-            }
-        };
+        let (ram, hpt) = system_memory();
+        let put = |at: u64, words: &[u32]| put_be(&ram, at, words);
         put(
             P,
             &[

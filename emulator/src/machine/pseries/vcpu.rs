@@ -79,7 +79,7 @@ impl PseriesVcpu {
     /// N = 1: 40 k such flushes, 8 M refill trips).
     pub(super) fn flush_self_pages(&mut self, own: Invalidated) {
         let ram = &self.shared.ram;
-        let mut host = [(0, 0); 4];
+        let mut host = [(0, 0); crate::mmu::hpt::bulk::MAX_PAIRS];
         let ranges = own.ranges().and_then(|r| {
             for (h, &(pa, len)) in host.iter_mut().zip(r) {
                 let lo = ram.host_ptr(pa).filter(|_| ram.contains(pa, len))? as u64;

@@ -185,10 +185,9 @@ enum StoreSrc {
 
 /// Out-of-line code, emitted after the block body so that the hot path stays dense.
 enum Cold {
-    /// Leave before the first instruction (budget spent): the block's PC.
-    Stop { at: DynamicLabel },
-    /// Leave for `pc` (kick or events at a jump back; what came before retired).
-    StopAt { at: DynamicLabel, pc: u64 },
+    /// Leave for `pc`, with what came before retired: the block's own PC before its first
+    /// instruction (budget spent), or a jump back's target (kick or events).
+    Stop { at: DynamicLabel, pc: u64 },
     /// The low byte of the block's execution counter wrapped: a tick off the high word at
     /// `high`; when that runs out, ask the run loop to promote the block.
     Tick {

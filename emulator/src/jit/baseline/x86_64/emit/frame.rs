@@ -289,7 +289,10 @@ impl Em {
             });
         }
         asm!(self.ops ; test rbp, rbp ; jle =>stop);
-        self.cold.push(Cold::Stop { at: stop });
+        self.cold.push(Cold::Stop {
+            at: stop,
+            pc: self.block_pc,
+        });
     }
 
     /// Jumps to `stop` when the vCPU is kicked or has events pending (not in user mode:
@@ -450,12 +453,7 @@ impl Em {
                     self.reload(&held);
                     asm!(self.ops ; jmp =>back);
                 }
-                Cold::Stop { at } => {
-                    asm!(self.ops ; =>at);
-                    self.store_pc(self.block_pc);
-                    self.epilogue();
-                }
-                Cold::StopAt { at, pc } => {
+                Cold::Stop { at, pc } => {
                     asm!(self.ops ; =>at);
                     self.store_pc(pc);
                     self.epilogue();
@@ -577,7 +575,7 @@ impl Em {
             // A jump back: linked, it may close a loop that never probes.
             let stop = self.label();
             self.kick_or_events(stop);
-            self.cold.push(Cold::StopAt {
+            self.cold.push(Cold::Stop {
                 at: stop,
                 pc: target,
             });
