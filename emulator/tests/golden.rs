@@ -322,7 +322,7 @@ fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
     for i in 0..32 {
         c.st.gpr[i] = r[&format!("r{i}")] as u64;
     }
-    c.st.cr = r["cr"] as u32;
+    c.st.set_cr(r["cr"] as u32);
     c.st.set_xer(r["xer"] as u64);
     c.st.lr = r["lr"] as u64;
     c.st.ctr = r["ctr"] as u64;
@@ -362,7 +362,7 @@ fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
                 // The one system call the vectors use: sched_yield, which returns 0.
                 assert_eq!(c.st.gpr[0], 158, "{}: unexpected system call", case.name);
                 c.st.gpr[3] = 0;
-                c.st.cr &= !0x1000_0000;
+                c.st.set_cr_bit(3, false);
             }
             Err(e @ Exception::Program(ProgramKind::Privileged)) => {
                 // Linux emulates `mfpvr` for user programs (and QEMU's user mode lets it
@@ -389,7 +389,7 @@ fn run_case(case: &Case, mut jit: Option<&mut Jit>) -> Outcome {
     for i in 0..32 {
         regs.insert(format!("r{i}"), c.st.gpr[i] as u128);
     }
-    regs.insert("cr".into(), c.st.cr as u128);
+    regs.insert("cr".into(), c.st.cr() as u128);
     regs.insert("xer".into(), c.st.xer() as u128);
     regs.insert("lr".into(), c.st.lr as u128);
     regs.insert("ctr".into(), c.st.ctr as u128);

@@ -112,7 +112,7 @@ fn state(c: &mut Cpu) -> String {
         "pc={:#x} msr={:#x} cr={:#010x} xer={:#x} lr={:#x} ctr={:#x} fpscr={:#x} n={}\n",
         s.pc,
         s.msr,
-        s.cr,
+        s.cr(),
         s.xer(),
         s.lr,
         s.ctr,
@@ -235,7 +235,7 @@ fn init_regs(seed: u64) -> impl Fn(&mut Cpu) {
                 _ => r.next() >> (r.next() % 64),
             };
         }
-        c.st.cr = r.next() as u32;
+        c.st.set_cr(r.next() as u32);
         c.st.set_xer(r.next() & 0xe000_0000);
         c.st.lr = CODE + 4 * (r.next() % 40);
         c.st.ctr = r.next() % 5;

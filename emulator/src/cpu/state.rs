@@ -36,8 +36,11 @@ pub const NO_RESERVATION: u64 = u64::MAX;
 pub struct CpuState {
     // --- hot: every block ---
     pub gpr: [u64; 32],
-    /// Condition register, CR0 in the most significant nibble (as `mfcr` reads it).
-    pub cr: u32,
+    /// Condition register, one field per byte (CR0 first; LT|GT|EQ|SO in the low four
+    /// bits): translated code sets a field with one byte store, where a packed word made
+    /// every compare a read-modify-write waiting on the previous one. [`CpuState::cr`] packs
+    /// them as `mfcr` reads them.
+    pub crf: [u8; 8],
     /// XER[SO], XER[OV], XER[CA] as 0/1, and the string byte count (bits 57-63).
     pub so: u8,
     pub ov: u8,
@@ -129,7 +132,7 @@ impl CpuState {
     pub fn new() -> Self {
         Self {
             gpr: [0; 32],
-            cr: 0,
+            crf: [0; 8],
             so: 0,
             ov: 0,
             ca: 0,
@@ -195,28 +198,39 @@ impl CpuState {
         self.xer_bc = (v & 0x7f) as u8;
     }
 
+    /// The condition register as `mfcr` reads it: CR0 in the most significant nibble.
+    pub fn cr(&self) -> u32 {
+        self.crf.iter().fold(0, |cr, &f| cr << 4 | (f & 0xf) as u32)
+    }
+
+    /// `mtcrf 0xff`: every field from `cr` (CR0 in the most significant nibble).
+    pub fn set_cr(&mut self, cr: u32) {
+        for (n, f) in self.crf.iter_mut().enumerate() {
+            *f = (cr >> (28 - 4 * n)) as u8 & 0xf;
+        }
+    }
+
     /// CR field `n` (0-7) as a 4-bit value LT|GT|EQ|SO.
     #[inline]
     pub fn crf(&self, n: u32) -> u32 {
-        (self.cr >> (28 - 4 * n)) & 0xf
+        self.crf[n as usize] as u32
     }
 
     #[inline]
     pub fn set_crf(&mut self, n: u32, v: u32) {
-        let sh = 28 - 4 * n;
-        self.cr = (self.cr & !(0xf << sh)) | ((v & 0xf) << sh);
+        self.crf[n as usize] = (v & 0xf) as u8;
     }
 
     /// CR bit `n` (0 = CR0[LT]).
     #[inline]
     pub fn cr_bit(&self, n: u32) -> bool {
-        (self.cr >> (31 - n)) & 1 != 0
+        self.crf[n as usize / 4] & (8 >> (n % 4)) != 0
     }
 
     #[inline]
     pub fn set_cr_bit(&mut self, n: u32, v: bool) {
-        let m = 1 << (31 - n);
-        self.cr = if v { self.cr | m } else { self.cr & !m };
+        let (f, m) = (&mut self.crf[n as usize / 4], 8 >> (n % 4));
+        *f = if v { *f | m } else { *f & !m };
     }
 
     /// FPR `n`: the high doubleword of VSR `n`.
@@ -266,5 +280,25 @@ impl CpuState {
 impl Default for CpuState {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuState;
+
+    /// The packed CR as `mfcr` reads it, its fields and its bits are views of one register.
+    #[test]
+    fn cr_fields_bits_and_the_packed_word_agree() {
+        let mut s = CpuState::new();
+        s.set_cr(0x1234_5678);
+        assert_eq!(s.crf, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!((s.cr(), s.crf(0), s.crf(7)), (0x1234_5678, 1, 8));
+        // Bit 0 is CR0[LT], bit 31 CR7[SO].
+        assert!(s.cr_bit(3) && !s.cr_bit(0) && s.cr_bit(28) && !s.cr_bit(31));
+        s.set_cr_bit(0, true);
+        s.set_cr_bit(28, false);
+        s.set_crf(2, 0xfa);
+        assert_eq!(s.cr(), 0x92a4_5670);
     }
 }

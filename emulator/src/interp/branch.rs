@@ -126,7 +126,7 @@ pub(super) fn mcrf(c: &mut Cpu, i: Insn) -> Exec {
 }
 
 pub(super) fn mfcr(c: &mut Cpu, i: Insn) -> Exec {
-    c.st.gpr[i.rt() as usize] = c.st.cr as u64;
+    c.st.gpr[i.rt() as usize] = c.st.cr() as u64;
     Ok(())
 }
 
@@ -143,14 +143,14 @@ pub(super) fn mfocrf(c: &mut Cpu, i: Insn) -> Exec {
     // One field selected: only it is copied, the rest of RT is zero. Otherwise the ISA leaves
     // the result undefined; the reference implementation leaves RT as it was.
     if fxm.count_ones() == 1 {
-        c.st.gpr[i.rt() as usize] = (c.st.cr & field_mask(fxm)) as u64;
+        c.st.gpr[i.rt() as usize] = (c.st.cr() & field_mask(fxm)) as u64;
     }
     Ok(())
 }
 
 pub(super) fn mtcrf(c: &mut Cpu, i: Insn) -> Exec {
     let m = field_mask(i.fxm());
-    c.st.cr = (c.st.cr & !m) | (c.st.gpr[i.rs() as usize] as u32 & m);
+    c.st.set_cr((c.st.cr() & !m) | (c.st.gpr[i.rs() as usize] as u32 & m));
     Ok(())
 }
 
@@ -158,7 +158,7 @@ pub(super) fn mtocrf(c: &mut Cpu, i: Insn) -> Exec {
     let fxm = i.fxm();
     if fxm.count_ones() == 1 {
         let m = field_mask(fxm);
-        c.st.cr = (c.st.cr & !m) | (c.st.gpr[i.rs() as usize] as u32 & m);
+        c.st.set_cr((c.st.cr() & !m) | (c.st.gpr[i.rs() as usize] as u32 & m));
     }
     Ok(())
 }

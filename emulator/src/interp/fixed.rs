@@ -671,7 +671,7 @@ mod tests {
         assert_eq!(c.st.gpr[7], 3);
         assert_eq!(c.st.gpr[8], 1 << 63);
         assert_eq!((c.st.ov, c.st.so), (1, 1));
-        assert_eq!(c.st.cr >> 28, 0b1001); // LT and SO
+        assert_eq!(c.st.crf(0), 0b1001); // LT and SO
     }
 
     #[test]
@@ -730,6 +730,6 @@ mod tests {
         c.st.gpr[5] = 0xffff_ffff;
         run(&mut c, &[0x7c64_2817]); // mulhwu. r3,r4,r5
         assert_eq!(c.st.gpr[3], 0xffff_fffe);
-        assert_eq!(c.st.cr >> 28, 4); // positive as a doubleword
+        assert_eq!(c.st.crf(0), 4); // positive as a doubleword
     }
 }

@@ -451,7 +451,7 @@ fn store_conditional(c: &mut Cpu, i: Insn, size: usize) -> Exec {
         }
     });
     let so = c.st.so as u32;
-    c.st.cr = (c.st.cr & 0x0fff_ffff) | ((if ok { 2 } else { 0 } | so) << 28);
+    c.st.set_crf(0, if ok { 2 } else { 0 } | so);
     Ok(())
 }
 
@@ -711,10 +711,10 @@ mod tests {
         c.st.gpr[5] = 42;
         // lwarx r4,0,r3; stwcx. r5,0,r3; stwcx. r5,0,r3 (second fails: reservation gone)
         run(&mut c, &[0x7c80_1828, 0x7ca0_192d]);
-        assert_eq!(c.st.cr >> 28, 2);
+        assert_eq!(c.st.crf(0), 2);
         assert_eq!(c.mmu.load(&c.st, 0x9000, 4, true).unwrap(), 42);
         run(&mut c, &[0x7ca0_192d]);
-        assert_eq!(c.st.cr >> 28, 0);
+        assert_eq!(c.st.crf(0), 0);
     }
 
     #[test]
@@ -788,9 +788,9 @@ mod tests {
     fn store_conditional_without_reservation_touches_nothing() {
         let mut c = cpu();
         c.st.gpr[3] = 0x4000_0001; // unmapped and misaligned
-        c.st.cr = 0xf000_0000;
+        c.st.set_cr(0xf000_0000);
         run(&mut c, &[0x7ca0_192d]); // stwcx. r5,0,r3
-        assert_eq!(c.st.cr >> 28, 0);
+        assert_eq!(c.st.crf(0), 0);
     }
 
     #[test]
@@ -825,7 +825,7 @@ mod tests {
         c.st.gpr[9] = 0x2222;
         // lqarx r6,0,r3; stqcx. r8,0,r3
         run(&mut c, &[0x7cc0_1a28, 0x7d00_196d]);
-        assert_eq!(c.st.cr >> 28, 2);
+        assert_eq!(c.st.crf(0), 2);
         run(&mut c, &[0xe143_0000]); // lq r10,0(r3)
         assert_eq!((c.st.gpr[10], c.st.gpr[11]), (0x1111, 0x2222));
     }

@@ -64,7 +64,7 @@ pub(crate) fn record_cr0(st: &mut CpuState, v: u64) {
     } else {
         2
     };
-    st.cr = (st.cr & 0x0fff_ffff) | ((c | st.so as u32) << 28);
+    st.set_crf(0, c | st.so as u32);
 }
 
 #[cfg(test)]

@@ -438,7 +438,7 @@ pub(super) fn slbfee_(c: &mut Cpu, i: Insn) -> Exec {
     let hit = slb::lookup(&c.st.slb, ea).map(|k| c.st.slb[k].vsid);
     c.st.gpr[i.rt() as usize] = hit.unwrap_or(0);
     let so = c.st.so as u32;
-    c.st.cr = (c.st.cr & 0x0fff_ffff) | ((if hit.is_some() { 2 } else { 0 } | so) << 28);
+    c.st.set_crf(0, if hit.is_some() { 2 } else { 0 } | so);
     Ok(())
 }
 

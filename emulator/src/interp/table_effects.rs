@@ -33,7 +33,7 @@ fn random_cpu(seed: u64) -> Cpu {
         *g = if v & 1 == 0 { (v >> 8) % 0xf_0000 } else { v };
     }
     c.st.gpr[1] = 0x8_0000;
-    c.st.cr = r.next() as u32;
+    c.st.set_cr(r.next() as u32);
     let x = r.next();
     c.st.so = (x & 1) as u8;
     c.st.ov = (x >> 1 & 1) as u8;
@@ -114,7 +114,8 @@ fn rows_declare_every_ca_cr_and_fpscr_write() {
             }
             if !records(op, w) {
                 assert_eq!(
-                    c.st.cr, before.cr,
+                    c.st.cr(),
+                    before.cr(),
                     "{m} ({w:#010x}) changed CR: no sets_cr/Rc"
                 );
             }

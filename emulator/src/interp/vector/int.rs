@@ -392,7 +392,7 @@ mod tests {
     #[test]
     fn recording_compares_summarise_in_cr6() {
         let mut c = cpu();
-        c.st.cr = 0;
+        c.st.set_cr(0);
         let a = 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10u128;
         assert_eq!(vr_op(&mut c, "vcmpequb", a, a, 0, RC), u128::MAX);
         assert_eq!(c.st.crf(6), 0b1000);
@@ -401,9 +401,9 @@ mod tests {
         assert_eq!(vr_op(&mut c, "vcmpequb", a, a ^ 1, 0, RC), u128::MAX << 8);
         assert_eq!(c.st.crf(6), 0);
         // Without Rc, CR is left alone.
-        c.st.cr = 0x1234_5678;
+        c.st.set_cr(0x1234_5678);
         vr_op(&mut c, "vcmpequb", a, a, 0, 0);
-        assert_eq!(c.st.cr, 0x1234_5678);
+        assert_eq!(c.st.cr(), 0x1234_5678);
         // Signed and unsigned order differ for 0x80000000 versus 1.
         let (x, y) = (w4([0x8000_0000, 1, 2, 3]), w4([1, 1, 1, 1]));
         assert_eq!(vr_op(&mut c, "vcmpgtsw", x, y, 0, 0), w4([0, 0, !0, !0]));

@@ -94,12 +94,7 @@ impl Tx<'_> {
     }
 
     pub(super) fn set_crf(&mut self, bf: u32, field: Value) {
-        let sh = 28 - 4 * bf as i64;
-        let cr = self.get(CR);
-        let cr = self.b.ins().band_imm_s(cr, !(0xf_i64 << sh) & 0xffff_ffff);
-        let f = self.b.ins().ishl_imm_s(field, sh);
-        let cr = self.b.ins().bor(cr, f);
-        self.set(CR, cr);
+        self.store_crf(bf, field);
     }
 
     /// CR field value LT|GT|EQ|SO from two comparisons (I8 booleans).
@@ -137,13 +132,14 @@ impl Tx<'_> {
     }
 
     fn set_cr_bit(&mut self, n: u32, bit: Value) {
-        let sh = 31 - n as i64;
+        let sh = 3 - (n % 4) as i64;
         let cr = self.get(CR);
-        let cr = self.b.ins().band_imm_s(cr, !(1_i64 << sh) & 0xffff_ffff);
+        let f = self.b.ins().ushr_imm_s(cr, 28 - 4 * (n / 4) as i64);
+        let f = self.b.ins().band_imm_s(f, 0xf & !(1_i64 << sh));
         let bit = self.b.ins().uextend(I32, bit);
         let bit = self.b.ins().ishl_imm_s(bit, sh);
-        let cr = self.b.ins().bor(cr, bit);
-        self.set(CR, cr);
+        let f = self.b.ins().bor(f, bit);
+        self.store_crf(n / 4, f);
     }
 
     /// Branch condition of BO/BI (decrementing CTR when BO says so), as an I8 boolean.

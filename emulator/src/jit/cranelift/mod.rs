@@ -44,6 +44,7 @@ const GPR: i32 = ST + offset_of!(CpuState, gpr) as i32;
 use super::{TLB_IDX_BYTES, TLB_TABLE_PTR};
 const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const PC: i32 = ST + offset_of!(CpuState, pc) as i32;
+const CRF: i32 = ST + offset_of!(CpuState, crf) as i32;
 
 // Cached registers after the 32 GPRs.
 const CR: usize = 32;
@@ -292,7 +293,7 @@ fn compile(
     let regs = std::array::from_fn(|k| {
         let (off, mem) = match k {
             0..32 => (GPR + 8 * k as i32, I64),
-            CR => (ST + offset_of!(CpuState, cr) as i32, I32),
+            CR => (CRF, I32),
             CA => (ST + offset_of!(CpuState, ca) as i32, I8),
             SO => (ST + offset_of!(CpuState, so) as i32, I8),
             LR => (ST + offset_of!(CpuState, lr) as i32, I64),
@@ -384,7 +385,11 @@ impl Tx<'_> {
     fn get(&mut self, r: usize) -> Value {
         let g = self.regs[r];
         if !g.loaded {
-            let v = self.b.ins().load(g.mem, flags(), self.cpu, g.off);
+            let v = if r == CR {
+                self.pack_cr()
+            } else {
+                self.b.ins().load(g.mem, flags(), self.cpu, g.off)
+            };
             let v = if g.mem == I8 {
                 self.b.ins().uextend(I64, v)
             } else {
@@ -401,12 +406,57 @@ impl Tx<'_> {
         let g = self.regs[r];
         self.b.def_var(g.var, v);
         self.regs[r].loaded = true;
+        if r == CR {
+            return self.unpack_cr(v);
+        }
         let m = if g.mem == I8 {
             self.b.ins().ireduce(I8, v)
         } else {
             v
         };
         self.b.ins().store(flags(), m, self.cpu, g.off);
+    }
+
+    /// The condition register as `mfcr` reads it (I32), from its fields' bytes (CR0 first,
+    /// becoming the top nibble): byte-swapped, each round halves the gap between neighbours.
+    fn pack_cr(&mut self) -> Value {
+        let x = self.b.ins().load(I64, flags(), self.cpu, CRF);
+        let mut x = self.b.ins().bswap(x);
+        for (sh, keep) in [
+            (4, 0x00ff_00ff_00ff_00ff_u64),
+            (8, 0x0000_ffff_0000_ffff),
+            (16, !0),
+        ] {
+            let y = self.b.ins().ushr_imm_s(x, sh);
+            let y = self.b.ins().bor(x, y);
+            x = self.b.ins().band_imm_s(y, keep as i64);
+        }
+        self.b.ins().ireduce(I32, x)
+    }
+
+    /// Stores every CR field from `cr` (I32, as `mtcrf 0xff` takes it): [`Tx::pack_cr`]'s
+    /// rounds backwards.
+    fn unpack_cr(&mut self, cr: Value) {
+        let mut x = self.b.ins().uextend(I64, cr);
+        for (sh, keep) in [
+            (16, 0x0000_ffff_0000_ffff_u64),
+            (8, 0x00ff_00ff_00ff_00ff),
+            (4, 0x0f0f_0f0f_0f0f_0f0f),
+        ] {
+            let y = self.b.ins().ishl_imm_s(x, sh);
+            let y = self.b.ins().bor(x, y);
+            x = self.b.ins().band_imm_s(y, keep as i64);
+        }
+        let x = self.b.ins().bswap(x);
+        self.b.ins().store(flags(), x, self.cpu, CRF);
+    }
+
+    /// CR field `bf` = `field` (I32, 4 bits): one byte store; the packed copy is made again
+    /// when next read.
+    fn store_crf(&mut self, bf: u32, field: Value) {
+        let f = self.b.ins().ireduce(I8, field);
+        self.b.ins().store(flags(), f, self.cpu, CRF + bf as i32);
+        self.regs[CR].loaded = false;
     }
 
     fn gpr(&mut self, r: u32) -> Value {

@@ -149,16 +149,15 @@ impl Process {
                 shown
             );
         }
-        const CR0_SO: u32 = 0x1000_0000;
         match r {
             Ok(v) => {
                 cpu.st.gpr[3] = v;
-                cpu.st.cr &= !CR0_SO;
+                cpu.st.set_cr_bit(3, false); // CR0[SO]: success
                 None
             }
             Err(Stop::Errno(e)) => {
                 cpu.st.gpr[3] = e as u64;
-                cpu.st.cr |= CR0_SO;
+                cpu.st.set_cr_bit(3, true);
                 None
             }
             Err(Stop::Exit(c)) => Some(c),

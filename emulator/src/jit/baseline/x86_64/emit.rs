@@ -87,7 +87,7 @@ const ST: i32 = offset_of!(Cpu, st) as i32 - RBX_BIAS;
 const fn gpr(r: u32) -> i32 {
     ST + offset_of!(CpuState, gpr) as i32 + 8 * r as i32
 }
-const CR: i32 = ST + offset_of!(CpuState, cr) as i32;
+const CRF: i32 = ST + offset_of!(CpuState, crf) as i32;
 const CA: i32 = ST + offset_of!(CpuState, ca) as i32;
 const SO: i32 = ST + offset_of!(CpuState, so) as i32;
 const LR: i32 = ST + offset_of!(CpuState, lr) as i32;
@@ -497,11 +497,75 @@ impl Em {
         self.insert_crf(bf);
     }
 
-    /// CR field `bf` = `ecx` (4 bits); clobbers `edx`.
+    /// CR field `bf` = `cl` (4 bits).
     fn insert_crf(&mut self, bf: u32) {
-        let sh = 28 - 4 * bf as i8;
-        let keep = !(0xf_u32 << sh) as i32;
-        asm!(self.ops ; shl ecx, sh ; mov edx, DWORD [rbx + CR] ; and edx, keep ; or edx, ecx ; mov DWORD [rbx + CR], edx);
+        asm!(self.ops ; mov BYTE [rbx + CRF + bf as i32], cl);
+    }
+
+    /// ZF clear when CR bit `bi` is set.
+    fn test_cr_bit(&mut self, bi: u32) {
+        asm!(self.ops ; test BYTE [rbx + CRF + (bi / 4) as i32], (8 >> (bi % 4)) as i8);
+    }
+
+    /// `eax` = the condition register as `mfcr` reads it (CR0 in the top nibble); clobbers
+    /// `rcx`. The fields' bytes, CR0 first, become nibbles CR0 first: byte-swapped, each
+    /// round halves the gap between neighbouring values.
+    fn pack_cr(&mut self) {
+        asm!(self.ops
+            ; mov rax, QWORD [rbx + CRF]
+            ; bswap rax
+            ; mov rcx, rax
+            ; shr rcx, 4
+            ; or rax, rcx
+            ; mov rcx, QWORD 0x00ff_00ff_00ff_00ff
+            ; and rax, rcx
+            ; mov rcx, rax
+            ; shr rcx, 8
+            ; or rax, rcx
+            ; mov rcx, QWORD 0x0000_ffff_0000_ffff
+            ; and rax, rcx
+            ; mov rcx, rax
+            ; shr rcx, 16
+            ; or eax, ecx
+        );
+    }
+
+    /// The fields that `mask` (bit 7 = CR0) selects from `eax` (as `mtcrf` takes them);
+    /// clobbers `rcx` and `rdx`. The inverse of [`Em::pack_cr`]'s rounds spreads the nibbles
+    /// over bytes.
+    fn unpack_cr(&mut self, mask: u32) {
+        let bytes = (0..8)
+            .filter(|k| mask & (0x80 >> k) != 0)
+            .fold(0u64, |m, k| m | 0xff << (8 * k));
+        asm!(self.ops
+            ; mov eax, eax
+            ; mov rcx, rax
+            ; shl rcx, 16
+            ; or rax, rcx
+            ; mov rcx, QWORD 0x0000_ffff_0000_ffff
+            ; and rax, rcx
+            ; mov rcx, rax
+            ; shl rcx, 8
+            ; or rax, rcx
+            ; mov rcx, QWORD 0x00ff_00ff_00ff_00ff
+            ; and rax, rcx
+            ; mov rcx, rax
+            ; shl rcx, 4
+            ; or rax, rcx
+            ; mov rcx, QWORD 0x0f0f_0f0f_0f0f_0f0f
+            ; and rax, rcx
+            ; bswap rax
+        );
+        if bytes != u64::MAX {
+            asm!(self.ops
+                ; mov rcx, QWORD bytes as i64
+                ; and rax, rcx
+                ; not rcx
+                ; and rcx, QWORD [rbx + CRF]
+                ; or rax, rcx
+            );
+        }
+        asm!(self.ops ; mov QWORD [rbx + CRF], rax);
     }
 
     /// CR0 from `rax` (a recording instruction, 64-bit mode); keeps `rax`.

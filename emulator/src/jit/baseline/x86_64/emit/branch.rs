@@ -12,12 +12,14 @@ impl Em {
         let n = self.k + 1;
         match op {
             Crand | Cror | Crxor | Crnand | Crnor | Creqv | Crandc | Crorc => {
+                // Bit `b` of the CR is bit 3 - b % 4 of field b / 4's byte.
+                let field = |b: u32| CRF + (b / 4) as i32;
+                let shift = |b: u32| (3 - b % 4) as i8;
                 asm!(self.ops
-                    ; mov eax, DWORD [rbx + CR]
-                    ; mov ecx, eax
-                    ; shr ecx, (31 - ra) as i8
-                    ; mov edx, eax
-                    ; shr edx, (31 - rb) as i8
+                    ; movzx ecx, BYTE [rbx + field(ra)]
+                    ; shr ecx, shift(ra)
+                    ; movzx edx, BYTE [rbx + field(rb)]
+                    ; shr edx, shift(rb)
                 );
                 if matches!(op, Crandc | Crorc) {
                     asm!(self.ops ; not edx);
@@ -30,21 +32,22 @@ impl Em {
                 if matches!(op, Crnand | Crnor | Creqv) {
                     asm!(self.ops ; not ecx);
                 }
-                let sh = (31 - rt) as i8;
+                let sh = shift(rt);
                 asm!(self.ops
                     ; and ecx, 1
                     ; shl ecx, sh
+                    ; movzx eax, BYTE [rbx + field(rt)]
                     ; and eax, !(1u32 << sh) as i32
                     ; or eax, ecx
-                    ; mov DWORD [rbx + CR], eax
+                    ; mov BYTE [rbx + field(rt)], al
                 );
             }
             Mcrf => {
-                asm!(self.ops ; mov ecx, DWORD [rbx + CR] ; shr ecx, (28 - 4 * i.bfa()) as i8 ; and ecx, 0xf);
+                asm!(self.ops ; movzx ecx, BYTE [rbx + CRF + i.bfa() as i32]);
                 self.insert_crf(i.bf());
             }
             Mfcr => {
-                asm!(self.ops ; mov eax, DWORD [rbx + CR]);
+                self.pack_cr();
                 self.set_gpr(rt);
             }
             Mtcrf | Mtocrf | Mfocrf => {
@@ -56,11 +59,12 @@ impl Em {
                 if op != Mtcrf && fxm.count_ones() != 1 {
                     // The interpreter leaves everything as it was.
                 } else if op == Mfocrf {
-                    asm!(self.ops ; mov eax, DWORD [rbx + CR] ; and eax, m as i32);
+                    self.pack_cr();
+                    asm!(self.ops ; and eax, m as i32);
                     self.set_gpr(rt);
                 } else {
                     self.gpr_rm(GprOp::Load32, RAX, rt);
-                    asm!(self.ops ; and eax, m as i32 ; mov ecx, DWORD [rbx + CR] ; and ecx, !m as i32 ; or ecx, eax ; mov DWORD [rbx + CR], ecx);
+                    self.unpack_cr(fxm);
                 }
             }
             B => {
@@ -119,11 +123,11 @@ impl Em {
                     asm!(self.ops ; jnz =>not_taken);
                 }
             } else {
-                asm!(self.ops ; bt DWORD [rbx + CR], (31 - bi) as i8);
+                self.test_cr_bit(bi);
                 if bo & 8 != 0 {
-                    asm!(self.ops ; jnc =>not_taken);
+                    asm!(self.ops ; jz =>not_taken);
                 } else {
-                    asm!(self.ops ; jc =>not_taken);
+                    asm!(self.ops ; jnz =>not_taken);
                 }
             }
         }

@@ -376,7 +376,8 @@ impl Em {
                     self.gpr_rm(GprOp::Load64, RCX, ra);
                 }
                 self.gpr_rm(GprOp::Load64, RAX, rb);
-                asm!(self.ops ; bt DWORD [rbx + CR], (31 - i.frc()) as i8 ; cmovc rax, rcx);
+                self.test_cr_bit(i.frc());
+                asm!(self.ops ; cmovnz rax, rcx);
                 self.set_gpr(rt);
             }
             Cmpb => {
