@@ -282,6 +282,33 @@ fn native_families_match_the_interpreter() {
     }
 }
 
+/// `mtlr`/`mtctr` right before `blr`/`bctr`, in both orders: each branch goes through its
+/// own register, whichever was set last.
+#[test]
+fn moves_to_lr_and_ctr_then_branches_through_them() {
+    // r5 = CODE + 0x20 (r3 = 1 there), r6 = CODE + 0x30 (r3 = 2 there); illegal words end.
+    let (mtlr, mtctr, blr, bctr) = (0x7ca8_03a6, 0x7cc9_03a6, 0x4e80_0020, 0x4e80_0420);
+    for (moves, branch, r3) in [
+        ([mtlr, mtctr], blr, 1),
+        ([mtlr, mtctr], bctr, 2),
+        ([mtctr, mtlr], bctr, 2),
+        ([mtctr, mtlr], blr, 1),
+    ] {
+        let mut prog = vec![0u32; 14];
+        prog[..5].copy_from_slice(&[0x38a0_1020, 0x38c0_1030, moves[0], moves[1], branch]);
+        prog[8] = 0x3860_0001;
+        prog[12] = 0x3860_0002;
+        for le in [false, true] {
+            let (e, s) = differential(&prog, le, |_| {});
+            assert!(matches!(e, Some(Exception::Program(_))), "{s}");
+            assert!(
+                s.contains(&format!("r3={r3:#x} ")),
+                "{moves:08x?} {branch:08x}: {s}"
+            );
+        }
+    }
+}
+
 /// A counted loop with loads and stores: many block executions through the caches.
 #[test]
 fn loop_with_memory() {
@@ -890,6 +917,7 @@ mod baseline {
         random_streams_in_both_byte_orders: Tiers::BASELINE, 0, random_streams_match_the_interpreter_in_both_byte_orders;
         native_families: Tiers::BASELINE, 0, native_families_match_the_interpreter;
         loop_with_memory_baseline: Tiers::BASELINE, 0, loop_with_memory;
+        moves_to_lr_and_ctr_then_branches: Tiers::BASELINE, 0, moves_to_lr_and_ctr_then_branches_through_them;
         loop_promoted_mid_run: Tiers::BOTH, 5, loop_changes_tier_mid_run;
         random_streams_promoted: Tiers::BOTH, 2, random_streams_match_with_tiering;
         store_into_own_block: Tiers::BASELINE, 0, store_into_own_block_takes_effect;

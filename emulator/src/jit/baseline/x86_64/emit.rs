@@ -285,6 +285,10 @@ struct Em {
     /// round trip.
     crf_r8: Option<u32>,
     prev_crf: Option<u32>,
+    /// The home (`ST`-relative) of the 64-bit SPR the instruction just translated set from
+    /// `rax` (`mtlr`, `mtctr`), and the previous instruction's.
+    spr_rax: Option<i32>,
+    prev_spr: Option<i32>,
 }
 
 /// Translates `words` (the block at `pc`, its key `key`). `counter`: the block's execution counter,
@@ -331,6 +335,8 @@ pub fn emit(
         user: space.user,
         crf_r8: None,
         prev_crf: None,
+        spr_rax: None,
+        prev_spr: None,
     };
     e.entry(counter);
     let body = e.ops.offset().0 as u32;
@@ -343,6 +349,7 @@ pub fn emit(
         e.k = k as u32;
         e.pc = pc.wrapping_add(4 * k as u64);
         e.prev_crf = e.crf_r8.take();
+        e.prev_spr = e.spr_rax.take();
         let op = decode(w);
         let done = native_ok && e.native(op, Insn(w), &mut ended);
         if done {
@@ -416,6 +423,22 @@ impl Em {
             }
             None => self.gpr_home(op, reg, r),
         }
+    }
+
+    /// The host register holding a copy of GPR `r`, made now when the rest of the block
+    /// names `r` again (as [`Em::gpr_rm`] would); none when `r` is read from its home.
+    fn copy_for(&mut self, r: u32) -> Option<u8> {
+        if !self.caching {
+            return None;
+        }
+        if let Some(h) = self.cache.find(r) {
+            return Some(h);
+        }
+        (self.later[self.k as usize] & 1 << r != 0).then(|| {
+            let h = self.cache.take(r);
+            self.gpr_home(GprOp::Load64, h, r);
+            h
+        })
     }
 
     /// The host register holding a copy of GPR `r`, if any (body code only).

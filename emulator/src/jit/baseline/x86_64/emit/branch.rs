@@ -84,7 +84,12 @@ impl Em {
             Bclr | Bcctr if op == Bclr || i.rt() & 4 != 0 => {
                 // The target is read before LK updates LR.
                 let home = if op == Bclr { LR } else { CTR };
-                asm!(self.ops ; mov rax, QWORD [rbx + home] ; and rax, -4);
+                // After `mtlr`/`mtctr` the value is still in `rax`: reading it back would
+                // wait for the store on the way to the jump.
+                if self.prev_spr != Some(home) {
+                    asm!(self.ops ; mov rax, QWORD [rbx + home]);
+                }
+                asm!(self.ops ; and rax, -4);
                 self.link_register(i);
                 let nt = self.label();
                 self.condition(i, op == Bclr, nt);

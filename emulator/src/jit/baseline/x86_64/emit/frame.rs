@@ -161,6 +161,8 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         user: false,
         crf_r8: None,
         prev_crf: None,
+        spr_rax: None,
+        prev_spr: None,
     };
     e.emit_probe(probe, unlinked_of);
     Emitted {

@@ -93,10 +93,15 @@ impl Em {
             None
         };
         match (disp, base) {
-            (Some(d), true) => {
-                self.gpr_rm(GprOp::Load64, R13, ra);
-                asm!(self.ops ; add r13, d as i32);
-            }
+            (Some(d), true) => match self.copy_for(ra) {
+                Some(h) => asm!(self.ops ; lea r13, [Rq(h) + d as i32]),
+                None => {
+                    self.gpr_rm(GprOp::Load64, R13, ra);
+                    if d != 0 {
+                        asm!(self.ops ; add r13, d as i32);
+                    }
+                }
+            },
             (Some(d), false) => asm!(self.ops ; mov r13, d as i32),
             (None, true) => {
                 self.gpr_rm(GprOp::Load64, R13, i.rb());

@@ -35,7 +35,10 @@ impl Em {
                     self.gpr_rm(GprOp::Load64, RAX, rt);
                     self.and_mask(p.write_mask);
                     match p.bytes {
-                        8 => asm!(self.ops ; mov QWORD [rbx + home], rax),
+                        8 => {
+                            asm!(self.ops ; mov QWORD [rbx + home], rax);
+                            self.spr_rax = Some(home);
+                        }
                         _ => asm!(self.ops ; mov DWORD [rbx + home], eax),
                     }
                 }
