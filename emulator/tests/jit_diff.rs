@@ -282,6 +282,33 @@ fn native_families_match_the_interpreter() {
     }
 }
 
+/// No-op immediates (`nop`, `ori rX,rX,0` and the other three) change nothing; `mr` and
+/// `mr.` copy (and record), `ori rY,rX,0` copies.
+#[test]
+fn nops_and_register_moves_match_the_interpreter() {
+    let prog = [
+        0x6000_0000, // nop
+        0x60a5_0000, // ori r5,r5,0
+        0x64a5_0000, // oris r5,r5,0
+        0x68a5_0000, // xori r5,r5,0
+        0x6ca5_0000, // xoris r5,r5,0
+        0x7ca6_2b78, // mr r6,r5
+        0x7ca7_2b79, // mr. r7,r5
+        0x60a8_0000, // ori r8,r5,0
+        0,
+    ];
+    for (le, v) in [(false, -5i64 as u64), (true, 7), (true, 0)] {
+        let (e, s) = differential(&prog, le, |c| {
+            c.st.gpr[5] = v;
+            c.st.gpr[6..9].copy_from_slice(&[1, 2, 3]);
+        });
+        assert!(matches!(e, Some(Exception::Program(_))), "{s}");
+        for r in 5..=8 {
+            assert!(s.contains(&format!("r{r}={v:#x} ")), "r{r}: {s}");
+        }
+    }
+}
+
 /// `mtlr`/`mtctr` right before `blr`/`bctr`, in both orders: each branch goes through its
 /// own register, whichever was set last.
 #[test]
@@ -918,6 +945,7 @@ mod baseline {
         native_families: Tiers::BASELINE, 0, native_families_match_the_interpreter;
         loop_with_memory_baseline: Tiers::BASELINE, 0, loop_with_memory;
         moves_to_lr_and_ctr_then_branches: Tiers::BASELINE, 0, moves_to_lr_and_ctr_then_branches_through_them;
+        nops_and_register_moves: Tiers::BASELINE, 0, nops_and_register_moves_match_the_interpreter;
         loop_promoted_mid_run: Tiers::BOTH, 5, loop_changes_tier_mid_run;
         random_streams_promoted: Tiers::BOTH, 2, random_streams_match_with_tiering;
         store_into_own_block: Tiers::BASELINE, 0, store_into_own_block_takes_effect;

@@ -29,6 +29,13 @@ impl Em {
                     self.set_gpr(rt);
                 }
             }
+            // `nop` and `ori rX,rX,0` (after calls): nothing to do.
+            Ori | Oris | Xori | Xoris if i.ui() == 0 && ra == rt => {}
+            // `mr`: a copy, no `or`.
+            Or if rt == rb => {
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                self.set_rc(ra, i.rc());
+            }
             Add if self.in_place(GprOp::Add64, rt, ra, Operand2::Gpr(rb), i.rc()) => {}
             Subf if self.in_place(GprOp::Sub64, rt, rb, Operand2::Gpr(ra), i.rc()) => {}
             And | Or | Xor

@@ -94,6 +94,7 @@ impl Em {
         };
         match (disp, base) {
             (Some(d), true) => match self.copy_for(ra) {
+                Some(h) if d == 0 => self.reg_reg(GprOp::Load64, R13, h),
                 Some(h) => asm!(self.ops ; lea r13, [Rq(h) + d as i32]),
                 None => {
                     self.gpr_rm(GprOp::Load64, R13, ra);
