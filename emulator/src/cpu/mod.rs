@@ -6,4 +6,6 @@ pub mod spr;
 mod state;
 
 pub use exception::{Exception, MachineCheckKind, ProgramKind};
-pub use state::{CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, XER_RESERVED, msr};
+pub use state::{
+    CR_PACK, CR_SPREAD, CpuState, NO_RESERVATION, SLB_SIZE, SLB_VALID, SlbEntry, XER_RESERVED, msr,
+};

@@ -28,6 +28,23 @@ pub mod msr {
 /// XER bits kept in `CpuState::xer_rsvd`.
 pub const XER_RESERVED: u64 = 0x1ff3_ff80;
 
+/// Packing `CpuState::crf` (loaded little-endian and byte-swapped, so CR0 is the top byte)
+/// into the 32-bit CR: rounds of `x = (x | x >> shift) & keep`, each halving the gap between
+/// neighbouring fields. The interpreter and both JIT tiers use these rounds.
+pub const CR_PACK: [(u32, u64); 3] = [
+    (4, 0x00ff_00ff_00ff_00ff),
+    (8, 0x0000_ffff_0000_ffff),
+    (16, 0xffff_ffff),
+];
+
+/// The inverse of [`CR_PACK`]: rounds of `x = (x | x << shift) & keep` spread the CR's
+/// nibbles over bytes, which a byte swap puts in `CpuState::crf` order.
+pub const CR_SPREAD: [(u32, u64); 3] = [
+    (16, 0x0000_ffff_0000_ffff),
+    (8, 0x00ff_00ff_00ff_00ff),
+    (4, 0x0f0f_0f0f_0f0f_0f0f),
+];
+
 /// No reservation held (`reserve_addr` value).
 pub const NO_RESERVATION: u64 = u64::MAX;
 
@@ -200,14 +217,20 @@ impl CpuState {
 
     /// The condition register as `mfcr` reads it: CR0 in the most significant nibble.
     pub fn cr(&self) -> u32 {
-        self.crf.iter().fold(0, |cr, &f| cr << 4 | (f & 0xf) as u32)
+        let mut x = u64::from_le_bytes(self.crf).swap_bytes();
+        for (sh, keep) in CR_PACK {
+            x = (x | x >> sh) & keep;
+        }
+        x as u32
     }
 
     /// `mtcrf 0xff`: every field from `cr` (CR0 in the most significant nibble).
     pub fn set_cr(&mut self, cr: u32) {
-        for (n, f) in self.crf.iter_mut().enumerate() {
-            *f = (cr >> (28 - 4 * n)) as u8 & 0xf;
+        let mut x = cr as u64;
+        for (sh, keep) in CR_SPREAD {
+            x = (x | x << sh) & keep;
         }
+        self.crf = x.swap_bytes().to_le_bytes();
     }
 
     /// CR field `n` (0-7) as a 4-bit value LT|GT|EQ|SO.

@@ -2,7 +2,7 @@
 //! to the next block), CR logical operations and field moves, and the CR helpers the other
 //! families use (recording forms, compares).
 
-use super::{CR, CTR, LR, SO, Tx};
+use super::{CR, CRF, CTR, LR, SO, Tx, flags};
 use crate::isa::{Insn, Op};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I32, I64};
@@ -93,8 +93,12 @@ impl Tx<'_> {
         true
     }
 
+    /// CR field `bf` = `field` (I32, 4 bits): one byte store; the packed copy is made again
+    /// when next read.
     pub(super) fn set_crf(&mut self, bf: u32, field: Value) {
-        self.store_crf(bf, field);
+        let f = self.b.ins().ireduce(I8, field);
+        self.b.ins().store(flags(), f, self.cpu, CRF + bf as i32);
+        self.regs[CR].loaded = false;
     }
 
     /// CR field value LT|GT|EQ|SO from two comparisons (I8 booleans).
@@ -139,7 +143,7 @@ impl Tx<'_> {
         let bit = self.b.ins().uextend(I32, bit);
         let bit = self.b.ins().ishl_imm_s(bit, sh);
         let f = self.b.ins().bor(f, bit);
-        self.store_crf(n / 4, f);
+        self.set_crf(n / 4, f);
     }
 
     /// Branch condition of BO/BI (decrementing CTR when BO says so), as an I8 boolean.

@@ -25,7 +25,7 @@ pub use table::native_ops;
 
 use super::tier::{Tier, TierId, Translation};
 use super::{BlockKey, JitCtx, helpers};
-use crate::cpu::{CpuState, Exception, msr};
+use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, Exception, msr};
 use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::{Access, mmu_idx};
 use crate::vcpu::{Cpu, DecodedBlock};
@@ -422,12 +422,8 @@ impl Tx<'_> {
     fn pack_cr(&mut self) -> Value {
         let x = self.b.ins().load(I64, flags(), self.cpu, CRF);
         let mut x = self.b.ins().bswap(x);
-        for (sh, keep) in [
-            (4, 0x00ff_00ff_00ff_00ff_u64),
-            (8, 0x0000_ffff_0000_ffff),
-            (16, !0),
-        ] {
-            let y = self.b.ins().ushr_imm_s(x, sh);
+        for (sh, keep) in CR_PACK {
+            let y = self.b.ins().ushr_imm_s(x, sh as i64);
             let y = self.b.ins().bor(x, y);
             x = self.b.ins().band_imm_s(y, keep as i64);
         }
@@ -438,25 +434,13 @@ impl Tx<'_> {
     /// rounds backwards.
     fn unpack_cr(&mut self, cr: Value) {
         let mut x = self.b.ins().uextend(I64, cr);
-        for (sh, keep) in [
-            (16, 0x0000_ffff_0000_ffff_u64),
-            (8, 0x00ff_00ff_00ff_00ff),
-            (4, 0x0f0f_0f0f_0f0f_0f0f),
-        ] {
-            let y = self.b.ins().ishl_imm_s(x, sh);
+        for (sh, keep) in CR_SPREAD {
+            let y = self.b.ins().ishl_imm_s(x, sh as i64);
             let y = self.b.ins().bor(x, y);
             x = self.b.ins().band_imm_s(y, keep as i64);
         }
         let x = self.b.ins().bswap(x);
         self.b.ins().store(flags(), x, self.cpu, CRF);
-    }
-
-    /// CR field `bf` = `field` (I32, 4 bits): one byte store; the packed copy is made again
-    /// when next read.
-    fn store_crf(&mut self, bf: u32, field: Value) {
-        let f = self.b.ins().ireduce(I8, field);
-        self.b.ins().store(flags(), f, self.cpu, CRF + bf as i32);
-        self.regs[CR].loaded = false;
     }
 
     fn gpr(&mut self, r: u32) -> Value {

@@ -40,7 +40,7 @@
 #![allow(clippy::useless_conversion)]
 
 use super::regcache::{RegCache, later_gprs};
-use crate::cpu::{CpuState, NO_RESERVATION, msr};
+use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, NO_RESERVATION, msr};
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
 use crate::jit::jump_cache::{self, jc_flags};
@@ -414,13 +414,8 @@ impl Em {
             }
             return;
         }
-        match self.cache.find(r) {
+        match self.copy_for(r) {
             Some(h) => self.reg_reg(op, reg, h),
-            None if wanted => {
-                let h = self.cache.take(r);
-                self.gpr_home(GprOp::Load64, h, r);
-                self.reg_reg(op, reg, h);
-            }
             None => self.gpr_home(op, reg, r),
         }
     }
@@ -531,54 +526,29 @@ impl Em {
     }
 
     /// `eax` = the condition register as `mfcr` reads it (CR0 in the top nibble); clobbers
-    /// `rcx`. The fields' bytes, CR0 first, become nibbles CR0 first: byte-swapped, each
+    /// `rcx` and `rdx`. The fields' bytes, CR0 first, become nibbles CR0 first: byte-swapped, each
     /// round halves the gap between neighbouring values.
     fn pack_cr(&mut self) {
-        asm!(self.ops
-            ; mov rax, QWORD [rbx + CRF]
-            ; bswap rax
-            ; mov rcx, rax
-            ; shr rcx, 4
-            ; or rax, rcx
-            ; mov rcx, QWORD 0x00ff_00ff_00ff_00ff
-            ; and rax, rcx
-            ; mov rcx, rax
-            ; shr rcx, 8
-            ; or rax, rcx
-            ; mov rcx, QWORD 0x0000_ffff_0000_ffff
-            ; and rax, rcx
-            ; mov rcx, rax
-            ; shr rcx, 16
-            ; or eax, ecx
-        );
+        asm!(self.ops ; mov rax, QWORD [rbx + CRF] ; bswap rax);
+        for (sh, keep) in CR_PACK {
+            asm!(self.ops ; mov rcx, rax ; shr rcx, sh as i8 ; or rax, rcx);
+            self.and_mask(keep);
+        }
     }
 
     /// The fields that `mask` (bit 7 = CR0) selects from `eax` (as `mtcrf` takes them);
-    /// clobbers `rcx` and `rdx`. The inverse of [`Em::pack_cr`]'s rounds spreads the nibbles
-    /// over bytes.
+    /// clobbers `rcx` and `rdx`. The inverse of [`Em::pack_cr`]'s rounds ([`CR_SPREAD`])
+    /// spreads the nibbles over bytes.
     fn unpack_cr(&mut self, mask: u32) {
         let bytes = (0..8)
             .filter(|k| mask & (0x80 >> k) != 0)
             .fold(0u64, |m, k| m | 0xff << (8 * k));
-        asm!(self.ops
-            ; mov eax, eax
-            ; mov rcx, rax
-            ; shl rcx, 16
-            ; or rax, rcx
-            ; mov rcx, QWORD 0x0000_ffff_0000_ffff
-            ; and rax, rcx
-            ; mov rcx, rax
-            ; shl rcx, 8
-            ; or rax, rcx
-            ; mov rcx, QWORD 0x00ff_00ff_00ff_00ff
-            ; and rax, rcx
-            ; mov rcx, rax
-            ; shl rcx, 4
-            ; or rax, rcx
-            ; mov rcx, QWORD 0x0f0f_0f0f_0f0f_0f0f
-            ; and rax, rcx
-            ; bswap rax
-        );
+        asm!(self.ops ; mov eax, eax);
+        for (sh, keep) in CR_SPREAD {
+            asm!(self.ops ; mov rcx, rax ; shl rcx, sh as i8 ; or rax, rcx);
+            self.and_mask(keep);
+        }
+        asm!(self.ops ; bswap rax);
         if bytes != u64::MAX {
             asm!(self.ops
                 ; mov rcx, QWORD bytes as i64
