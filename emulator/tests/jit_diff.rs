@@ -1391,6 +1391,75 @@ mod baseline {
         assert_eq!(c.st.gpr[3], A + 6, "A ran the stale translation");
     }
 
+    /// A jump to the next page, linked while one mapping ran and taken in another: code page
+    /// P at A and at B (two processes running the same program), the page after it Q1 at
+    /// A + 4 KiB and Q2 at B + 4 KiB. Linked at A to Q1's block, the jump from P's block at
+    /// B must reach Q2's code (the target's guard finds B + 4 KiB mapping another page and
+    /// probes), and at A again Q1's through the link, with no run-loop lookup. (A link that
+    /// trusted the page it was made for would run Q1 at B: r6 = 7.)
+    #[test]
+    fn a_jump_linked_across_pages_reaches_each_mappings_next_page() {
+        use ppc64emu::cpu::SlbEntry;
+        use ppc64emu::mmu::slb::{esid, hash_key};
+        use ppc64emu::mmu::{SystemSpace, hpte_r};
+        const P: u64 = 0x5000;
+        const Q1: u64 = 0x6000;
+        const Q2: u64 = 0x8000;
+        const A: u64 = 0x1000_3000;
+        const B: u64 = 0x2000_7000;
+        let (ram, hpt) = system_memory();
+        let put = |at: u64, words: &[u32]| put_be(&ram, at, words);
+        put(P, &[0x38a5_0001, 0x4800_0ffc]); // addi r5, r5, 1; b .+0xffc: the next page
+        put(Q1, &[0x38c0_0007, 0]); // li r6, 7; illegal
+        put(Q2, &[0x38c0_0009, 0]); // li r6, 9; illegal
+        let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
+        c.st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
+        for (index, (ea, vsid, next)) in [(A, 0x100u64, Q1), (B, 0x200, Q2)].into_iter().enumerate()
+        {
+            c.st.slb[index] = SlbEntry {
+                esid: (ea & esid::ESID_256M) | esid::VALID,
+                vsid: (vsid << 12) | 0x400,
+            };
+            for (at, phys) in [(ea, P), (ea + 0x1000, next)] {
+                let key = hash_key(&c.st.slb[index], 12, at);
+                let ptel = phys | hpte_r::M | 0x2;
+                let ptex = (key.hash & hpt.pteg_mask()) * 8;
+                let r = hpt.h_enter(&ram, 0, ptex, key.ptem, ptel);
+                assert_eq!(r.ret, ppc64emu::papr::H_SUCCESS);
+            }
+        }
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        let lookups = |jit: &Jit| {
+            let k = &jit.counters;
+            k.jump_cache_hits + k.jump_cache_refills + k.map_hits + k.baseline.blocks_translated
+        };
+        let go = |c: &mut Cpu, jit: &mut Jit, base: u64, r6: u64| {
+            c.st.pc = base;
+            c.st.gpr[5..7].fill(0);
+            let e = run(jit, c, 1000, &|_| false);
+            assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+            let got = (c.st.gpr[5], c.st.gpr[6], c.st.pc);
+            assert_eq!(got, (1, r6, base + 0x1004), "at {base:#x}");
+        };
+        go(&mut c, &mut jit, A, 7);
+        let links = jit.counters.baseline.links;
+        assert!(
+            links >= 1,
+            "the jump to the next page was not linked: {:?}",
+            jit.counters
+        );
+        go(&mut c, &mut jit, B, 9);
+        let before = lookups(&jit);
+        go(&mut c, &mut jit, A, 7);
+        assert_eq!(
+            lookups(&jit),
+            before + 1,
+            "only P's block is looked up; Q1 is reached through the link: {:?}",
+            jit.counters
+        );
+    }
+
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it
     /// once to link it, then only when the budget runs out.
     #[test]

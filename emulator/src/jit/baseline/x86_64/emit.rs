@@ -74,8 +74,8 @@ mod vector;
 
 use frame::Exit;
 pub use frame::{
-    Counter, Emitted, Fixup, HELPERS, Helper, ProbeStubs, Stubs, exit_stub, probe_stub, thunk,
-    trampoline,
+    Counter, Emitted, Fixup, GUARDED_SITE, HELPERS, Helper, ProbeStubs, Stubs, exit_stub,
+    guard_stub, probe_stub, thunk, trampoline,
 };
 pub use table::native_ops;
 
@@ -201,6 +201,8 @@ enum Cold {
         at: DynamicLabel,
         site: DynamicLabel,
         target: u64,
+        /// The target is on another page: the link goes to its guard ([`GUARDED_SITE`]).
+        guarded: bool,
     },
     /// A load's TLB miss (or unaligned, device, watched access): `helpers::load`, then
     /// back to `back` with the value in `rax`, or to the fault exit.
@@ -309,6 +311,7 @@ pub fn emit(
         Some(p) => Exit::Shared {
             probe: p.probe,
             unlinked: p.unlinked,
+            guard: p.guard,
         },
         None => Exit::Local(ops.new_dynamic_label()),
     };
@@ -338,6 +341,10 @@ pub fn emit(
         spr_rax: None,
         prev_spr: None,
     };
+    // A jump from another page enters at the guard, which falls through into the entry.
+    let guard_miss = e.label();
+    let guard = (!e.user).then(|| e.emit_guard(guard_miss));
+    let entry = e.ops.offset().0 as u32;
     e.entry(counter);
     let body = e.ops.offset().0 as u32;
     // 32-bit mode (rare: early boot) runs everything through the interpreter.
@@ -372,6 +379,10 @@ pub fn emit(
     }
     let probe = e.ops.offset().0 as u32;
     let cold = e.emit_cold();
+    if guard.is_some() {
+        asm!(e.ops ; =>guard_miss);
+        e.jmp_probe();
+    }
     let fault_sites = e
         .sites
         .iter()
@@ -381,6 +392,8 @@ pub fn emit(
         })
         .collect();
     Emitted {
+        guard,
+        entry,
         code: e.ops.finalize().expect("block code"),
         native,
         fallbacks,

@@ -52,6 +52,8 @@ type Trampoline = unsafe extern "C" fn(*mut Cpu, *mut JitCtx, usize);
 struct BlockMeta {
     flags: u64,
     live: bool,
+    /// Where jumps from other pages enter (`emit::Emitted::guard`).
+    guard: Option<usize>,
     /// Patched jumps (their displacement's address) that lead here.
     incoming: Vec<usize>,
 }
@@ -211,7 +213,7 @@ impl Shared {
             std::ptr::copy_nonoverlapping(e.code.as_ptr(), p, e.code.len());
             e.place(p);
         }
-        let entry = p as usize;
+        let (start, entry) = (p as usize, p as usize + e.entry as usize);
         if !e.fault_sites.is_empty() {
             // SAFETY: guarded memory is user mode's: this thread is the one vCPU's, and it
             // is not running translated code now.
@@ -219,18 +221,19 @@ impl Shared {
                 self.sites.add(
                     e.fault_sites
                         .iter()
-                        .map(|&(at, miss)| (entry + at as usize, entry + miss as usize)),
+                        .map(|&(at, miss)| (start + at as usize, start + miss as usize)),
                 )
             };
         }
         if let Some(m) = &self.perf_map {
-            m.block(entry, pc, &e);
+            m.block(start, pc, &e);
         }
         self.blocks.lock().insert(
             entry,
             BlockMeta {
                 flags: key.flags,
                 live: true,
+                guard: e.guard.map(|g| start + g as usize),
                 incoming: Vec::new(),
             },
         );
@@ -253,6 +256,8 @@ impl Shared {
         let probe = probes.place(&plain)?;
         let variant = emit::probe_stub(flags, &self.stubs, Some(probe));
         let unlinked = probes.place(&variant)?;
+        let check = emit::guard_stub(flags, &self.stubs);
+        let guard = probes.place(&check)?;
         if let Some(m) = &self.perf_map {
             m.named(probe, plain.code.len(), &format!("bl.probe.{flags:x}"));
             m.named(
@@ -260,8 +265,13 @@ impl Shared {
                 variant.code.len(),
                 &format!("bl.unlinked.{flags:x}"),
             );
+            m.named(guard, check.code.len(), &format!("bl.guard-test.{flags:x}"));
         }
-        let p = emit::ProbeStubs { probe, unlinked };
+        let p = emit::ProbeStubs {
+            probe,
+            unlinked,
+            guard,
+        };
         probes.by_flags.insert(flags, p);
         Some(p)
     }
@@ -283,8 +293,11 @@ impl Shared {
 
     /// Patches the jump whose displacement is at `site` (from `JitCtx::link`) to go to the
     /// block at `target`, when that block is live and has the MSR state `flags` of the
-    /// jump's block. True when linked.
+    /// jump's block. A site tagged [`emit::GUARDED_SITE`] (a jump from another page) goes
+    /// to the block's guard. True when linked.
     pub fn link(&self, site: usize, target: usize, flags: u64) -> bool {
+        let guarded = site & emit::GUARDED_SITE != 0;
+        let site = site & !emit::GUARDED_SITE;
         if !self.code.contains(site) || !site.is_multiple_of(4) {
             return false;
         }
@@ -295,7 +308,12 @@ impl Shared {
         else {
             return false;
         };
-        let disp = (target as i64 - (site as i64 + 4)) as i32;
+        let to = match (guarded, m.guard) {
+            (false, _) => target,
+            (true, Some(g)) => g,
+            (true, None) => return false,
+        };
+        let disp = (to as i64 - (site as i64 + 4)) as i32;
         // SAFETY: `site` is the aligned displacement of one of this region's exits (only
         // `emit` stores addresses into `JitCtx::link`); one aligned store is atomic for
         // vCPUs executing the jump meanwhile.

@@ -1,5 +1,6 @@
 //! `PPC64EMU_LOG=perfmap`: names every baseline block's code for `perf` in the host's JIT
-//! symbol file (`/tmp/perf-<pid>.map`), one symbol per section — `bl.entry.<pc>` (the
+//! symbol file (`/tmp/perf-<pid>.map`), one symbol per section — `bl.guard.<pc>` (the entry
+//! of jumps from other pages), `bl.entry.<pc>` (the
 //! promotion counter and stop checks), `bl.body.<pc>`, `bl.exit.<pc>` (the shared probe
 //! exit) and `bl.cold.<pc>` (slow paths), and the shared code (`bl.stubs`, the probe exits
 //! `bl.probe.<msr>` and `bl.unlinked.<msr>`) — so that a profile says which part of
@@ -35,13 +36,14 @@ impl PerfMap {
         let _ = writeln!(self.0.lock(), "{at:x} {len:x} {name}");
     }
 
-    /// The symbols of the block at `entry`, translated from guest `pc`.
-    pub fn block(&self, entry: usize, pc: u64, e: &Emitted) {
+    /// The symbols of the block whose code starts at `at`, translated from guest `pc`.
+    pub fn block(&self, at: usize, pc: u64, e: &Emitted) {
         let [body, probe, cold] = e.sections.map(|o| o as usize);
-        let end = e.code.len();
-        let mut s = String::with_capacity(160);
+        let (entry, end) = (e.entry as usize, e.code.len());
+        let mut s = String::with_capacity(200);
         for (name, from, to) in [
-            ("entry", 0, body),
+            ("guard", 0, entry),
+            ("entry", entry, body),
             ("body", body, probe),
             ("exit", probe, cold),
             ("cold", cold, end),
@@ -49,7 +51,7 @@ impl PerfMap {
             if to > from {
                 s.push_str(&format!(
                     "{:x} {:x} bl.{name}.{pc:x}\n",
-                    entry + from,
+                    at + from,
                     to - from
                 ));
             }

@@ -24,7 +24,16 @@ pub struct Emitted {
     /// Host-guarded memory ([`Space::guarded`]): each direct access instruction's offset
     /// and the offset of the miss path a host fault on it resumes at.
     pub fault_sites: Vec<(u32, u32)>,
+    /// Where a jump from another page enters ([`Em::emit_guard`], the code's start); none
+    /// in user mode.
+    pub guard: Option<u32>,
+    /// Where the block is entered otherwise: after the guard.
+    pub entry: u32,
 }
+
+/// Set in a site address (`JitCtx::link`) whose jump comes from another page: it is linked
+/// to the target's guard, not its entry. Site addresses are user-space pointers, far below.
+pub const GUARDED_SITE: usize = 1 << 62;
 
 /// A `rel32` field at `off` in a block's code that must reach `target`; `tail`: bytes of
 /// the instruction after the field (an immediate), which the displacement is relative to.
@@ -138,7 +147,44 @@ pub fn thunk(h: Helper) -> Vec<u8> {
 pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emitted {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
     let probe = ops.new_dynamic_label();
-    let mut e = Em {
+    let mut e = stub_em(ops, flags, stubs, probe);
+    e.emit_probe(probe, unlinked_of);
+    e.stub("probe stub")
+}
+
+/// The mapping test every guard of MSR state `flags` calls ([`Em::emit_guard`]): `rax` =
+/// the address jumped to, `rcx` = the host page its block was made from. Returns with ZF
+/// set when `rax`'s exec TLB entry maps that page — the probe's test — and the running page
+/// set to `rax`'s. Clobbers `rcx`, `rdx` and `rsi`.
+pub fn guard_stub(flags: u64, stubs: &Stubs) -> Emitted {
+    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let unused = ops.new_dynamic_label();
+    let mut e = stub_em(ops, flags, stubs, unused);
+    let out = e.label();
+    let (exec_tag, exec_addend) = e.exec_entry();
+    asm!(e.ops
+        ; =>unused
+        ; mov rdx, rax
+        ; shr rdx, 12
+        ; and edx, (TLB_ENTRIES - 1) as i32
+        ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
+        ; mov rsi, rax
+        ; and rsi, PAGE_MASK as i32
+        ; cmp rsi, QWORD [r14 + rdx + exec_tag]
+        ; jne =>out
+        ; sub rcx, rsi
+        ; cmp rcx, QWORD [r14 + rdx + exec_addend]
+        ; jne =>out
+        ; mov QWORD [r12 + PAGE], rsi
+        ; =>out
+        ; ret
+    );
+    e.stub("guard stub")
+}
+
+/// An emitter for shared code of MSR state `flags` (no block).
+fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: DynamicLabel) -> Em {
+    Em {
         ops,
         key: BlockKey::new(0, 0, flags, false),
         le: flags & msr::LE != 0,
@@ -163,15 +209,32 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
         prev_crf: None,
         spr_rax: None,
         prev_spr: None,
-    };
-    e.emit_probe(probe, unlinked_of);
-    Emitted {
-        code: e.ops.finalize().expect("probe stub"),
-        native: 0,
-        fallbacks: 0,
-        sections: [0; 3],
-        fixups: e.fixups,
-        fault_sites: Vec::new(),
+    }
+}
+
+impl Em {
+    /// The shared code emitted so far.
+    fn stub(self, what: &str) -> Emitted {
+        Emitted {
+            guard: None,
+            entry: 0,
+            code: self.ops.finalize().expect(what),
+            native: 0,
+            fallbacks: 0,
+            sections: [0; 3],
+            fixups: self.fixups,
+            fault_sites: Vec::new(),
+        }
+    }
+
+    /// Offsets from `r14` of the exec TLB entry's tag and addend of this MSR state (to add
+    /// the entry's index × its size).
+    fn exec_entry(&self) -> (i32, i32) {
+        let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
+        (
+            exec + offset_of!(TlbEntry, exec) as i32,
+            exec + offset_of!(TlbEntry, addend) as i32,
+        )
     }
 }
 
@@ -180,7 +243,11 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
 #[derive(Clone, Copy)]
 pub(super) enum Exit {
     Local(DynamicLabel),
-    Shared { probe: usize, unlinked: usize },
+    Shared {
+        probe: usize,
+        unlinked: usize,
+        guard: usize,
+    },
 }
 
 /// The shared probe stubs of one MSR state: the plain one and the unlinked-exit variant.
@@ -188,6 +255,8 @@ pub(super) enum Exit {
 pub struct ProbeStubs {
     pub probe: usize,
     pub unlinked: usize,
+    /// The guards' mapping test ([`guard_stub`]).
+    pub guard: usize,
 }
 
 /// The entry trampoline, `extern "C" fn(cpu, ctx, code)`: saves the callee-saved registers
@@ -352,9 +421,7 @@ impl Em {
             (out_link, optimized)
         };
         let tag = jc_flags(self.key.flags, TierId::Baseline) as i64;
-        let exec = mmu_idx(self.key.flags, Access::Exec) as i32 * TLB_IDX_BYTES;
-        let exec_tag = exec + offset_of!(TlbEntry, exec) as i32;
-        let exec_addend = exec + offset_of!(TlbEntry, addend) as i32;
+        let (exec_tag, exec_addend) = self.exec_entry();
         asm!(self.ops
             ; =>probe
             ; mov QWORD [rbx + PC], rax
@@ -460,15 +527,28 @@ impl Em {
                     self.store_pc(pc);
                     self.epilogue();
                 }
-                Cold::Unlinked { at, site, target } => {
+                Cold::Unlinked {
+                    at,
+                    site,
+                    target,
+                    guarded,
+                } => {
+                    let tag = GUARDED_SITE.trailing_zeros() as i8;
                     asm!(self.ops ; =>at);
                     if let Exit::Shared { unlinked, .. } = self.probe {
                         asm!(self.ops ; lea r13, [=>site]);
+                        if guarded {
+                            asm!(self.ops ; bts r13, BYTE tag);
+                        }
                         self.pc_into(RAX, target);
                         self.branch_to_stub(0xe9, unlinked);
                     } else {
                         self.store_pc(target);
-                        asm!(self.ops ; lea rax, [=>site] ; mov QWORD [r12 + LINK], rax);
+                        asm!(self.ops ; lea rax, [=>site]);
+                        if guarded {
+                            asm!(self.ops ; bts rax, BYTE tag);
+                        }
+                        asm!(self.ops ; mov QWORD [r12 + LINK], rax);
                         self.epilogue();
                     }
                 }
@@ -567,11 +647,12 @@ impl Em {
         asm!(self.ops ; sub rbp, retired as i32);
         // A user process's pages never change mapping (an unmapped, replaced or no longer
         // executable page drops its blocks, and with them the jumps into them), so its
-        // exits link to any page.
-        if !self.user && target & PAGE_MASK != self.block_pc & PAGE_MASK {
+        // exits link to any page. A machine's other page may map other code the next time
+        // (another process, a remap): the jump is linked to the target's guard, which
+        // checks the mapping with the target address in `rax`.
+        let guarded = !self.user && target & PAGE_MASK != self.block_pc & PAGE_MASK;
+        if guarded {
             self.pc_into(RAX, target);
-            self.jmp_probe();
-            return;
         }
         if target <= self.pc {
             // A jump back: linked, it may close a loop that never probes.
@@ -596,7 +677,74 @@ impl Em {
             at: unlinked,
             site,
             target,
+            guarded,
         });
+    }
+
+    /// Where a jump linked from another page enters (`exit_direct`), with `rax` = this
+    /// block's address and the budget charged: on into the block's entry, emitted right
+    /// after it, while that address's exec TLB entry maps the host page the block was made
+    /// from (the probe's test, without the jump-cache lookup), else to `miss` (the probe).
+    /// A block of absolute addresses also needs `rax` to be its own (a page-relative
+    /// caller's target moves with its page). In front of the entry, not among the slow
+    /// paths: out there, the jump into it and the jump on to the entry touched two more
+    /// cache lines per crossing, and the guard's first instruction took 40 % of its samples.
+    /// Returns its offset; pads to keep the entry 16-byte aligned.
+    pub(super) fn emit_guard(&mut self, miss: DynamicLabel) -> u32 {
+        let at = self.ops.offset().0 as u32;
+        if self.page.is_none() {
+            asm!(self.ops ; mov rdx, QWORD self.block_pc as i64 ; cmp rax, rdx ; jne =>miss);
+        }
+        let host_page = (self.key.host & PAGE_MASK) as i64;
+        if let Exit::Shared { guard, .. } = self.probe {
+            // 21 bytes: a copy of the test in every block made the code a fifth larger, and
+            // the bodies slower for it.
+            asm!(self.ops ; mov rcx, QWORD host_page);
+            self.branch_to_stub(0xe8, guard);
+            asm!(self.ops ; jne =>miss);
+            let pad = (16 - self.ops.offset().0 % 16) % 16;
+            self.nops(pad);
+            return at;
+        }
+        let (exec_tag, exec_addend) = self.exec_entry();
+        asm!(self.ops
+            ; mov rdx, rax
+            ; shr rdx, 12
+            ; and edx, (TLB_ENTRIES - 1) as i32
+            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov rsi, rax
+            ; and rsi, PAGE_MASK as i32
+            ; cmp rsi, QWORD [r14 + rdx + exec_tag]
+            ; jne =>miss
+            ; mov rcx, QWORD [r14 + rdx + exec_addend]
+            ; add rcx, rsi
+            ; mov rdx, QWORD host_page
+            ; cmp rcx, rdx
+            ; jne =>miss
+            ; mov QWORD [r12 + PAGE], rsi
+        );
+        let pad = (16 - self.ops.offset().0 % 16) % 16;
+        self.nops(pad);
+        at
+    }
+
+    /// `n` bytes of no-operation in as few instructions as the multi-byte `nop` forms allow.
+    fn nops(&mut self, mut n: usize) {
+        const NOPS: [&[u8]; 8] = [
+            &[0x90],
+            &[0x66, 0x90],
+            &[0x0f, 0x1f, 0x00],
+            &[0x0f, 0x1f, 0x40, 0x00],
+            &[0x0f, 0x1f, 0x44, 0x00, 0x00],
+            &[0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00],
+            &[0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00],
+            &[0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+        ];
+        while n > 0 {
+            let k = n.min(NOPS.len());
+            self.ops.extend(NOPS[k - 1].iter().copied());
+            n -= k;
+        }
     }
 
     /// Leaves the block for `target`, the absolute address of a branch with AA set: a
