@@ -343,7 +343,10 @@ pub fn emit(
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();
-    let guard = (!e.user).then(|| e.emit_guard(guard_miss));
+    let guard = match e.probe {
+        Exit::Shared { guard, .. } if !e.user => Some(e.emit_guard(guard_miss, guard)),
+        _ => None,
+    };
     let entry = e.ops.offset().0 as u32;
     e.entry(counter);
     let body = e.ops.offset().0 as u32;

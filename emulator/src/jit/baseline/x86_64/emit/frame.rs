@@ -161,17 +161,10 @@ pub fn guard_stub(flags: u64, stubs: &Stubs) -> Emitted {
     let unused = ops.new_dynamic_label();
     let mut e = stub_em(ops, flags, stubs, unused);
     let out = e.label();
-    let (exec_tag, exec_addend) = e.exec_entry();
+    let (_, exec_addend) = e.exec_entry();
+    asm!(e.ops ; =>unused);
+    e.exec_tlb_hit(out);
     asm!(e.ops
-        ; =>unused
-        ; mov rdx, rax
-        ; shr rdx, 12
-        ; and edx, (TLB_ENTRIES - 1) as i32
-        ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
-        ; mov rsi, rax
-        ; and rsi, PAGE_MASK as i32
-        ; cmp rsi, QWORD [r14 + rdx + exec_tag]
-        ; jne =>out
         ; sub rcx, rsi
         ; cmp rcx, QWORD [r14 + rdx + exec_addend]
         ; jne =>out
@@ -235,6 +228,23 @@ impl Em {
             exec + offset_of!(TlbEntry, exec) as i32,
             exec + offset_of!(TlbEntry, addend) as i32,
         )
+    }
+
+    /// `rdx` = the offset of the exec TLB entry of the address in `rax` (from `r14`, to add
+    /// [`Em::exec_entry`]'s field offsets), `rsi` = that address's page; jumps to `miss`
+    /// unless the entry is for that page.
+    fn exec_tlb_hit(&mut self, miss: DynamicLabel) {
+        let (exec_tag, _) = self.exec_entry();
+        asm!(self.ops
+            ; mov rdx, rax
+            ; shr rdx, 12
+            ; and edx, (TLB_ENTRIES - 1) as i32
+            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
+            ; mov rsi, rax
+            ; and rsi, PAGE_MASK as i32
+            ; cmp rsi, QWORD [r14 + rdx + exec_tag]
+            ; jne =>miss
+        );
     }
 }
 
@@ -421,7 +431,7 @@ impl Em {
             (out_link, optimized)
         };
         let tag = jc_flags(self.key.flags, TierId::Baseline) as i64;
-        let (exec_tag, exec_addend) = self.exec_entry();
+        let (_, exec_addend) = self.exec_entry();
         asm!(self.ops
             ; =>probe
             ; mov QWORD [rbx + PC], rax
@@ -441,15 +451,10 @@ impl Em {
             ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
             ; jne =>miss
             ; =>way
-            // The entry holds while the PC's exec TLB entry maps the page it was made for.
-            ; mov rdx, rax
-            ; shr rdx, 12
-            ; and edx, (TLB_ENTRIES - 1) as i32
-            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
-            ; mov rsi, rax
-            ; and rsi, PAGE_MASK as i32
-            ; cmp rsi, QWORD [r14 + rdx + exec_tag]
-            ; jne =>miss
+        );
+        // The entry holds while the PC's exec TLB entry maps the page it was made for.
+        self.exec_tlb_hit(miss);
+        asm!(self.ops
             // The page a page-relative block computes its addresses from.
             ; mov QWORD [r12 + PAGE], rsi
             ; mov rsi, QWORD [r14 + rdx + exec_addend]
@@ -650,9 +655,16 @@ impl Em {
         // exits link to any page. A machine's other page may map other code the next time
         // (another process, a remap): the jump is linked to the target's guard, which
         // checks the mapping with the target address in `rax`.
-        let guarded = !self.user && target & PAGE_MASK != self.block_pc & PAGE_MASK;
-        if guarded {
+        let other_page = !self.user && target & PAGE_MASK != self.block_pc & PAGE_MASK;
+        let guarded = other_page && matches!(self.probe, Exit::Shared { .. });
+        if other_page {
             self.pc_into(RAX, target);
+            if !guarded {
+                // No shared guard test (the machine had no room for this MSR state's stubs):
+                // no block of this state has a guard.
+                self.jmp_probe();
+                return;
+            }
         }
         if target <= self.pc {
             // A jump back: linked, it may close a loop that never probes.
@@ -684,45 +696,23 @@ impl Em {
     /// Where a jump linked from another page enters (`exit_direct`), with `rax` = this
     /// block's address and the budget charged: on into the block's entry, emitted right
     /// after it, while that address's exec TLB entry maps the host page the block was made
-    /// from (the probe's test, without the jump-cache lookup), else to `miss` (the probe).
-    /// A block of absolute addresses also needs `rax` to be its own (a page-relative
-    /// caller's target moves with its page). In front of the entry, not among the slow
-    /// paths: out there, the jump into it and the jump on to the entry touched two more
-    /// cache lines per crossing, and the guard's first instruction took 40 % of its samples.
-    /// Returns its offset; pads to keep the entry 16-byte aligned.
-    pub(super) fn emit_guard(&mut self, miss: DynamicLabel) -> u32 {
+    /// from (the probe's test, without the jump-cache lookup; the shared stub at `test`,
+    /// [`guard_stub`]), else to `miss` (the probe). A block of absolute addresses also needs
+    /// `rax` to be its own (a page-relative caller's target moves with its page). In front
+    /// of the entry, not among the slow paths: out there, the jump into it and the jump on to
+    /// the entry touched two more cache lines per crossing, and the guard's first
+    /// instruction took 40 % of its samples. Returns its offset; pads to keep the entry
+    /// 16-byte aligned.
+    pub(super) fn emit_guard(&mut self, miss: DynamicLabel, test: usize) -> u32 {
         let at = self.ops.offset().0 as u32;
         if self.page.is_none() {
             asm!(self.ops ; mov rdx, QWORD self.block_pc as i64 ; cmp rax, rdx ; jne =>miss);
         }
-        let host_page = (self.key.host & PAGE_MASK) as i64;
-        if let Exit::Shared { guard, .. } = self.probe {
-            // 21 bytes: a copy of the test in every block made the code a fifth larger, and
-            // the bodies slower for it.
-            asm!(self.ops ; mov rcx, QWORD host_page);
-            self.branch_to_stub(0xe8, guard);
-            asm!(self.ops ; jne =>miss);
-            let pad = (16 - self.ops.offset().0 % 16) % 16;
-            self.nops(pad);
-            return at;
-        }
-        let (exec_tag, exec_addend) = self.exec_entry();
-        asm!(self.ops
-            ; mov rdx, rax
-            ; shr rdx, 12
-            ; and edx, (TLB_ENTRIES - 1) as i32
-            ; shl edx, size_of::<TlbEntry>().trailing_zeros() as i8
-            ; mov rsi, rax
-            ; and rsi, PAGE_MASK as i32
-            ; cmp rsi, QWORD [r14 + rdx + exec_tag]
-            ; jne =>miss
-            ; mov rcx, QWORD [r14 + rdx + exec_addend]
-            ; add rcx, rsi
-            ; mov rdx, QWORD host_page
-            ; cmp rcx, rdx
-            ; jne =>miss
-            ; mov QWORD [r12 + PAGE], rsi
-        );
+        // 21 bytes: a copy of the test in every block made the code a fifth larger, and the
+        // bodies slower for it.
+        asm!(self.ops ; mov rcx, QWORD (self.key.host & PAGE_MASK) as i64);
+        self.branch_to_stub(0xe8, test);
+        asm!(self.ops ; jne =>miss);
         let pad = (16 - self.ops.offset().0 % 16) % 16;
         self.nops(pad);
         at
