@@ -1,10 +1,10 @@
 //! `PPC64EMU_LOG=perfmap`: names every baseline block's code for `perf` in the host's JIT
-//! symbol file (`/tmp/perf-<pid>.map`), one symbol per section — `bl.guard.<pc>` (the entry
-//! of jumps from other pages), `bl.entry.<pc>` (the
-//! promotion counter and stop checks), `bl.body.<pc>`, `bl.exit.<pc>` (the shared probe
-//! exit) and `bl.cold.<pc>` (slow paths), and the shared code (`bl.stubs`, the probe exits
-//! `bl.probe.<msr>` and `bl.unlinked.<msr>`) — so that a profile says which part of
-//! translated code the time goes to, not only that it is there.
+//! symbol file (`/tmp/perf-<pid>.map`), one symbol per section — `bl.guard.<pc>` (where
+//! jumps from other pages enter), `bl.entry.<pc>` (the promotion counter and stop checks),
+//! `bl.body.<pc>`, `bl.exit.<pc>` (the shared probe exit) and `bl.cold.<pc>` (slow paths),
+//! and the shared code (`bl.stubs`, the probe exits `bl.probe.<msr>` and
+//! `bl.unlinked.<msr>`, the guards' `bl.guard-test.<msr>`) — so that a profile says which
+//! part of translated code the time goes to, not only that it is there.
 
 use super::emit::Emitted;
 use parking_lot::Mutex;
@@ -31,7 +31,8 @@ impl PerfMap {
         }
     }
 
-    /// One symbol: shared code (`bl.stubs`, `bl.probe.<msr>`, `bl.unlinked.<msr>`).
+    /// One symbol: shared code (`bl.stubs`, `bl.probe.<msr>`, `bl.unlinked.<msr>`,
+    /// `bl.guard-test.<msr>`).
     pub fn named(&self, at: usize, len: usize, name: &str) {
         let _ = writeln!(self.0.lock(), "{at:x} {len:x} {name}");
     }
