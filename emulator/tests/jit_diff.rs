@@ -1253,6 +1253,38 @@ mod baseline {
         }
     }
 
+    /// A segment: its effective address, its VSID, and its `(effective, physical)` pages.
+    type Segment<'a> = (u64, u64, &'a [(u64, u64)]);
+
+    /// A CPU translating through `hpt` (64-bit, IR and DR on) whose SLB entry `index` maps
+    /// the segment of each `(ea, vsid, pages)` given, each `(effective, physical)` 4 KiB page
+    /// entered in the hash table.
+    fn mapped_cpu(
+        ram: &std::sync::Arc<ppc64emu::softmmu::GuestRam>,
+        hpt: &std::sync::Arc<ppc64emu::mmu::Hpt>,
+        segments: &[Segment],
+    ) -> Cpu {
+        use ppc64emu::cpu::SlbEntry;
+        use ppc64emu::mmu::slb::{esid, hash_key};
+        use ppc64emu::mmu::{SystemSpace, hpte_r};
+        let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
+        c.st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
+        for (index, &(ea, vsid, pages)) in segments.iter().enumerate() {
+            c.st.slb[index] = SlbEntry {
+                esid: (ea & esid::ESID_256M) | esid::VALID,
+                vsid: (vsid << 12) | 0x400,
+            };
+            for &(at, phys) in pages {
+                let key = hash_key(&c.st.slb[index], 12, at);
+                let ptel = (phys & !0xfff) | hpte_r::M | 0x2;
+                let ptex = (key.hash & hpt.pteg_mask()) * 8;
+                let r = hpt.h_enter(ram, 0, ptex, key.ptem, ptel);
+                assert_eq!(r.ret, ppc64emu::papr::H_SUCCESS);
+            }
+        }
+        c
+    }
+
     /// Cross-modified code: vCPU B's fast TLB write entry for a page predates vCPU A's
     /// translation of code on it (a translation drops only its own vCPU's entries), so B's
     /// store of new code there invalidates nothing; B's `icbi` must (its host page is in the
@@ -1325,9 +1357,6 @@ mod baseline {
     /// addresses would leave r3, r4 and the PC there.)
     #[test]
     fn code_mapped_at_two_addresses_shares_translations_and_computes_each_ones_addresses() {
-        use ppc64emu::cpu::SlbEntry;
-        use ppc64emu::mmu::slb::{esid, hash_key};
-        use ppc64emu::mmu::{SystemSpace, hpte_r};
         // Two physical pages of code, at A and A + 4 KiB in one segment and at B and
         // B + 4 KiB in another.
         const P: u64 = 0x5000;
@@ -1348,22 +1377,8 @@ mod baseline {
             ],
         );
         put(P + 0x1000, &[0x38c0_0007, 0]); // li r6, 7; illegal
-        let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
-        c.st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
-        for (index, (ea, vsid)) in [(A, 0x100u64), (B, 0x200)].into_iter().enumerate() {
-            c.st.slb[index] = SlbEntry {
-                esid: (ea & esid::ESID_256M) | esid::VALID,
-                vsid: (vsid << 12) | 0x400,
-            };
-            for page in 0..2 {
-                let at = ea + 0x1000 * page;
-                let key = hash_key(&c.st.slb[index], 12, at);
-                let ptel = ((P + 0x1000 * page) & !0xfff) | hpte_r::M | 0x2;
-                let ptex = (key.hash & hpt.pteg_mask()) * 8;
-                let r = hpt.h_enter(&ram, 0, ptex, key.ptem, ptel);
-                assert_eq!(r.ret, ppc64emu::papr::H_SUCCESS);
-            }
-        }
+        let pages = |ea: u64| [(ea, P), (ea + 0x1000, P + 0x1000)];
+        let mut c = mapped_cpu(&ram, &hpt, &[(A, 0x100, &pages(A)), (B, 0x200, &pages(B))]);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
         let go = |c: &mut Cpu, jit: &mut Jit, base: u64| {
@@ -1399,9 +1414,6 @@ mod baseline {
     /// trusted the page it was made for would run Q1 at B: r6 = 7.)
     #[test]
     fn a_jump_linked_across_pages_reaches_each_mappings_next_page() {
-        use ppc64emu::cpu::SlbEntry;
-        use ppc64emu::mmu::slb::{esid, hash_key};
-        use ppc64emu::mmu::{SystemSpace, hpte_r};
         const P: u64 = 0x5000;
         const Q1: u64 = 0x6000;
         const Q2: u64 = 0x8000;
@@ -1412,22 +1424,14 @@ mod baseline {
         put(P, &[0x38a5_0001, 0x4800_0ffc]); // addi r5, r5, 1; b .+0xffc: the next page
         put(Q1, &[0x38c0_0007, 0]); // li r6, 7; illegal
         put(Q2, &[0x38c0_0009, 0]); // li r6, 9; illegal
-        let mut c = Cpu::new(Box::new(SystemSpace::new(ram.clone(), hpt.clone())));
-        c.st.msr = msr::SF | msr::ME | msr::IR | msr::DR;
-        for (index, (ea, vsid, next)) in [(A, 0x100u64, Q1), (B, 0x200, Q2)].into_iter().enumerate()
-        {
-            c.st.slb[index] = SlbEntry {
-                esid: (ea & esid::ESID_256M) | esid::VALID,
-                vsid: (vsid << 12) | 0x400,
-            };
-            for (at, phys) in [(ea, P), (ea + 0x1000, next)] {
-                let key = hash_key(&c.st.slb[index], 12, at);
-                let ptel = phys | hpte_r::M | 0x2;
-                let ptex = (key.hash & hpt.pteg_mask()) * 8;
-                let r = hpt.h_enter(&ram, 0, ptex, key.ptem, ptel);
-                assert_eq!(r.ret, ppc64emu::papr::H_SUCCESS);
-            }
-        }
+        let mut c = mapped_cpu(
+            &ram,
+            &hpt,
+            &[
+                (A, 0x100, &[(A, P), (A + 0x1000, Q1)]),
+                (B, 0x200, &[(B, P), (B + 0x1000, Q2)]),
+            ],
+        );
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
         let lookups = |jit: &Jit| {
