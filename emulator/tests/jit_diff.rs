@@ -1464,6 +1464,99 @@ mod baseline {
         );
     }
 
+    /// A call's return frame predicts its return: with the chain linked, a call to another
+    /// page and the callee's `blr` back run without a run-loop lookup, though the jump cache
+    /// was emptied (another page's block was dropped): the return went through the host's
+    /// `ret` to the caller's landing, not the probe.
+    #[test]
+    fn a_predicted_return_needs_no_lookup() {
+        const P: u64 = 0x5000;
+        const F: u64 = 0x6000;
+        const D: u64 = 0x9000;
+        const A: u64 = 0x1000_3000;
+        let (ram, hpt) = system_memory();
+        let put = |at: u64, words: &[u32]| put_be(&ram, at, words);
+        put(P, &[0x4800_1001, 0x38c0_0007, 0]); // bl .+0x1000; li r6, 7; illegal
+        put(F, &[0x38a5_0001, 0x4e80_0020]); // addi r5, r5, 1; blr
+        put(D, &[0x3860_0000, 0]); // li r3, 0; illegal
+        let pages: &[(u64, u64)] = &[(A, P), (A + 0x1000, F), (A + 0x2000, D)];
+        let mut c = mapped_cpu(&ram, &hpt, &[(A, 0x100, pages)]);
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        let lookups = |jit: &Jit| {
+            let k = &jit.counters;
+            k.jump_cache_hits + k.jump_cache_refills + k.map_hits + k.baseline.blocks_translated
+        };
+        let go = |c: &mut Cpu, jit: &mut Jit, at: u64| {
+            c.st.pc = at;
+            c.st.gpr[5] = 0;
+            let e = run(jit, c, 1000, &|_| false);
+            assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+        };
+        // Translate and link: the call, the return's landing, the continuation.
+        for _ in 0..3 {
+            go(&mut c, &mut jit, A);
+            assert_eq!((c.st.gpr[5], c.st.gpr[6], c.st.pc), (1, 7, A + 8));
+        }
+        go(&mut c, &mut jit, A + 0x2000);
+        jit.shared().code_written(D, 4);
+        let before = lookups(&jit);
+        go(&mut c, &mut jit, A);
+        assert_eq!((c.st.gpr[5], c.st.gpr[6], c.st.pc), (1, 7, A + 8));
+        assert_eq!(
+            lookups(&jit),
+            before + 1,
+            "only the call's block is looked up: {:?}",
+            jit.counters
+        );
+    }
+
+    /// A return predicted by its frame must not outlive the mapping of the call: the callee
+    /// (on the caller's page) moves that page's segment to another VSID (`slbie`,
+    /// `slbmte`, `isync`: another process's code at the same address) and returns. Under
+    /// the first mapping the return comes back to P1's code (r6 = 7); under the second it
+    /// must reach P2's (r6 = 9), though the caller's landing is linked to P1's block. The
+    /// flush ends the stint and the frame with it; a frame that outlived it ran P1's block.
+    #[test]
+    fn a_return_after_the_callee_remapped_its_caller_reaches_the_new_code() {
+        use ppc64emu::mmu::slb::esid;
+        const P1: u64 = 0x5000;
+        const P2: u64 = 0x7000;
+        const A: u64 = 0x1000_3000;
+        const B: u64 = 0x2000_3000;
+        let (ram, hpt) = system_memory();
+        let put = |at: u64, words: &[u32]| put_be(&ram, at, words);
+        // The callee at +0x100: slbie r8; slbmte r9, r10; isync; blr.
+        let callee = [0x7c00_4364, 0x7d20_5324, 0x4c00_012c, 0x4e80_0020];
+        put(P1, &[0x4800_0101, 0x38c0_0007, 0]); // bl .+0x100; li r6, 7; illegal
+        put(P2, &[0x4800_0101, 0x38c0_0009, 0]); // bl .+0x100; li r6, 9; illegal
+        put(P1 + 0x100, &callee);
+        put(P2 + 0x100, &callee);
+        // B has A's offset in its segment: A's segment moved to VSID 0x200 maps A to P2.
+        let mut c = mapped_cpu(
+            &ram,
+            &hpt,
+            &[(A, 0x100, &[(A, P1)]), (B, 0x200, &[(B, P2)])],
+        );
+        let mut jit = Jit::attach(&mut c, JitShared::new());
+        jit.set_tiers(Tiers::BASELINE, Some(0));
+        let go = |c: &mut Cpu, jit: &mut Jit, vsid: u64, r6: u64| {
+            c.st.pc = A;
+            c.st.gpr[8] = A;
+            c.st.gpr[9] = (vsid << 12) | 0x400;
+            c.st.gpr[10] = (A & esid::ESID_256M) | esid::VALID;
+            c.st.gpr[6] = 0;
+            let e = run(jit, c, 1000, &|_| false);
+            assert!(matches!(e, Err(Exception::Program(_))), "{e:?}");
+            assert_eq!((c.st.gpr[6], c.st.pc), (r6, A + 8), "VSID {vsid:#x}");
+        };
+        for _ in 0..3 {
+            go(&mut c, &mut jit, 0x100, 7);
+        }
+        go(&mut c, &mut jit, 0x200, 9);
+        go(&mut c, &mut jit, 0x100, 7);
+    }
+
     /// The counted loop's block jumps to itself through a patched jump: the run loop sees it
     /// once to link it, then only when the budget runs out.
     #[test]

@@ -67,7 +67,20 @@ pub struct JitCtx {
     /// The address bits beyond user mode's reserved range (`user::mem::USER_SPAN`): a
     /// memory operand for host-guarded memory's one-instruction range test.
     pub beyond_user_span: u64,
+    /// The baseline tier's host stack pointer when the trampoline entered translated code,
+    /// and the lowest it may push return frames to ([`RETURN_FRAMES_BYTES`] below): a call
+    /// pushes a return frame there, and a `blr` that it predicts returns with the host's
+    /// `ret` (`jit/baseline/x86_64/emit/frame.rs`, `Em::exit_return`). Every exit to the run
+    /// loop resets the stack to the base, frames and all: a frame lives within one stint,
+    /// which runs under one mapping and one MSR key state (a TLB flush, a drop of blocks or
+    /// a change of the key bits ends the stint: `helpers::interp`, `helpers::write_msr`).
+    pub rsp_base: u64,
+    pub rsp_limit: u64,
 }
+
+/// Room for return frames on a vCPU thread's stack: 64 KiB, 2,048 nested calls; a deeper
+/// call pushes none and its return probes.
+pub const RETURN_FRAMES_BYTES: u64 = 64 << 10;
 
 // SAFETY: the pointers are to the owning `Jit`'s jump cache (moves with it), to a flag that
 // outlives it (`watch`'s contract) and into `shared` (kept alive by the `Arc` here:

@@ -145,6 +145,8 @@ impl Jit {
             optimized_calls: 0,
             optimized_instructions: 0,
             beyond_user_span: !(USER_SPAN - 1),
+            rsp_base: 0,
+            rsp_limit: 0,
         };
         let mut j = Self {
             ctx: Box::new(ctx),

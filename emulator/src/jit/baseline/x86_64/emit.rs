@@ -42,7 +42,7 @@
 use super::regcache::{RegCache, later_gprs};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, NO_RESERVATION, msr};
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
-use crate::jit::ctx::{PROMOTE, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
+use crate::jit::ctx::{PROMOTE, RETURN_FRAMES_BYTES, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
 use crate::jit::jump_cache::{self, jc_flags};
 use crate::jit::tier::TierId;
 use crate::jit::{
@@ -114,6 +114,8 @@ const LINK: i32 = offset_of!(JitCtx, link) as i32;
 const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
 const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
 const CODE_HOSTS: i32 = offset_of!(JitCtx, code_hosts) as i32;
+const RSP_BASE: i32 = offset_of!(JitCtx, rsp_base) as i32;
+const RSP_LIMIT: i32 = offset_of!(JitCtx, rsp_limit) as i32;
 
 /// What the machine's address space and vCPUs promise the translator (user mode's process;
 /// the default is a full system's).
@@ -232,6 +234,13 @@ enum Cold {
     /// The interpreter said stop (`rax` = its code, 1: fault, 2: after); `k` instructions
     /// before it retired.
     Interp { at: DynamicLabel, k: u32 },
+    /// A probe exit (`rax` = next PC, budget charged) out of the hot path.
+    Probe { at: DynamicLabel },
+    /// A return the top return frame does not predict: drops the frame, then to `probe`.
+    DropFrame {
+        at: DynamicLabel,
+        probe: DynamicLabel,
+    },
     /// A memory access at `pc` faulted: `k` instructions retired.
     Fault { at: DynamicLabel, k: u32, pc: u64 },
     /// The slow path of an instruction whose fast path is native: the interpreter runs it

@@ -68,12 +68,14 @@ impl Em {
                 }
             }
             B => {
-                self.link_register(i);
+                self.link_register(i, true);
                 self.exit_branch(i, n, i.li() as u64);
                 *ended = true;
             }
             Bc => {
-                self.link_register(i);
+                // `bcl` to the next instruction reads the PC (`mflr` follows): no return.
+                let pc_read = i.bd() == 4 && i.aa() == 0;
+                self.link_register(i, always(i) && !pc_read);
                 let nt = self.label();
                 self.condition(i, true, nt);
                 self.exit_branch(i, n, i.bd() as u64);
@@ -90,10 +92,14 @@ impl Em {
                     asm!(self.ops ; mov rax, QWORD [rbx + home]);
                 }
                 asm!(self.ops ; and rax, -4);
-                self.link_register(i);
+                self.link_register(i, always(i));
                 let nt = self.label();
                 self.condition(i, op == Bclr, nt);
-                self.exit_indirect(n);
+                if op == Bclr && !i.lk() {
+                    self.exit_return(n);
+                } else {
+                    self.exit_indirect(n);
+                }
                 asm!(self.ops ; =>nt);
                 self.exit_direct(n, self.pc.wrapping_add(4));
                 *ended = true;
@@ -148,25 +154,57 @@ impl Em {
         }
     }
 
-    pub(super) fn link_register(&mut self, i: Insn) {
-        if i.lk() {
-            let ret = self.pc.wrapping_add(4);
-            self.pc_into(RCX, ret);
-            asm!(self.ops ; mov QWORD [rbx + LR], rcx);
-            // The callee's `blr` will probe the jump cache for the return address: start
-            // loading that set now (most probes wait for a cache miss on it).
-            if self.page.is_some() {
-                asm!(self.ops
-                    ; shr ecx, 2
-                    ; and ecx, (JC_SETS - 1) as i32
-                    ; shl ecx, size_of::<JcSet>().trailing_zeros() as i8
-                    ; add rcx, QWORD [r12 + JC]
-                    ; prefetcht0 [rcx]
-                );
-            } else {
-                let set = (jump_cache::set(ret) * size_of::<JcSet>()) as i32;
-                asm!(self.ops ; mov rcx, QWORD [r12 + JC] ; prefetcht0 [rcx + set]);
-            }
+    /// With LK, sets LR to the return address. A call (`returns`: the branch is taken
+    /// whatever the condition, and the callee is expected to return) whose return address
+    /// is on this block's page also pushes a return frame ([`Em::push_return`]).
+    pub(super) fn link_register(&mut self, i: Insn, returns: bool) {
+        if !i.lk() {
+            return;
+        }
+        let ret = self.pc.wrapping_add(4);
+        self.pc_into(RCX, ret);
+        asm!(self.ops ; mov QWORD [rbx + LR], rcx);
+        if returns && ret & PAGE_MASK == self.block_pc & PAGE_MASK {
+            return self.push_return(ret);
+        }
+        // The callee's `blr` will probe the jump cache for the return address: start
+        // loading that set now (most probes wait for a cache miss on it).
+        if self.page.is_some() {
+            asm!(self.ops
+                ; shr ecx, 2
+                ; and ecx, (JC_SETS - 1) as i32
+                ; shl ecx, size_of::<JcSet>().trailing_zeros() as i8
+                ; add rcx, QWORD [r12 + JC]
+                ; prefetcht0 [rcx]
+            );
+        } else {
+            let set = (jump_cache::set(ret) * size_of::<JcSet>()) as i32;
+            asm!(self.ops ; mov rcx, QWORD [r12 + JC] ; prefetcht0 [rcx + set]);
         }
     }
+
+    /// Pushes a return frame for the return address `ret` (in `rcx`) and calls the rest of
+    /// the block (its exits), so that the host's return stack predicts the `ret` of the
+    /// callee's `blr` ([`Em::exit_return`]). A frame is `ret` and the landing, the frame's
+    /// return address, which follows the call: it drops `ret` and jumps to the block at
+    /// `ret`, linked as any direct exit to the page (a predicted return comes with the
+    /// running page set and the budget charged). 16 bytes: helper calls stay aligned. Past
+    /// the frames' room ([`RETURN_FRAMES_BYTES`]) the call pushes none.
+    fn push_return(&mut self, ret: u64) {
+        let exits = self.label();
+        asm!(self.ops
+            ; cmp rsp, QWORD [r12 + RSP_LIMIT]
+            ; jbe =>exits
+            ; push rcx
+            ; call =>exits
+            ; add rsp, 8
+        );
+        self.jump_direct(ret);
+        asm!(self.ops ; =>exits);
+    }
+}
+
+/// The branch is taken whatever CTR and the CR hold (BO = 1z1zz).
+fn always(i: Insn) -> bool {
+    i.rt() & 0x14 == 0x14
 }

@@ -117,10 +117,11 @@ impl Helper {
     }
 }
 
-/// The shared return to the run loop (after the trampoline's frame).
+/// The shared return to the run loop: drops the return frames (`Em::push_return`) and the
+/// trampoline's frame.
 pub fn exit_stub() -> Vec<u8> {
     let mut ops = VecAssembler::<X64Relocation>::new(0);
-    asm!(ops ; mov QWORD [r12 + BUDGET], rbp ; add rsp, 8 ; pop rbp ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
+    asm!(ops ; mov QWORD [r12 + BUDGET], rbp ; mov rsp, QWORD [r12 + RSP_BASE] ; add rsp, 8 ; pop rbp ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; ret);
     ops.finalize().expect("exit stub")
 }
 
@@ -286,6 +287,9 @@ pub fn trampoline() -> Vec<u8> {
         ; mov r14, QWORD [rdi + TLB_TABLE_PTR]
         ; lea rbx, [rdi + RBX_BIAS]
         ; mov r12, rsi
+        ; mov QWORD [r12 + RSP_BASE], rsp
+        ; lea rax, [rsp - RETURN_FRAMES_BYTES as i32]
+        ; mov QWORD [r12 + RSP_LIMIT], rax
         ; mov rbp, QWORD [r12 + BUDGET]
         ; jmp rdx
     );
@@ -527,6 +531,13 @@ impl Em {
                     self.reload(&held);
                     asm!(self.ops ; jmp =>back);
                 }
+                Cold::DropFrame { at, probe } => {
+                    asm!(self.ops ; =>at ; add rsp, 16 ; jmp =>probe);
+                }
+                Cold::Probe { at } => {
+                    asm!(self.ops ; =>at);
+                    self.jmp_probe();
+                }
                 Cold::Stop { at, pc } => {
                     asm!(self.ops ; =>at);
                     self.store_pc(pc);
@@ -650,6 +661,11 @@ impl Em {
     /// returns with `JitCtx::link` naming the jump); others go through the probe.
     pub(super) fn exit_direct(&mut self, retired: u32, target: u64) {
         asm!(self.ops ; sub rbp, retired as i32);
+        self.jump_direct(target);
+    }
+
+    /// [`Em::exit_direct`] with the budget charged.
+    pub(super) fn jump_direct(&mut self, target: u64) {
         // A user process's pages never change mapping (an unmapped, replaced or no longer
         // executable page drops its blocks, and with them the jumps into them), so its
         // exits link to any page. A machine's other page may map other code the next time
@@ -746,6 +762,37 @@ impl Em {
         }
         asm!(self.ops ; sub rbp, retired as i32 ; mov rax, QWORD target as i64);
         self.jmp_probe();
+    }
+
+    /// Leaves the block for the return address in `rax` (`blr`) with `retired` instructions
+    /// done: with the host's `ret` to the landing of the top return frame
+    /// ([`Em::push_return`]) when the frame is for this address, else through the probe,
+    /// dropping the frame. The frame needs no other check: it was pushed in this stint, under
+    /// this mapping and MSR state (`JitCtx::rsp_base`). The probe's indirect jump, one per
+    /// `blr` site, mispredicted whenever a function returned to another caller than the last
+    /// time; the host's return stack follows the calls.
+    pub(super) fn exit_return(&mut self, retired: u32) {
+        let (miss, drop) = (self.label(), self.label());
+        asm!(self.ops
+            ; sub rbp, retired as i32
+            ; cmp rsp, QWORD [r12 + RSP_BASE]
+            ; je =>miss
+            ; cmp rax, QWORD [rsp + 8]
+            ; jne =>drop
+        );
+        if !self.user {
+            asm!(self.ops
+                ; mov rdx, rax
+                ; and rdx, PAGE_MASK as i32
+                ; mov QWORD [r12 + PAGE], rdx
+            );
+        }
+        asm!(self.ops ; ret);
+        self.cold.push(Cold::DropFrame {
+            at: drop,
+            probe: miss,
+        });
+        self.cold.push(Cold::Probe { at: miss });
     }
 
     /// Leaves the block for the PC in `rax` with `retired` instructions done.
