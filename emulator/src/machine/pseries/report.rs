@@ -16,7 +16,11 @@
 //! - `vcpus[]`: per vCPU: instructions, blocks, exits by reason (`exits_exception`,
 //!   `exits_hypercall`), interrupts taken by vector, cross-vCPU flush jobs (queued on it,
 //!   run, elided because its TLB was clean, coalesced), own flushes, TLB fills (misses),
-//!   full TLB flushes, kicks received, seconds halted, and the final pc/msr/lr.
+//!   full TLB flushes, kicks received, seconds halted, and the final pc/msr/lr; on virtual
+//!   time also the vCPU's clock (`virtual_ns`), the CPU time charged (`cpu_ns`), `parks`,
+//!   `idle_ns`, `line_ns`, `skipped_ns`, `virtual_wait_ns` per site, and the BQL's virtual
+//!   queue as it served the vCPU: histograms of its think times (`bql_think_ns`) and holds
+//!   (`bql_hold_ns`), each quarter-octave bucket's smallest value in ns → count.
 //! - `vcpus[].jit` (`--accel jit` only), per tier of the engine: the interpreter tier's
 //!   `cold_blocks` and `cold_instructions` (blocks run before they were hot) and
 //!   `fallbacks` (instructions translated code left to the interpreter, by mnemonic, most
@@ -86,6 +90,13 @@ pub struct VcpuReport {
     pub skipped_ns: Option<u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub virtual_wait_ns: BTreeMap<&'static str, u64>,
+    /// Virtual only: the BQL's virtual queue as it served the vCPU, as histograms (each
+    /// quarter-octave bucket's smallest ns → count): the time from the end of one of its
+    /// holds to its next arrival (its think time) and the holds.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub bql_think_ns: BTreeMap<u64, u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub bql_hold_ns: BTreeMap<u64, u64>,
 }
 
 /// The clock a run's guest time is measured on.
@@ -226,6 +237,7 @@ pub(super) fn vcpu_report(
 ) -> VcpuReport {
     let cpu = &v.engine.cpu;
     let t = &cpu.mmu.tlb.counters;
+    let (bql_think, bql_hold) = vtime.map(|vt| vt.bql_costs(v.index)).unwrap_or_default();
     VcpuReport {
         index: v.index,
         instructions: cpu.counters.instructions,
@@ -264,6 +276,8 @@ pub(super) fn vcpu_report(
             .filter(|(_, s)| s.virtual_wait_ns > 0)
             .map(|(k, s)| (k, s.virtual_wait_ns))
             .collect(),
+        bql_think_ns: bql_think,
+        bql_hold_ns: bql_hold,
     }
 }
 

@@ -239,6 +239,12 @@ impl VirtualTime {
             let start = at.max(q.free);
             q.free = start + a.hold;
             let wait = start - at;
+            let s = &self.slots[v];
+            let last_end = s.bql_last_end.swap(q.free, Ordering::Relaxed);
+            if let Some(think) = at.checked_sub(last_end) {
+                s.bql_think.record(think);
+            }
+            s.bql_hold.record(a.hold);
             if wait != 0 {
                 defer_wait(&self.slots[v], Site::ALL[a.site as usize], wait);
             }
@@ -282,6 +288,22 @@ mod tests {
         let served = serve(&vt, &[(2, 1, 10), (15, 1, 5), (0, 0, 10), (21, 0, 1)]);
         // 0..10 vCPU 0; 10..20 vCPU 1 (waits 8); 21..22 vCPU 0; 23..28 vCPU 1.
         assert_eq!(served, (vec![0, 8], 28, 0));
+    }
+
+    #[test]
+    fn the_queue_records_each_vcpus_think_times_and_holds_as_served() {
+        // vCPU 0 holds 0..10 and arrives again at 25 (think 15), holds 25..32; vCPU 1
+        // arrives at 4 and waits to 10, holds 10..30: its first arrival has no think time.
+        let vt = VirtualTime::new(2, 1_000_000_000);
+        serve(&vt, &[(0, 0, 10), (4, 1, 20), (25, 0, 7)]);
+        let one = |m: std::collections::BTreeMap<u64, u64>| m.into_iter().collect::<Vec<_>>();
+        let (think0, hold0) = vt.bql_costs(0);
+        let (think1, hold1) = vt.bql_costs(1);
+        // Buckets of a quarter octave: 15 in [14, 16), 7 alone, 10 in [10, 12), 20 in [20, 24).
+        assert_eq!(one(think0), vec![(14, 1)]);
+        assert_eq!(one(hold0), vec![(7, 1), (10, 1)]);
+        assert_eq!(one(think1), vec![]);
+        assert_eq!(one(hold1), vec![(20, 1)]);
     }
 
     #[test]

@@ -63,6 +63,7 @@
 mod cores;
 mod cpu_clock;
 mod fifo;
+mod histogram;
 
 use cores::HostCores;
 #[cfg(test)]
@@ -76,6 +77,7 @@ pub use fifo::{HoldStart, LockTime, Rule, hold_begins, hold_start, released};
 use super::stats::{self, Site};
 use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -143,6 +145,11 @@ struct Slot {
     applied: AtomicU64,
     has_pending: std::sync::atomic::AtomicBool,
     pending: [AtomicU64; Site::COUNT],
+    /// The BQL's virtual queue as it served this vCPU: the end of its last hold, the time
+    /// from there to its next arrival, and the holds (`fifo`, `histogram`).
+    bql_last_end: AtomicU64,
+    bql_think: histogram::CostHistogram,
+    bql_hold: histogram::CostHistogram,
     cv: Condvar,
 }
 
@@ -255,6 +262,9 @@ impl VirtualTime {
                     applied: AtomicU64::new(0),
                     has_pending: std::sync::atomic::AtomicBool::new(false),
                     pending: std::array::from_fn(|_| AtomicU64::new(0)),
+                    bql_last_end: AtomicU64::new(u64::MAX),
+                    bql_think: Default::default(),
+                    bql_hold: Default::default(),
                     cv: Condvar::new(),
                 })
                 .collect(),
@@ -626,6 +636,13 @@ impl VirtualTime {
     /// CPU time of vCPU `i`'s clock bookkeeping left out of its clock.
     pub fn skipped_ns(&self, i: usize) -> u64 {
         self.slots[i].skipped_ns.load(Ordering::Relaxed)
+    }
+
+    /// vCPU `i`'s think times and holds as the BQL's virtual queue served them (bucket
+    /// lower bound in ns → count; `histogram`).
+    pub fn bql_costs(&self, i: usize) -> (BTreeMap<u64, u64>, BTreeMap<u64, u64>) {
+        let s = &self.slots[i];
+        (s.bql_think.snapshot(), s.bql_hold.snapshot())
     }
 }
 
