@@ -856,6 +856,45 @@ fn vector_and_fp_accesses_across_pages_and_into_code() {
     }
 }
 
+/// Integer loads and stores of every size at unaligned addresses inside a page (the fast
+/// path takes them: the ISA raises no alignment interrupt for plain accesses), across a page
+/// boundary, and at the end of RAM (a fault in the second page), in both byte orders.
+#[test]
+fn integer_accesses_unaligned_and_across_pages() {
+    // ld r8,0(r5); std r8,8(r6); lwz r9,1(r5); stw r9,3(r6); lhz r10,3(r5); sth r10,5(r6);
+    // ldx r11,r5,r7; stdx r11,r6,r7; lha r12,-1(r5); illegal.
+    let prog = [
+        0xe905_0000,
+        0xf906_0008,
+        0x8125_0001,
+        0x9126_0003,
+        0xa145_0003,
+        0xb146_0005,
+        0x7d65_382a,
+        0x7d66_392a,
+        0xa985_ffff,
+        0,
+    ];
+    let places = [
+        DATA + 0x3,
+        DATA + 0x7f9,
+        DATA + 0xffd,
+        DATA + 0x1ffa,
+        RAM as u64 - 6,
+    ];
+    for le in [false, true] {
+        for &at in &places {
+            for &to in &places {
+                differential(&prog, le, |c| {
+                    c.st.gpr[5] = at;
+                    c.st.gpr[6] = to;
+                    c.st.gpr[7] = 5;
+                });
+            }
+        }
+    }
+}
+
 /// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
 /// exclusive section when a module passes the limit or a flush is requested): two JITs on
 /// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
@@ -957,6 +996,7 @@ mod baseline {
         shifts_right_algebraic: Tiers::BASELINE, 0, shift_right_algebraic_edge_cases;
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
+        integer_unaligned_and_across_pages: Tiers::BASELINE, 0, integer_accesses_unaligned_and_across_pages;
         msr_writes_and_rfid: Tiers::BASELINE, 0, msr_writes_and_rfid_match_the_interpreter;
         msr_writes_and_rfid_promoted: Tiers::BOTH, 2, msr_writes_and_rfid_match_the_interpreter;
     }
@@ -1462,6 +1502,67 @@ mod baseline {
             "only P's block is looked up; Q1 is reached through the link: {:?}",
             jit.counters
         );
+    }
+
+    /// Unaligned accesses take the fast path only inside a page: two pages adjacent in
+    /// effective addresses but not in physical memory (D1 at A, D3 at A + 4 KiB, D2 between
+    /// them in RAM), the first page's TLB entries filled by aligned accesses, then loads and
+    /// stores of every size straddling the boundary and unaligned inside the page. A fast
+    /// path that tested only the first byte's page would read and write D2. Compared with the
+    /// interpreter on a second machine set up the same way.
+    #[test]
+    fn unaligned_accesses_across_a_page_reach_both_pages() {
+        const CODE_P: u64 = 0x5000;
+        const D1: u64 = 0x8000;
+        const D2: u64 = 0x9000;
+        const D3: u64 = 0xa000;
+        const A: u64 = 0x1000_3000;
+        const X: u64 = 0x2000_0000;
+        // lbz r3,0xff8(r5); stb r3,0xff8(r5) (fill the read and write entries of A); then
+        // across the boundary: ld r8,0xffd(r5); std r8,0xffb(r5); lwz r9,0xffe(r5);
+        // stw r9,0xfff(r5); lhz r10,0xfff(r5); sth r10,0xfff(r5); and inside the page:
+        // ld r11,0x7f3(r5); std r11,0x7f5(r5); illegal.
+        let prog = [
+            0x8865_0ff8,
+            0x9865_0ff8,
+            0xe905_0ffd,
+            0xf905_0ffb,
+            0x8125_0ffe,
+            0x9125_0fff,
+            0xa145_0fff,
+            0xb145_0fff,
+            0xe965_07f3,
+            0xf965_07f5,
+            0,
+        ];
+        let machine = |jit: bool| {
+            let (ram, hpt) = system_memory();
+            put_be(&ram, CODE_P, &prog);
+            for (k, pa) in [D1, D2, D3].into_iter().enumerate() {
+                let bytes: Vec<u8> = (0..4096u32)
+                    .map(|b| (b * 7 + 13 * k as u32) as u8)
+                    .collect();
+                ram.write(pa, &bytes).unwrap();
+            }
+            let pages: &[(u64, u64)] = &[(A, D1), (A + 0x1000, D3)];
+            let mut c = mapped_cpu(&ram, &hpt, &[(X, 0x300, &[(X, CODE_P)]), (A, 0x100, pages)]);
+            c.st.pc = X;
+            c.st.gpr[5] = A;
+            let e = if jit {
+                let mut j = Jit::attach(&mut c, JitShared::new());
+                j.set_tiers(Tiers::BASELINE, Some(0));
+                run_jit(&mut c, &mut j)
+            } else {
+                run_interp(&mut c)
+            };
+            assert!(matches!(e, Some(Exception::Program(_))), "{e:?}");
+            let mut mem = vec![0u8; 3 * 4096];
+            ram.read(D1, &mut mem).unwrap();
+            (c.st.gpr[3..12].to_vec(), mem)
+        };
+        let (want, got) = (machine(false), machine(true));
+        assert_eq!(got.0, want.0, "registers");
+        assert!(got.1 == want.1, "memory differs");
     }
 
     /// A call's return frame predicts its return: with the chain linked, a call to another

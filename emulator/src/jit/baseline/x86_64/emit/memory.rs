@@ -118,34 +118,51 @@ impl Em {
     /// in `TlbEntry`): jumps to `miss` unless the page is cached and the access aligned;
     /// on a hit `rcx` = the page's addend (host − guest address), so that the access is at
     /// `[rcx + r13]`. With a flat address space the addend is a constant: the access does
-    /// not wait for the entry's.
+    /// not wait for the entry's. For the accesses the ISA requires aligned (the
+    /// reservation pair); plain ones use [`Em::host_address`].
     pub(super) fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
+        self.tlb_test(idx, tag, size, Fit::Aligned, miss);
+    }
+
+    /// The TLB hit test `fit` asks for (see [`Fit`]).
+    fn tlb_test(&mut self, idx: i32, tag: usize, size: u32, fit: Fit, miss: DynamicLabel) {
         let base = idx * TLB_IDX_BYTES;
         let (tag, addend) = (
             base + tag as i32,
             base + offset_of!(TlbEntry, addend) as i32,
         );
-        // Up to 8 bytes, the alignment bits stay in the compared address (one compare for
-        // the page and the alignment); quadwords only need to stay inside the page.
         let (entry_bits, page_bits) = (
             size_of::<TlbEntry>().trailing_zeros(),
             PAGE_MASK.trailing_zeros(),
         );
-        let compared = if size > 8 {
-            PAGE_MASK
-        } else {
-            fast_path_mask(size)
-        };
         asm!(self.ops
             ; mov eax, r13d
             ; shr eax, (page_bits - entry_bits) as i8
             ; and eax, ((TLB_ENTRIES - 1) << entry_bits) as i32
-            ; mov rcx, r13
-            ; and rcx, compared as i32
+        );
+        match fit {
+            // The page of the access's last byte: a page crossing compares the next page
+            // with this page's entry and misses.
+            Fit::InPage => asm!(self.ops
+                ; lea rcx, [r13 + (size - 1) as i32]
+                ; and rcx, PAGE_MASK as i32
+            ),
+            // Up to 8 bytes, the alignment bits stay in the compared address (one compare
+            // for the page and the alignment); quadwords only need to stay inside the page.
+            Fit::Aligned => {
+                let compared = if size > 8 {
+                    PAGE_MASK
+                } else {
+                    fast_path_mask(size)
+                };
+                asm!(self.ops ; mov rcx, r13 ; and rcx, compared as i32);
+            }
+        }
+        asm!(self.ops
             ; cmp rcx, QWORD [r14 + rax + tag]
             ; jne =>miss
         );
-        if size > 8 {
+        if size > 8 && fit == Fit::Aligned {
             // Quadwords need not be aligned, only inside the page.
             asm!(self.ops
                 ; mov edx, r13d
@@ -160,13 +177,15 @@ impl Em {
         }
     }
 
-    /// The hit test of a plain access (alignment aside, what the host does for it is what
-    /// the guest's page allows): the TLB's, or host-guarded memory's.
+    /// The hit test of a plain access (what the host does for it is what the guest's page
+    /// allows): the TLB's, or host-guarded memory's. Plain loads and stores raise no
+    /// alignment interrupt, so an unaligned one inside a page takes the fast path: on a
+    /// Linux build 4.2 M of 10 M slow-path accesses were unaligned hits (linux-make N = 1).
     pub(super) fn host_address(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
         if self.guarded {
             self.guarded_address(miss);
         } else {
-            self.tlb_hit(idx, tag, size, miss);
+            self.tlb_test(idx, tag, size, Fit::InPage, miss);
         }
     }
 
@@ -452,4 +471,13 @@ impl Em {
         };
         self.cold_paths(done, cold, fault);
     }
+}
+
+/// What a TLB hit test requires of an access besides a cached page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    /// Natural alignment (quadwords: inside the page).
+    Aligned,
+    /// Inside the page.
+    InPage,
 }
