@@ -1286,6 +1286,13 @@ mod baseline {
         (std::sync::Arc::new(ram), std::sync::Arc::new(hpt))
     }
 
+    /// Blocks the run loop looked up (jump cache, block map, or translated anew): what a
+    /// linked or predicted transfer between blocks does not add to.
+    fn lookups(jit: &Jit) -> u64 {
+        let k = &jit.counters;
+        k.jump_cache_hits + k.jump_cache_refills + k.map_hits + k.baseline.blocks_translated
+    }
+
     /// Big-endian instruction words at guest physical `at`.
     fn put_be(ram: &ppc64emu::softmmu::GuestRam, at: u64, words: &[u32]) {
         for (k, w) in words.iter().enumerate() {
@@ -1474,10 +1481,6 @@ mod baseline {
         );
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
-        let lookups = |jit: &Jit| {
-            let k = &jit.counters;
-            k.jump_cache_hits + k.jump_cache_refills + k.map_hits + k.baseline.blocks_translated
-        };
         let go = |c: &mut Cpu, jit: &mut Jit, base: u64, r6: u64| {
             c.st.pc = base;
             c.st.gpr[5..7].fill(0);
@@ -1584,10 +1587,6 @@ mod baseline {
         let mut c = mapped_cpu(&ram, &hpt, &[(A, 0x100, pages)]);
         let mut jit = Jit::attach(&mut c, JitShared::new());
         jit.set_tiers(Tiers::BASELINE, Some(0));
-        let lookups = |jit: &Jit| {
-            let k = &jit.counters;
-            k.jump_cache_hits + k.jump_cache_refills + k.map_hits + k.baseline.blocks_translated
-        };
         let go = |c: &mut Cpu, jit: &mut Jit, at: u64| {
             c.st.pc = at;
             c.st.gpr[5] = 0;

@@ -390,7 +390,7 @@ impl<S: Strategy> Stopped<S> {
             Some(vt) => ns_to_tb(vt.max_clock()),
             None => m.shared.timebase.now(),
         };
-        let report = RunReport::new::<S>(
+        let mut report = RunReport::new::<S>(
             config,
             m.ncpus,
             host_wall,
@@ -406,6 +406,9 @@ impl<S: Strategy> Stopped<S> {
                 .collect(),
             m.pin,
         );
+        if let Some(vt) = &m.vtime {
+            (report.clock.bql_think_ns, report.clock.bql_hold_ns) = vt.bql_costs();
+        }
         RunOutcome {
             exit,
             report,

@@ -18,9 +18,12 @@
 //!   run, elided because its TLB was clean, coalesced), own flushes, TLB fills (misses),
 //!   full TLB flushes, kicks received, seconds halted, and the final pc/msr/lr; on virtual
 //!   time also the vCPU's clock (`virtual_ns`), the CPU time charged (`cpu_ns`), `parks`,
-//!   `idle_ns`, `line_ns`, `skipped_ns`, `virtual_wait_ns` per site, and the BQL's virtual
-//!   queue as it served the vCPU: histograms of its think times (`bql_think_ns`) and holds
-//!   (`bql_hold_ns`), each quarter-octave bucket's smallest value in ns → count.
+//!   `idle_ns`, `line_ns`, `skipped_ns` and `virtual_wait_ns` per site.
+//! - `clock`: the clock guest time was measured on (`kind`, and for virtual time the quantum,
+//!   line cost, host cores, the cost of a CPU-clock read, whether the counter timed short
+//!   intervals, and the BQL's virtual queue as it served the vCPUs: histograms of their think
+//!   times (`bql_think_ns`) and holds (`bql_hold_ns`), each quarter-octave bucket's smallest
+//!   value in ns → count).
 //! - `vcpus[].jit` (`--accel jit` only), per tier of the engine: the interpreter tier's
 //!   `cold_blocks` and `cold_instructions` (blocks run before they were hot) and
 //!   `fallbacks` (instructions translated code left to the interpreter, by mnemonic, most
@@ -90,13 +93,6 @@ pub struct VcpuReport {
     pub skipped_ns: Option<u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub virtual_wait_ns: BTreeMap<&'static str, u64>,
-    /// Virtual only: the BQL's virtual queue as it served the vCPU, as histograms (each
-    /// quarter-octave bucket's smallest ns → count): the time from the end of one of its
-    /// holds to its next arrival (its think time) and the holds.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub bql_think_ns: BTreeMap<u64, u64>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub bql_hold_ns: BTreeMap<u64, u64>,
 }
 
 /// The clock a run's guest time is measured on.
@@ -118,6 +114,14 @@ pub struct ClockReport {
     /// Virtual only: whether short intervals were timed by the time-stamp counter.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter_timed: Option<bool>,
+    /// Virtual only: the BQL's virtual queue as it served the vCPUs, all of them together, as
+    /// histograms (each quarter-octave bucket's smallest ns → count): the time from the end
+    /// of a vCPU's hold to its next arrival (its think time) and the holds. Machine-wide:
+    /// per vCPU they made a sweep's results file half as large again.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub bql_think_ns: BTreeMap<u64, u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub bql_hold_ns: BTreeMap<u64, u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -206,6 +210,8 @@ impl RunReport {
                     .then(crate::sync::vclock::read_cost_ns),
                 counter_timed: (cfg.clock != ClockMode::Host)
                     .then(crate::sync::vclock::counter_timed),
+                bql_think_ns: BTreeMap::new(),
+                bql_hold_ns: BTreeMap::new(),
             },
             exit: exit_name(exit),
             host_wall_s: host_wall.as_secs_f64(),
@@ -237,7 +243,6 @@ pub(super) fn vcpu_report(
 ) -> VcpuReport {
     let cpu = &v.engine.cpu;
     let t = &cpu.mmu.tlb.counters;
-    let (bql_think, bql_hold) = vtime.map(|vt| vt.bql_costs(v.index)).unwrap_or_default();
     VcpuReport {
         index: v.index,
         instructions: cpu.counters.instructions,
@@ -276,8 +281,6 @@ pub(super) fn vcpu_report(
             .filter(|(_, s)| s.virtual_wait_ns > 0)
             .map(|(k, s)| (k, s.virtual_wait_ns))
             .collect(),
-        bql_think_ns: bql_think,
-        bql_hold_ns: bql_hold,
     }
 }
 

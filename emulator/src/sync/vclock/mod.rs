@@ -638,11 +638,18 @@ impl VirtualTime {
         self.slots[i].skipped_ns.load(Ordering::Relaxed)
     }
 
-    /// vCPU `i`'s think times and holds as the BQL's virtual queue served them (bucket
-    /// lower bound in ns → count; `histogram`).
-    pub fn bql_costs(&self, i: usize) -> (BTreeMap<u64, u64>, BTreeMap<u64, u64>) {
-        let s = &self.slots[i];
-        (s.bql_think.snapshot(), s.bql_hold.snapshot())
+    /// The vCPUs' think times and holds as the BQL's virtual queue served them, all vCPUs
+    /// together (bucket lower bound in ns → count; `histogram`).
+    pub fn bql_costs(&self) -> (BTreeMap<u64, u64>, BTreeMap<u64, u64>) {
+        let (mut think, mut hold) = (BTreeMap::new(), BTreeMap::new());
+        for s in self.slots.iter() {
+            for (into, h) in [(&mut think, &s.bql_think), (&mut hold, &s.bql_hold)] {
+                for (k, n) in h.snapshot() {
+                    *into.entry(k).or_insert(0) += n;
+                }
+            }
+        }
+        (think, hold)
     }
 }
 
