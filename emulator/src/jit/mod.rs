@@ -70,7 +70,7 @@ pub use space::JitSpace;
 use crate::cpu::Exception;
 use crate::isa::OP_COUNT;
 use crate::vcpu::Cpu;
-use jump_cache::JC_EMPTY_SET;
+use jump_cache::JumpCache;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -91,7 +91,7 @@ pub struct Jit {
     pub ctx: Box<JitCtx>,
     /// The translating tiers this host has, by `TierId as usize` (whether in use or not).
     translators: [Option<Box<dyn Tier>>; TierId::COUNT],
-    jc: Box<[JcSet]>,
+    jc: JumpCache,
     pub counters: JitCounters,
     /// Interpreted executions of a block before it is translated; 0 translates at once.
     pub threshold: u32,
@@ -119,7 +119,7 @@ impl Jit {
     /// A JIT for `cpu`: wraps its address space so that writes to translated code are seen.
     pub fn attach(cpu: &mut Cpu, shared: Arc<JitShared>) -> Self {
         Self::wrap_space(cpu, &shared);
-        let jc = vec![JC_EMPTY_SET; JC_SETS].into_boxed_slice();
+        let jc = JumpCache::new();
         let generation: *const AtomicU64 = &shared.generation;
         let code_hosts = shared.code_hosts();
         let translators: [Option<Box<dyn Tier>>; TierId::COUNT] = [
@@ -198,7 +198,7 @@ impl Jit {
         let shared = self.ctx.shared.clone();
         Self::wrap_space(cpu, &shared);
         shared.flush();
-        self.jc.fill(JC_EMPTY_SET);
+        self.jc.clear();
         self.cold.clear();
         self.ctx.exc = None;
         self.ctx.fault = 0;
@@ -307,7 +307,7 @@ impl Jit {
     /// every other vCPU's jump cache is cleared before that vCPU's next block (their
     /// `seen_generation` is behind the flush's generation bump, and `enter` syncs first).
     fn replace_module(&mut self, flushes: u64) {
-        self.jc.fill(JC_EMPTY_SET);
+        self.jc.clear();
         self.cold.clear();
         self.pending_link = None;
         for t in self.translators.iter_mut().flatten() {

@@ -3,7 +3,7 @@
 //! translation by the first tier in use; promotion when a block's code asks for it.
 
 use super::cache::{Block, BlockKey, KEY_MSR_BITS, drop_write_entries};
-use super::jump_cache::{self, JC_EMPTY_SET, JcEntry, jc_flags, split_flags};
+use super::jump_cache::{JcEntry, jc_flags, split_flags};
 use super::tier::TierId;
 use super::{Jit, Tiers};
 use crate::cpu::Exception;
@@ -33,7 +33,7 @@ impl Jit {
     pub(super) fn sync_jump_cache(&mut self) {
         let g = self.ctx.shared.generation();
         if g != self.ctx.seen_generation {
-            self.jc.fill(JC_EMPTY_SET);
+            self.jc.clear();
             self.ctx.seen_generation = g;
         }
     }
@@ -47,7 +47,7 @@ impl Jit {
     }
 
     fn jc_set(&mut self, pc: u64, flags: u64, b: Block, host: u64) {
-        self.jc[jump_cache::set(pc)].insert(JcEntry {
+        self.jc.insert(JcEntry {
             pc,
             flags: jc_flags(flags, b.tier),
             f: b.entry,
@@ -60,7 +60,7 @@ impl Jit {
     pub(super) fn lookup(&mut self, cpu: &mut Cpu) -> Result<Option<Block>, Exception> {
         let pc = cpu.st.pc;
         let flags = cpu.st.msr & KEY_MSR_BITS;
-        let e = *self.jc[jump_cache::set(pc)].probe(pc);
+        let e = *self.jc.probe(pc);
         let idx = mmu_idx(cpu.st.msr, Access::Exec);
         // An entry is good while the PC still maps to the same host page (whatever TLB
         // flushes happened since it was made).

@@ -197,9 +197,40 @@ impl Runner {
     }
 }
 
+/// A program's file as the loader reads it: mapped, so that the host reads only the pages
+/// the loader copies (reading a 2.5 MB program whole was 6 % of a short run's CPU time),
+/// or read whole where the file cannot be mapped (a pipe, an empty file).
+enum Image {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl Image {
+    fn open(path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        // SAFETY: the mapping is private and read only; the loader copies from it before the
+        // guest runs and it is dropped right after (`run_file`). A file truncated meanwhile
+        // by another process would fault the host, as for any program mapping its input.
+        match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(m) if !m.is_empty() => Ok(Image::Mapped(m)),
+            _ => std::fs::read(path).map(Image::Read),
+        }
+    }
+}
+
+impl std::ops::Deref for Image {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Image::Mapped(m) => m,
+            Image::Read(v) => v,
+        }
+    }
+}
+
 /// Runs `exe` with `args` (argv[1..]) and the host environment.
 pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome, (i32, String)> {
-    let image = std::fs::read(exe).map_err(|e| {
+    let image = Image::open(exe).map_err(|e| {
         (
             if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -239,6 +270,8 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     };
     let mut runner =
         Runner::new(&image, exe, &argv, &envp, &config, !opts.tlb_memory).map_err(|e| (126, e))?;
+    // The loader copied what it needs.
+    drop(image);
     runner.process.strace = opts.strace;
     let out = runner.run();
     if opts.stats {

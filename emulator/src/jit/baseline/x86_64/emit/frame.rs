@@ -443,10 +443,11 @@ impl Em {
         // A kick or events end the chain here (block entries test only the budget).
         self.kick_or_events(miss);
         asm!(self.ops
-            ; mov rcx, rax
-            ; shr rcx, 2
-            ; and ecx, (JC_SETS - 1) as i32
-            ; imul ecx, ecx, size_of::<JcSet>() as i32
+            // The set's byte offset, `jump_cache::set(pc) * 64` (`JcSet` is 64 bytes) as
+            // one mask and one shift: no multiply on the way to the set's load.
+            ; mov ecx, eax
+            ; and ecx, ((JC_SETS - 1) << 2) as i32
+            ; shl ecx, (size_of::<JcSet>().trailing_zeros() - 2) as i8
             ; add rcx, QWORD [r12 + JC]
             // The set's first way, else its second (`JcSet::probe`).
             ; cmp rax, QWORD [rcx + offset_of!(JcEntry, pc) as i32]
