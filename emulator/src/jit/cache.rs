@@ -296,15 +296,3 @@ impl JitShared {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 }
-
-/// Drops this vCPU's fast-path write permission for the host page `host_page` (under any
-/// effective address): stores to newly translated code must take the watched slow path.
-/// Other vCPUs keep theirs until their next fill; guests make cross-modified code visible
-/// with `icbi`, which invalidates through the slow path.
-pub(super) fn drop_write_entries(tlb: &mut crate::softmmu::Tlb, host_page: u64) {
-    for e in tlb.table.iter_mut().flatten() {
-        if e.write & !PAGE_MASK == 0 && e.write.wrapping_add(e.addend) == host_page {
-            e.write = crate::softmmu::TlbEntry::EMPTY.write;
-        }
-    }
-}

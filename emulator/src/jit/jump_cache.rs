@@ -82,7 +82,9 @@ impl JumpCache {
 
     pub fn new() -> Self {
         Self {
-            sets: vec![JC_EMPTY_SET; JC_SETS].into_boxed_slice(),
+            // SAFETY: `JcSet` is plain integers, for which all-zero bytes are a value, and
+            // the all-zero set is `JC_EMPTY_SET`.
+            sets: unsafe { Box::<[JcSet]>::new_zeroed_slice(JC_SETS).assume_init() },
             written: Vec::with_capacity(Self::LOGGED + 1),
         }
     }
@@ -151,8 +153,14 @@ pub fn set(pc: u64) -> usize {
     (pc >> 2) as usize & (JC_SETS - 1)
 }
 
+/// An empty entry: all zero, so that a new cache is zeroed memory the host maps lazily (a
+/// 2 MiB fill per vCPU was a tenth of a short user-mode program's run). It never serves
+/// a probe: only a probe for PC 0 gets past the PC compare, and every user of an entry
+/// (the run loop, the baseline probe stubs, Cranelift's chain exits) then requires the exec
+/// TLB entry of the PC's page to have the entry's addend, 0 — a host address equal to the
+/// guest one, 0, which no page has.
 pub(super) const JC_EMPTY: JcEntry = JcEntry {
-    pc: 1,
+    pc: 0,
     flags: 0,
     f: 0,
     addend: 0,
@@ -183,6 +191,17 @@ mod tests {
             f,
             addend: 0,
         }
+    }
+
+    #[test]
+    fn a_new_cache_is_empty_and_misses_every_pc() {
+        let jc = JumpCache::new();
+        let empty = |e: &JcEntry| (e.pc, e.flags, e.f, e.addend) == (0, 0, 0, 0);
+        assert!(jc.sets.iter().all(|s| s.ways.iter().all(empty)));
+        assert!(JC_EMPTY_SET.ways.iter().all(empty));
+        // PC 0 reaches the (empty) entry; its addend 0 is what keeps it from being used.
+        assert_eq!(jc.probe(0).addend, 0);
+        assert_ne!(jc.probe(0x1000).pc, 0x1000);
     }
 
     /// Both ways of a clear, the logged sets and the whole cache, leave no entry behind.

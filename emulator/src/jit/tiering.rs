@@ -2,7 +2,7 @@
 //! shared block map, then (once a block has run `threshold` times in the interpreter) a
 //! translation by the first tier in use; promotion when a block's code asks for it.
 
-use super::cache::{Block, BlockKey, KEY_MSR_BITS, drop_write_entries};
+use super::cache::{Block, BlockKey, KEY_MSR_BITS};
 use super::jump_cache::{JcEntry, jc_flags, split_flags};
 use super::tier::TierId;
 use super::{Jit, Tiers};
@@ -165,8 +165,14 @@ impl Jit {
                 .map(|m| m.pa | (pc & !PAGE_MASK));
             if let Ok(pa) = pa {
                 self.ctx.shared.mark_code_host(key.host);
+                // Stores to newly translated code must take the watched slow path. Other
+                // vCPUs keep their write entries until their next fill; guests make
+                // cross-modified code visible with `icbi`, which invalidates through the
+                // slow path.
                 if self.ctx.shared.mark_code_page(pa) {
-                    drop_write_entries(&mut cpu.mmu.tlb, key.host - (pc & !PAGE_MASK));
+                    cpu.mmu
+                        .tlb
+                        .drop_writes_to_host_page(key.host - (pc & !PAGE_MASK));
                 }
                 self.ctx
                     .shared

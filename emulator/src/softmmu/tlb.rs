@@ -267,6 +267,30 @@ impl Tlb {
         self.counters.range_flushes += 1;
     }
 
+    /// Withdraws fast-path write permission from every entry that maps the host page
+    /// `host_page`, under any effective address and MMU index, victims included: the page
+    /// now holds translated code, and stores to it must take the watched slow path. (A
+    /// victim with its write tag would come back on the next store's miss.) While the fill
+    /// log holds every fill since the last full flush, only its slots can hold entries.
+    pub fn drop_writes_to_host_page(&mut self, host_page: u64) {
+        let maps =
+            |e: &TlbEntry| e.write & !PAGE_MASK == 0 && e.write.wrapping_add(e.addend) == host_page;
+        let mut drop = |e: &mut TlbEntry| {
+            if maps(e) {
+                e.write = INVALID;
+            }
+        };
+        if self.filled.len() < FILL_LOG {
+            for &k in &self.filled {
+                let (idx, slot) = (k as usize / TLB_ENTRIES, k as usize % TLB_ENTRIES);
+                drop(&mut self.table[idx][slot]);
+            }
+        } else {
+            self.table.iter_mut().flatten().for_each(&mut drop);
+        }
+        self.victim.iter_mut().flatten().for_each(drop);
+    }
+
     /// Drops the entries for the page containing `ea` in every MMU index.
     pub fn flush_page(&mut self, ea: u64) {
         let page = ea & PAGE_MASK;
@@ -323,6 +347,46 @@ mod tests {
             exec,
             watch_writes: false,
         }
+    }
+
+    /// A page that becomes code loses its write tags everywhere, the victim table too
+    /// (its entry there would return with write permission on the next store's miss), and
+    /// keeps its read tags; another page's entries keep theirs.
+    #[test]
+    fn dropping_writes_to_a_code_page_reaches_the_victims() {
+        let mut t = Tlb::new();
+        let h = 0x7000_0000_0000usize as *mut u8;
+        let other = h.wrapping_add(PAGE_SIZE as usize);
+        let (a, b) = (
+            0x4000_0000u64,
+            0x4000_0000u64 + (TLB_ENTRIES as u64) * PAGE_SIZE,
+        );
+        assert_eq!(Tlb::slot(a), Tlb::slot(b));
+        t.insert(2, a, &mapping(h, true, true, false));
+        t.insert(2, b, &mapping(other, true, true, false));
+        // The same host page at a second address, in the table.
+        t.insert(3, a + PAGE_SIZE, &mapping(h, true, true, false));
+        t.drop_writes_to_host_page(h as u64);
+        assert!(
+            !t.victim_lookup(2, a, Access::Write),
+            "victim kept its write tag"
+        );
+        assert!(t.victim_lookup(2, a, Access::Read));
+        assert!(t.lookup(2, a, 8, Access::Read).is_some());
+        assert!(t.lookup(2, a, 8, Access::Write).is_none());
+        assert!(t.lookup(3, a + PAGE_SIZE, 8, Access::Write).is_none());
+        assert!(t.lookup(3, a + PAGE_SIZE, 8, Access::Read).is_some());
+        // `b` (now the victim) maps another host page: untouched.
+        assert!(t.victim_lookup(2, b, Access::Write));
+        // With the fill log overflowed, the whole table is searched.
+        let mut t = Tlb::new();
+        for k in 0..FILL_LOG as u64 + 1 {
+            t.insert(1, k * PAGE_SIZE, &mapping(other, true, true, false));
+        }
+        t.insert(1, a, &mapping(h, true, true, false));
+        t.drop_writes_to_host_page(h as u64);
+        assert!(t.lookup(1, a, 8, Access::Write).is_none());
+        assert!(t.lookup(1, a, 8, Access::Read).is_some());
     }
 
     #[test]
