@@ -80,7 +80,11 @@ struct Image {
 }
 
 /// Loads the segments of the ELF file `data` into `mem`, or says why the file cannot run.
-fn load_segments(mem: &mut ProcessMemory, data: &[u8]) -> Result<Image, String> {
+fn load_segments(
+    mem: &mut ProcessMemory,
+    data: &[u8],
+    file: Option<&std::fs::File>,
+) -> Result<Image, String> {
     let hdr = elf::FileHeader64::<Endianness>::parse(data)
         .map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
     let endian = hdr.endian().map_err(|e| format!("bad ELF header: {e}"))?;
@@ -176,8 +180,12 @@ fn load_segments(mem: &mut ProcessMemory, data: &[u8]) -> Result<Image, String> 
         let bytes = p
             .data(endian, data)
             .map_err(|_| "segment data outside the file")?;
-        mem.poke(base + p.p_vaddr(endian), bytes)
-            .map_err(|_| "segment overlaps nothing mapped")?;
+        let at = base + p.p_vaddr(endian);
+        match file {
+            Some(f) => mem.poke_file(at, bytes, f, p.p_offset(endian)),
+            None => mem.poke(at, bytes),
+        }
+        .map_err(|_| "segment overlaps nothing mapped")?;
     }
     Ok(Image {
         entry: base + hdr.e_entry(endian),
@@ -189,17 +197,19 @@ fn load_segments(mem: &mut ProcessMemory, data: &[u8]) -> Result<Image, String> 
     })
 }
 
-/// Loads `data` (the ELF file) and builds the stack with `argv`, `envp` and the auxiliary
-/// vector. `random` are the 16 bytes AT_RANDOM points at.
+/// Loads `data` (the ELF file; `file`, the open file it was mapped from, if any: segments'
+/// whole pages are then mapped from it rather than copied) and builds the stack with `argv`,
+/// `envp` and the auxiliary vector. `random` are the 16 bytes AT_RANDOM points at.
 pub fn load(
     mem: &mut ProcessMemory,
     data: &[u8],
+    file: Option<&std::fs::File>,
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
     execfn: &[u8],
     random: [u8; 16],
 ) -> Result<Loaded, String> {
-    let img = load_segments(mem, data)?;
+    let img = load_segments(mem, data, file)?;
     let stack_prot = PROT_READ | PROT_WRITE | if img.exec_stack { PROT_EXEC } else { 0 };
     mem.map(STACK_TOP - STACK_SIZE, STACK_TOP, stack_prot);
 

@@ -70,6 +70,20 @@ impl Runner {
         config: &EngineConfig,
         guarded: bool,
     ) -> Result<Self, String> {
+        Self::load(image, None, exe, argv, envp, config, guarded)
+    }
+
+    /// As [`Runner::new`], with `file`, the open file `image` was mapped from: the loader maps
+    /// the segments' whole pages from it instead of copying them.
+    fn load(
+        image: &[u8],
+        file: Option<&std::fs::File>,
+        exe: &Path,
+        argv: &[Vec<u8>],
+        envp: &[Vec<u8>],
+        config: &EngineConfig,
+        guarded: bool,
+    ) -> Result<Self, String> {
         let mem = Arc::new(Mutex::new(ProcessMemory::new()));
         let mut random = [0u8; 16];
         syscall::fill_random(&mut random);
@@ -77,7 +91,7 @@ impl Runner {
             .first()
             .cloned()
             .unwrap_or_else(|| exe.as_os_str().as_bytes().to_vec());
-        let loaded = loader::load(&mut mem.lock(), image, argv, envp, &execfn, random)?;
+        let loaded = loader::load(&mut mem.lock(), image, file, argv, envp, &execfn, random)?;
         let mut cpu = Cpu::new(Box::new(UserSpace(mem.clone())));
         cpu.st.msr = msr::SF
             | msr::EE
@@ -201,7 +215,7 @@ impl Runner {
 /// the loader copies (reading a 2.5 MB program whole was 6 % of a short run's CPU time),
 /// or read whole where the file cannot be mapped (a pipe, an empty file).
 enum Image {
-    Mapped(memmap2::Mmap),
+    Mapped(memmap2::Mmap, std::fs::File),
     Read(Vec<u8>),
 }
 
@@ -212,8 +226,16 @@ impl Image {
         // guest runs and it is dropped right after (`run_file`). A file truncated meanwhile
         // by another process would fault the host, as for any program mapping its input.
         match unsafe { memmap2::Mmap::map(&file) } {
-            Ok(m) if !m.is_empty() => Ok(Image::Mapped(m)),
+            Ok(m) if !m.is_empty() => Ok(Image::Mapped(m, file)),
             _ => std::fs::read(path).map(Image::Read),
+        }
+    }
+
+    /// The open file, when the image is mapped from one.
+    fn file(&self) -> Option<&std::fs::File> {
+        match self {
+            Image::Mapped(_, f) => Some(f),
+            Image::Read(_) => None,
         }
     }
 }
@@ -222,7 +244,7 @@ impl std::ops::Deref for Image {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Image::Mapped(m) => m,
+            Image::Mapped(m, _) => m,
             Image::Read(v) => v,
         }
     }
@@ -268,9 +290,17 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         trace: opts.trace,
         sole_vcpu: true,
     };
-    let mut runner =
-        Runner::new(&image, exe, &argv, &envp, &config, !opts.tlb_memory).map_err(|e| (126, e))?;
-    // The loader copied what it needs.
+    let mut runner = Runner::load(
+        &image,
+        image.file(),
+        exe,
+        &argv,
+        &envp,
+        &config,
+        !opts.tlb_memory,
+    )
+    .map_err(|e| (126, e))?;
+    // The loader copied or mapped what it needs (a private mapping outlives its file's).
     drop(image);
     runner.process.strace = opts.strace;
     let out = runner.run();

@@ -214,6 +214,7 @@ impl ProcessMemory {
     /// Drops the contents of `[start, end)`: the pages read as zero again (`MADV_DONTNEED`).
     pub fn discard(&mut self, start: u64, end: u64) {
         self.free_pages(start, end);
+        self.apply_host_protection(start, end);
     }
 
     /// Changes the protection of `[start, end)`; every page must be mapped.
@@ -470,6 +471,37 @@ impl ProcessMemory {
         r
     }
 
+    /// [`Self::poke`] of a program segment's file bytes `data`, which lie at `offset` in
+    /// `file`: in the reserved range, the pages `data` covers whole are mapped from the file
+    /// (the host reads only those the guest touches; a 2.5 MB program's copy was a quarter
+    /// of its start), the partial first and last pages copied.
+    pub fn poke_file(
+        &mut self,
+        addr: u64,
+        data: &[u8],
+        file: &std::fs::File,
+        offset: u64,
+    ) -> Result<(), Fault> {
+        self.check(addr, data.len() as u64, 0)?;
+        let end = addr + data.len() as u64;
+        let (lo, hi) = (page_up(addr), end & PAGE_MASK);
+        let mapped = match self.span {
+            Some(span) if hi > lo && (offset + (lo - addr)).is_multiple_of(PAGE_SIZE) => {
+                span.map_file(lo, hi - lo, file, offset + (lo - addr))
+            }
+            _ => false,
+        };
+        if !mapped {
+            return self.poke(addr, data);
+        }
+        for n in lo >> 12..hi >> 12 {
+            self.unguard(n << 12);
+        }
+        self.apply_host_protection(lo, hi);
+        self.poke(addr, &data[..(lo - addr) as usize])?;
+        self.poke(hi, &data[(hi - addr) as usize..])
+    }
+
     /// Fails unless every page of `[addr, addr+len)` allows `need`.
     pub fn check(&self, addr: u64, len: u64, need: u32) -> Result<(), Fault> {
         let end = addr.checked_add(len).ok_or(Fault)?;
@@ -576,7 +608,8 @@ impl ProcessMemory {
         }
     }
 
-    /// Number of host pages in use (for `--stats`).
+    /// Number of host pages in use (for `--stats`; pages mapped from the program's file
+    /// count while the host has them cached).
     pub fn resident_pages(&self) -> usize {
         let Some(span) = self.span else {
             return self.pages.len();
@@ -822,6 +855,48 @@ mod tests {
         m.unmap(0x10000, 0x13000);
         assert_eq!(host_access(at(0x10008)), (false, false));
         assert_eq!(host_access(at(0x11000)), (false, false));
+    }
+
+    /// A segment loaded from its file reads as the file's bytes in both page stores: whole
+    /// pages mapped from the file, the partial first and last ones copied; the rest of its
+    /// last page stays zero (the bss); a guest write changes the process's page, not the
+    /// file; discarded pages read as zero, not as the file again.
+    #[test]
+    fn a_segment_loaded_from_its_file_reads_as_the_file_and_discards_to_zero() {
+        let path = std::env::temp_dir().join(format!("ppc64emu-segment-{}", std::process::id()));
+        let contents: Vec<u8> = (0..5 * PAGE_SIZE as usize)
+            .map(|k| (k % 251) as u8 + 1)
+            .collect();
+        std::fs::write(&path, &contents).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // Bytes 0x800..0x4800 of the file at 0x10800: three whole pages and two halves.
+        let (addr, off, len) = (0x10800u64, 0x800u64, 0x4000usize);
+        let seg = &contents[off as usize..off as usize + len];
+        for mut m in stores() {
+            m.map(0x10000, 0x16000, PROT_READ);
+            m.poke_file(addr, seg, &file, off).unwrap();
+            assert_eq!(m.read_vec(addr, len).unwrap(), seg);
+            assert_eq!(m.read_vec(0x10000, 0x800).unwrap(), vec![0; 0x800]);
+            assert_eq!(m.read_vec(0x14800, 0x800).unwrap(), vec![0; 0x800]);
+            assert!(
+                m.write(0x12000, b"x").is_err(),
+                "the guest's protection stays"
+            );
+            assert!(m.protect(0x10000, 0x16000, PROT_READ | PROT_WRITE));
+            m.write(0x12000, b"xyz").unwrap();
+            assert_eq!(m.read_vec(0x12000, 3).unwrap(), b"xyz");
+            m.discard(0x11000, 0x14000);
+            assert_eq!(m.read_vec(0x11000, 0x3000).unwrap(), vec![0; 0x3000]);
+            assert_eq!(m.read_vec(0x10800, 0x800).unwrap(), &seg[..0x800]);
+            // Out of the mappings: refused, nothing written.
+            assert!(m.poke_file(0x15800, seg, &file, off).is_err());
+        }
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            contents,
+            "the file is unchanged"
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -86,12 +86,48 @@ impl Span {
         );
     }
 
-    /// Drops the contents of guest `[a, a + len)` (page aligned): they read as zero again.
+    /// Drops the contents of guest `[a, a + len)` (page aligned): a fresh zero mapping takes
+    /// their place, inaccessible until the caller protects it again. (`MADV_DONTNEED` would
+    /// not do for pages mapped from a file, [`Span::map_file`]: they would read the file's
+    /// bytes again.)
     pub fn discard(self, a: u64, len: u64) {
         let (p, n) = self.range(a, len);
-        // SAFETY: pages of the reserved range, a private anonymous mapping that only guest
-        // memory uses: `MADV_DONTNEED` drops their contents and nothing else.
-        unsafe { libc::madvise(p, n, libc::MADV_DONTNEED) };
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+        // SAFETY: whole pages of the reserved range, which only guest memory uses, replaced
+        // by a mapping of the same kind the reservation made; no Rust reference points there.
+        let back = unsafe { libc::mmap(p, n, libc::PROT_NONE, flags, -1, 0) };
+        assert_eq!(back, p, "could not reserve a discarded guest range again");
+    }
+
+    /// Maps `len` bytes of `file` from `offset` (both page aligned) privately at guest `a`
+    /// (page aligned), readable and writable: the host reads the pages from its page cache
+    /// when first touched, and a write copies the page. False when the host refuses; the
+    /// range is then a fresh zero mapping (as after [`Span::discard`]).
+    pub fn map_file(self, a: u64, len: u64, file: &std::fs::File, offset: u64) -> bool {
+        use std::os::fd::AsRawFd;
+        let (p, n) = self.range(a, len);
+        let Ok(off) = libc::off_t::try_from(offset) else {
+            return false;
+        };
+        let flags = libc::MAP_PRIVATE | libc::MAP_FIXED;
+        // SAFETY: whole pages of the reserved range, which only guest memory uses; the file
+        // mapping replaces them and is private (the file is never written through it).
+        let r = unsafe {
+            libc::mmap(
+                p,
+                n,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                file.as_raw_fd(),
+                off,
+            )
+        };
+        if r == p {
+            return true;
+        }
+        // A failed fixed mapping may have removed the range's pages: reserve them again.
+        self.discard(a, len);
+        false
     }
 
     /// How many pages of guest `[a, a + len)` (page aligned) have host memory behind them.
