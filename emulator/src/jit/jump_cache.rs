@@ -71,7 +71,10 @@ impl JcSet {
 /// before: a clear rewrites those instead of all 2 MiB. Past [`JumpCache::LOGGED`] writes
 /// it rewrites every set.
 pub struct JumpCache {
-    sets: Box<[JcSet]>,
+    /// `JC_SETS` sets in an anonymous host mapping: zero pages the host fills on first touch
+    /// (a zeroed heap allocation of 64-byte-aligned sets is written whole: 2 MiB and 512
+    /// page faults per vCPU at start, 15 % of a short user-mode program's run).
+    mem: memmap2::MmapMut,
     /// Indexes of the sets written since the last clear (repeats allowed), up to `LOGGED`.
     written: Vec<u32>,
 }
@@ -82,22 +85,33 @@ impl JumpCache {
 
     pub fn new() -> Self {
         Self {
-            // SAFETY: `JcSet` is plain integers, for which all-zero bytes are a value, and
-            // the all-zero set is `JC_EMPTY_SET`.
-            sets: unsafe { Box::<[JcSet]>::new_zeroed_slice(JC_SETS).assume_init() },
+            mem: memmap2::MmapMut::map_anon(JC_SETS * size_of::<JcSet>())
+                .expect("the host refused the jump cache's 2 MiB"),
             written: Vec::with_capacity(Self::LOGGED + 1),
         }
     }
 
+    fn sets(&self) -> &[JcSet] {
+        // SAFETY: the mapping holds `JC_SETS` sets' bytes, page aligned (more than a set's
+        // 64), and lives as long as `self`; `JcSet` is plain integers, so any bytes, the
+        // zeros the host maps included, are a value (all zero: `JC_EMPTY_SET`).
+        unsafe { std::slice::from_raw_parts(self.mem.as_ptr().cast(), JC_SETS) }
+    }
+
+    fn sets_mut(&mut self) -> &mut [JcSet] {
+        // SAFETY: as in `sets`, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast(), JC_SETS) }
+    }
+
     /// The sets, as translated code reads them (`JitCtx::jc`); they never move.
     pub fn as_ptr(&self) -> *const JcSet {
-        self.sets.as_ptr()
+        self.sets().as_ptr()
     }
 
     /// The entry for `pc` if it is cached (else another, whose PC differs).
     #[inline(always)]
     pub fn probe(&self, pc: u64) -> &JcEntry {
-        self.sets[set(pc)].probe(pc)
+        self.sets()[set(pc)].probe(pc)
     }
 
     pub fn insert(&mut self, e: JcEntry) {
@@ -105,18 +119,21 @@ impl JumpCache {
         if self.written.len() <= Self::LOGGED {
             self.written.push(s as u32);
         }
-        self.sets[s].insert(e);
+        self.sets_mut()[s].insert(e);
     }
 
     /// Empties every set.
     pub fn clear(&mut self) {
-        if self.written.len() > Self::LOGGED {
-            self.sets.fill(JC_EMPTY_SET);
+        let written = std::mem::take(&mut self.written);
+        let sets = self.sets_mut();
+        if written.len() > Self::LOGGED {
+            sets.fill(JC_EMPTY_SET);
         } else {
-            for &s in &self.written {
-                self.sets[s as usize] = JC_EMPTY_SET;
+            for &s in &written {
+                sets[s as usize] = JC_EMPTY_SET;
             }
         }
+        self.written = written;
         self.written.clear();
     }
 }
@@ -153,7 +170,7 @@ pub fn set(pc: u64) -> usize {
     (pc >> 2) as usize & (JC_SETS - 1)
 }
 
-/// An empty entry: all zero, so that a new cache is zeroed memory the host maps lazily (a
+/// An empty entry: all zero, so that a new cache is zero pages the host maps lazily (a
 /// 2 MiB fill per vCPU was a tenth of a short user-mode program's run). It never serves
 /// a probe: only a probe for PC 0 gets past the PC compare, and every user of an entry
 /// (the run loop, the baseline probe stubs, Cranelift's chain exits) then requires the exec
@@ -197,7 +214,7 @@ mod tests {
     fn a_new_cache_is_empty_and_misses_every_pc() {
         let jc = JumpCache::new();
         let empty = |e: &JcEntry| (e.pc, e.flags, e.f, e.addend) == (0, 0, 0, 0);
-        assert!(jc.sets.iter().all(|s| s.ways.iter().all(empty)));
+        assert!(jc.sets().iter().all(|s| s.ways.iter().all(empty)));
         assert!(JC_EMPTY_SET.ways.iter().all(empty));
         // PC 0 reaches the (empty) entry; its addend 0 is what keeps it from being used.
         assert_eq!(jc.probe(0).addend, 0);
