@@ -98,9 +98,10 @@ impl JumpCache {
         unsafe { std::slice::from_raw_parts(self.mem.as_ptr().cast(), JC_SETS) }
     }
 
-    fn sets_mut(&mut self) -> &mut [JcSet] {
-        // SAFETY: as in `sets`, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast(), JC_SETS) }
+    /// The sets of `mem` (a field of `self`, so that `written` stays borrowable beside).
+    fn sets_mut(mem: &mut memmap2::MmapMut) -> &mut [JcSet] {
+        // SAFETY: as in `sets`, borrowed mutably through the mapping.
+        unsafe { std::slice::from_raw_parts_mut(mem.as_mut_ptr().cast(), JC_SETS) }
     }
 
     /// The sets, as translated code reads them (`JitCtx::jc`); they never move.
@@ -119,21 +120,19 @@ impl JumpCache {
         if self.written.len() <= Self::LOGGED {
             self.written.push(s as u32);
         }
-        self.sets_mut()[s].insert(e);
+        Self::sets_mut(&mut self.mem)[s].insert(e);
     }
 
     /// Empties every set.
     pub fn clear(&mut self) {
-        let written = std::mem::take(&mut self.written);
-        let sets = self.sets_mut();
-        if written.len() > Self::LOGGED {
+        let sets = Self::sets_mut(&mut self.mem);
+        if self.written.len() > Self::LOGGED {
             sets.fill(JC_EMPTY_SET);
         } else {
-            for &s in &written {
+            for &s in &self.written {
                 sets[s as usize] = JC_EMPTY_SET;
             }
         }
-        self.written = written;
         self.written.clear();
     }
 }
