@@ -895,6 +895,94 @@ fn integer_accesses_unaligned_and_across_pages() {
     }
 }
 
+/// Runs of adjacent loads or of adjacent stores off one base register, which the baseline
+/// tier gives one TLB test for the bytes they span: inside a page, unaligned, across a page
+/// (the run's miss path), running into the end of RAM (a fault after the run's first
+/// accesses took effect), a load into the base register ending a run, and a run of stores
+/// over the next instructions of its own block; both byte orders. (With flat test memory a
+/// span that crosses a page is found only at the end of RAM.)
+#[test]
+fn access_runs_match_the_interpreter() {
+    let d = |op: u32, rt: u32, ra: u32, d: i16| op | rt << 21 | ra << 16 | d as u16 as u32;
+    // add rt,ra,rb after a run: its sources are the run's copies in host registers.
+    let add = |rt: u32, ra: u32, rb: u32| 0x7c00_0214 | rt << 21 | ra << 16 | rb << 11;
+    let (std, stw, sth, stb) = (0xf800_0000, 0x9000_0000, 0xb000_0000, 0x9800_0000);
+    let (ld, lwa, lwz, lha, lhz, lbz) = (
+        0xe800_0000,
+        0xe800_0002,
+        0x8000_0000,
+        0xa800_0000,
+        0xa000_0000,
+        0x8800_0000,
+    );
+    // The first accesses fill the TLB for each base's first page, so that the runs after
+    // them take their fast path where their span allows it.
+    let prog = [
+        d(lbz, 0, 5, 0),
+        d(stb, 0, 5, 0),
+        d(lbz, 0, 6, -16),
+        d(stb, 0, 6, -16),
+        d(std, 8, 5, 0),
+        d(std, 9, 5, 8),
+        d(stw, 10, 5, 16),
+        d(sth, 11, 5, 20),
+        d(stb, 12, 5, 23),
+        d(std, 8, 6, -16),
+        d(stw, 9, 6, -4),
+        d(ld, 20, 5, 0),
+        d(lwa, 21, 5, 16),
+        d(lha, 22, 5, 20),
+        d(lbz, 23, 5, 23),
+        d(lwz, 24, 5, 4),
+        add(29, 20, 24),
+        d(lhz, 25, 6, -14),
+        d(ld, 26, 6, -8),
+        d(ld, 6, 6, -16),
+        d(ld, 27, 6, 0),
+        d(lwz, 28, 6, 8),
+        add(30, 25, 28),
+        0,
+    ];
+    let firsts = [
+        DATA,
+        DATA + 0x7,
+        DATA + 0xff0,
+        DATA + 0x1ffb,
+        RAM as u64 - 16,
+    ];
+    let seconds = [DATA + 0x3008, DATA + 0x4000, DATA + 0x4fff, RAM as u64 + 8];
+    for le in [false, true] {
+        for &at in &firsts {
+            for &at2 in &seconds {
+                differential(&prog, le, |c| {
+                    c.st.gpr[5] = at;
+                    c.st.gpr[6] = at2;
+                    c.st.gpr[8] = DATA + 0x123;
+                    c.st.gpr[9] = 0x8899_aabb_ccdd_eeff;
+                    c.st.gpr[10] = 0x1234_8765_4321;
+                    c.st.gpr[11] = 0xfedc_ba98_7654_3210;
+                    c.st.gpr[12] = 0x55aa;
+                });
+            }
+        }
+    }
+    // stw r8,0(r5); stw r8,4(r5) over the two instructions after them: li r3,9 runs.
+    for le in [false, true] {
+        let prog = [
+            d(stw, 8, 5, 0),
+            d(stw, 8, 5, 4),
+            0x3860_0001,
+            0x3860_0002,
+            0,
+        ];
+        let (_, s) = differential(&prog, le, |c| {
+            c.st.gpr[5] = CODE + 8;
+            c.st.gpr[8] = 0x3860_0009;
+        });
+        assert!(s.contains("r3=0x9 "), "{s}");
+    }
+}
+
 /// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
 /// exclusive section when a module passes the limit or a flush is requested): two JITs on
 /// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
@@ -997,6 +1085,7 @@ mod baseline {
         vector_and_fp: Tiers::BASELINE, 0, vector_and_fp_register_file_instructions_match_the_interpreter;
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
         integer_unaligned_and_across_pages: Tiers::BASELINE, 0, integer_accesses_unaligned_and_across_pages;
+        access_runs: Tiers::BASELINE, 0, access_runs_match_the_interpreter;
         msr_writes_and_rfid: Tiers::BASELINE, 0, msr_writes_and_rfid_match_the_interpreter;
         msr_writes_and_rfid_promoted: Tiers::BOTH, 2, msr_writes_and_rfid_match_the_interpreter;
     }

@@ -64,6 +64,7 @@ macro_rules! asm {
 
 // The native translators, one file per instruction family, and the table that says which
 // family translates each op.
+mod access_run;
 mod branch;
 mod fixed;
 mod frame;
@@ -243,6 +244,16 @@ enum Cold {
     },
     /// A memory access at `pc` faulted: `k` instructions retired.
     Fault { at: DynamicLabel, k: u32, pc: u64 },
+    /// A run of accesses whose one TLB test missed (`access_run`): its instructions
+    /// `words` (the first one instruction `k`, at `pc`) one by one, then back to `back`.
+    AccessRun {
+        at: DynamicLabel,
+        back: DynamicLabel,
+        held: RegCache,
+        k: u32,
+        pc: u64,
+        words: Vec<u32>,
+    },
     /// The slow path of an instruction whose fast path is native: the interpreter runs it
     /// (instruction `k`, at `pc`), then the block goes on at `back` or leaves as it says.
     InterpSlow {
@@ -364,11 +375,26 @@ pub fn emit(
     let (mut native, mut fallbacks) = (0, 0);
     let mut ended = false;
     let mut last_fallback = false;
-    for (k, &w) in words.iter().enumerate() {
+    let mut k = 0;
+    while k < words.len() {
+        let w = words[k];
         e.k = k as u32;
         e.pc = pc.wrapping_add(4 * k as u64);
         e.prev_crf = e.crf_r8.take();
         e.prev_spr = e.spr_rax.take();
+        // Host-guarded memory's test is already short; a run needs the TLB's.
+        let run = if native_ok && !e.guarded {
+            access_run::run_len(&words[k..])
+        } else {
+            0
+        };
+        if run >= 2 {
+            e.access_run(&words[k..k + run]);
+            (native, last_fallback) = (native + run as u32, false);
+            k += run;
+            continue;
+        }
+        k += 1;
         let op = decode(w);
         let done = native_ok && e.native(op, Insn(w), &mut ended);
         if done {

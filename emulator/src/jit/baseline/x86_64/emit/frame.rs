@@ -647,6 +647,14 @@ impl Em {
                     asm!(self.ops ; =>at ; lea rax, [rax + k as i32 - 1] ; sub rbp, rax);
                     self.epilogue();
                 }
+                Cold::AccessRun {
+                    at,
+                    back,
+                    held,
+                    k,
+                    pc,
+                    words,
+                } => self.access_run_cold(at, back, &held, (k, pc), &words),
                 Cold::Fault { at, k, pc } => {
                     asm!(self.ops ; =>at);
                     self.store_pc(pc);

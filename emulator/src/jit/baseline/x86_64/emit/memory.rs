@@ -93,16 +93,7 @@ impl Em {
             None
         };
         match (disp, base) {
-            (Some(d), true) => match self.copy_for(ra) {
-                Some(h) if d == 0 => self.reg_reg(GprOp::Load64, R13, h),
-                Some(h) => asm!(self.ops ; lea r13, [Rq(h) + d as i32]),
-                None => {
-                    self.gpr_rm(GprOp::Load64, R13, ra);
-                    if d != 0 {
-                        asm!(self.ops ; add r13, d as i32);
-                    }
-                }
-            },
+            (Some(d), true) => self.base_plus(ra, d),
             (Some(d), false) => asm!(self.ops ; mov r13, d as i32),
             (None, true) => {
                 self.gpr_rm(GprOp::Load64, R13, i.rb());
@@ -110,6 +101,20 @@ impl Em {
             }
             (None, false) => {
                 self.gpr_rm(GprOp::Load64, R13, i.rb());
+            }
+        }
+    }
+
+    /// `r13` = GPR `ra` + `d` (a 16-bit displacement).
+    pub(super) fn base_plus(&mut self, ra: u32, d: i64) {
+        match self.copy_for(ra) {
+            Some(h) if d == 0 => self.reg_reg(GprOp::Load64, R13, h),
+            Some(h) => asm!(self.ops ; lea r13, [Rq(h) + d as i32]),
+            None => {
+                self.gpr_rm(GprOp::Load64, R13, ra);
+                if d != 0 {
+                    asm!(self.ops ; add r13, d as i32);
+                }
             }
         }
     }
@@ -125,7 +130,14 @@ impl Em {
     }
 
     /// The TLB hit test `fit` asks for (see [`Fit`]).
-    fn tlb_test(&mut self, idx: i32, tag: usize, size: u32, fit: Fit, miss: DynamicLabel) {
+    pub(super) fn tlb_test(
+        &mut self,
+        idx: i32,
+        tag: usize,
+        size: u32,
+        fit: Fit,
+        miss: DynamicLabel,
+    ) {
         let base = idx * TLB_IDX_BYTES;
         let (tag, addend) = (
             base + tag as i32,
@@ -475,7 +487,7 @@ impl Em {
 
 /// What a TLB hit test requires of an access besides a cached page.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Fit {
+pub(super) enum Fit {
     /// Natural alignment (quadwords: inside the page).
     Aligned,
     /// Inside the page.
