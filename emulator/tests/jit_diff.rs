@@ -895,8 +895,8 @@ fn integer_accesses_unaligned_and_across_pages() {
     }
 }
 
-/// Runs of adjacent loads or of adjacent stores off one base register, which the baseline
-/// tier gives one TLB test for the bytes they span: inside a page, unaligned, across a page
+/// Runs of loads and stores off one base register, which the baseline tier gives one TLB
+/// test for the bytes they span (integer instructions between them): inside a page, unaligned, across a page
 /// (the run's miss path), running into the end of RAM (a fault after the run's first
 /// accesses took effect), a load into the base register ending a run, and a run of stores
 /// over the next instructions of its own block; both byte orders. (With flat test memory a
@@ -941,6 +941,17 @@ fn access_runs_match_the_interpreter() {
         d(ld, 27, 6, 0),
         d(lwz, 28, 6, 8),
         add(30, 25, 28),
+        // Loads and stores mixed, integer instructions between them.
+        d(ld, 14, 7, 0),
+        d(0x3800_0000, 14, 14, 1), // addi r14,r14,1
+        d(std, 14, 7, 0),
+        0x55cf_1838, // rlwinm r15,r14,3,0,28
+        d(stw, 15, 7, 12),
+        add(18, 14, 15),
+        d(lwz, 16, 7, 12),
+        add(17, 16, 18),
+        d(0x3800_0000, 7, 7, 4), // addi r7,r7,4: the base moves, the run ends
+        d(ld, 19, 7, 0),
         0,
     ];
     let firsts = [
@@ -957,6 +968,7 @@ fn access_runs_match_the_interpreter() {
                 differential(&prog, le, |c| {
                     c.st.gpr[5] = at;
                     c.st.gpr[6] = at2;
+                    c.st.gpr[7] = at + 0x100;
                     c.st.gpr[8] = DATA + 0x123;
                     c.st.gpr[9] = 0x8899_aabb_ccdd_eeff;
                     c.st.gpr[10] = 0x1234_8765_4321;
@@ -977,6 +989,16 @@ fn access_runs_match_the_interpreter() {
         ];
         let (_, s) = differential(&prog, le, |c| {
             c.st.gpr[5] = CODE + 8;
+            c.st.gpr[8] = 0x3860_0009;
+        });
+        assert!(s.contains("r3=0x9 "), "{s}");
+    }
+    // lbz r0,0(r6) reads the block's page (its read entry), then lwz r9,0(r5); stw r8,0(r5)
+    // over the instruction after them: a page with a read entry and no write entry.
+    for le in [false, true] {
+        let prog = [d(lbz, 0, 6, 0), d(lwz, 9, 5, 0), d(stw, 8, 5, 0), 0x3860_0001, 0];
+        let (_, s) = differential(&prog, le, |c| {
+            (c.st.gpr[5], c.st.gpr[6]) = (CODE + 12, CODE);
             c.st.gpr[8] = 0x3860_0009;
         });
         assert!(s.contains("r3=0x9 "), "{s}");
