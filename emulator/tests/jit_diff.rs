@@ -996,7 +996,13 @@ fn access_runs_match_the_interpreter() {
     // lbz r0,0(r6) reads the block's page (its read entry), then lwz r9,0(r5); stw r8,0(r5)
     // over the instruction after them: a page with a read entry and no write entry.
     for le in [false, true] {
-        let prog = [d(lbz, 0, 6, 0), d(lwz, 9, 5, 0), d(stw, 8, 5, 0), 0x3860_0001, 0];
+        let prog = [
+            d(lbz, 0, 6, 0),
+            d(lwz, 9, 5, 0),
+            d(stw, 8, 5, 0),
+            0x3860_0001,
+            0,
+        ];
         let (_, s) = differential(&prog, le, |c| {
             (c.st.gpr[5], c.st.gpr[6]) = (CODE + 12, CODE);
             c.st.gpr[8] = 0x3860_0009;

@@ -207,6 +207,13 @@ impl Hpt {
             }
             Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
         };
+        // A write to every page now: a large zeroed allocation is the host's zero page until
+        // written, and hash-table searches read a group before an insert writes it; the
+        // replacement of a zero page on that write is announced to every core running a
+        // thread of the process (a TLB shootdown per page, on the vCPUs' cores).
+        for page in words.chunks(4096 / 8) {
+            page[0].store(0, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(Self {
             words,
             shift,
