@@ -147,21 +147,12 @@ impl Em {
         // Data accesses share one MMU index: a store's write tag is in the same entry as a
         // load's read tag, with the same addend.
         debug_assert_eq!(self.idx_read, self.idx_write);
-        let tag = if loads {
-            offset_of!(TlbEntry, read)
-        } else {
-            offset_of!(TlbEntry, write)
+        let tags = match (loads, stores) {
+            (true, true) => &[offset_of!(TlbEntry, read), offset_of!(TlbEntry, write)][..],
+            (true, false) => &[offset_of!(TlbEntry, read)],
+            _ => &[offset_of!(TlbEntry, write)],
         };
-        self.tlb_test(self.idx_read, tag, span, Fit::InPage, miss);
-        if loads && stores {
-            let write = self.idx_write * TLB_IDX_BYTES + offset_of!(TlbEntry, write) as i32;
-            asm!(self.ops
-                ; lea rdx, [r13 + (span - 1) as i32]
-                ; and rdx, PAGE_MASK as i32
-                ; cmp rdx, QWORD [r14 + rax + write]
-                ; jne =>miss
-            );
-        }
+        self.tlb_test(self.idx_read, tags, span, Fit::InPage, miss);
         // `r13` = the host address of the base plus `lo`: the instructions between the
         // accesses may use `rcx`.
         asm!(self.ops ; add r13, rcx);
@@ -212,12 +203,7 @@ impl Em {
             _ => asm!(self.ops ; mov rax, QWORD [r13 + off]),
         }
         self.swap_if_big_endian(size, self.le);
-        if op.info().flags.contains(InsnFlags::ALGEBRAIC) {
-            match size {
-                2 => asm!(self.ops ; movsx rax, ax),
-                _ => asm!(self.ops ; movsxd rax, eax),
-            }
-        }
+        self.extend_algebraic(op, size);
         self.set_gpr(i.rt());
     }
 

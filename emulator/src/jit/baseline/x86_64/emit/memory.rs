@@ -22,13 +22,7 @@ impl Em {
                 let reversed = matches!(op, Lhbrx | Lwbrx | Ldbrx);
                 self.ea(op, i, update);
                 self.load(size, self.le != reversed);
-                if info.flags.contains(InsnFlags::ALGEBRAIC) {
-                    match size {
-                        2 => asm!(self.ops ; movsx rax, ax),
-                        4 => asm!(self.ops ; movsxd rax, eax),
-                        _ => {}
-                    }
-                }
+                self.extend_algebraic(op, size);
                 self.set_gpr(rt);
                 if update {
                     self.gpr_rm(GprOp::Store64, R13, ra);
@@ -126,23 +120,22 @@ impl Em {
     /// not wait for the entry's. For the accesses the ISA requires aligned (the
     /// reservation pair); plain ones use [`Em::host_address`].
     pub(super) fn tlb_hit(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
-        self.tlb_test(idx, tag, size, Fit::Aligned, miss);
+        self.tlb_test(idx, &[tag], size, Fit::Aligned, miss);
     }
 
     /// The TLB hit test `fit` asks for (see [`Fit`]).
+    /// `tags`: the entry's tags that must all match (a run that loads and stores: read and
+    /// write).
     pub(super) fn tlb_test(
         &mut self,
         idx: i32,
-        tag: usize,
+        tags: &[usize],
         size: u32,
         fit: Fit,
         miss: DynamicLabel,
     ) {
         let base = idx * TLB_IDX_BYTES;
-        let (tag, addend) = (
-            base + tag as i32,
-            base + offset_of!(TlbEntry, addend) as i32,
-        );
+        let addend = base + offset_of!(TlbEntry, addend) as i32;
         let (entry_bits, page_bits) = (
             size_of::<TlbEntry>().trailing_zeros(),
             PAGE_MASK.trailing_zeros(),
@@ -170,10 +163,12 @@ impl Em {
                 asm!(self.ops ; mov rcx, r13 ; and rcx, compared as i32);
             }
         }
-        asm!(self.ops
-            ; cmp rcx, QWORD [r14 + rax + tag]
-            ; jne =>miss
-        );
+        for &tag in tags {
+            asm!(self.ops
+                ; cmp rcx, QWORD [r14 + rax + base + tag as i32]
+                ; jne =>miss
+            );
+        }
         if size > 8 && fit == Fit::Aligned {
             // Quadwords need not be aligned, only inside the page.
             asm!(self.ops
@@ -197,7 +192,7 @@ impl Em {
         if self.guarded {
             self.guarded_address(miss);
         } else {
-            self.tlb_test(idx, tag, size, Fit::InPage, miss);
+            self.tlb_test(idx, &[tag], size, Fit::InPage, miss);
         }
     }
 
@@ -328,6 +323,17 @@ impl Em {
             2 => asm!(self.ops ; movzx eax, WORD [rcx + r13]),
             4 => asm!(self.ops ; mov eax, DWORD [rcx + r13]),
             _ => asm!(self.ops ; mov rax, QWORD [rcx + r13]),
+        }
+    }
+
+    /// `lha`/`lwa` and their forms: `rax`'s low `size` bytes sign-extended.
+    pub(super) fn extend_algebraic(&mut self, op: Op, size: u32) {
+        if op.info().flags.contains(InsnFlags::ALGEBRAIC) {
+            match size {
+                2 => asm!(self.ops ; movsx rax, ax),
+                4 => asm!(self.ops ; movsxd rax, eax),
+                _ => {}
+            }
         }
     }
 
