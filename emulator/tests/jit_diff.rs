@@ -1011,6 +1011,124 @@ fn access_runs_match_the_interpreter() {
     }
 }
 
+/// A loop whose body has forward conditional branches (side exits: the block goes on past
+/// them when they are not taken) with registers used on both sides of them, a CR field other
+/// than CR0, a CTR-decrementing side exit, and a load after them that faults in some runs:
+/// every path out of the middle of a block and every fault after a side exit not taken must
+/// leave what the interpreter leaves.
+#[test]
+fn side_exits_match_the_interpreter() {
+    for (stride, start) in [
+        (0x398c_0008, 0), // addi r12,r12,8: no fault, the loop ends by `bdz`
+        (0x3d8c_0001, 0), // addis r12,r12,1: the load leaves RAM in iteration 12
+        (0x398c_0008, RAM as u64 - DATA - 40), // a fault in iteration 6
+    ] {
+        let prog = [
+            0x3860_0000, // li r3,0
+            0x3880_0028, // li r4,40
+            0x7c89_03a6, // mtctr r4
+            0x38a5_0001, // loop: addi r5,r5,1
+            0x70a6_0001, // andi. r6,r5,1
+            0x4182_000c, // beq +12 (odd r5 falls through)
+            0x7c63_2a14, // add r3,r3,r5
+            0x38e7_0003, // addi r7,r7,3
+            0x2f05_0007, // cmpwi cr6,r5,7
+            0x4199_0008, // bgt cr6,+8
+            0x7c63_1a14, // add r3,r3,r3
+            0x7d4b_602a, // ldx r10,r11,r12
+            0x7c63_5214, // add r3,r3,r10
+            stride,
+            0x4240_0008, // bdz +8
+            0x4bff_ffd0, // b loop
+            0,
+        ];
+        for le in [false, true] {
+            for threshold in [0, 3] {
+                let (e, s) = differential_tiered(
+                    &prog,
+                    le,
+                    |c| {
+                        (c.st.gpr[5], c.st.gpr[7]) = (0, 0);
+                        (c.st.gpr[11], c.st.gpr[12]) = (DATA, start);
+                        for k in 0..64 {
+                            c.mmu
+                                .store(&c.st, DATA + 8 * k, 8, k * 0x101, true)
+                                .unwrap();
+                        }
+                    },
+                    threshold,
+                );
+                let faults = stride != 0x398c_0008 || start != 0;
+                assert_eq!(
+                    matches!(e, Some(Exception::Dsi { .. })),
+                    faults,
+                    "{e:?} {s}"
+                );
+            }
+        }
+    }
+}
+
+/// A compare or a recording instruction and right after it a conditional branch on its field:
+/// each compare (word and doubleword, signed and logical, register and immediate), operands
+/// that order differently signed and unsigned or as words and doublewords, every CR bit
+/// (SO from XER), both senses, with and without a CTR decrement and LK, and the three branch
+/// forms. The baseline tier branches on the host's flags of the compare there.
+#[test]
+fn compares_then_branches_match_the_interpreter() {
+    let x = |bf: u32, l: u32, ra: u32, rb: u32, xo: u32| {
+        0x7c00_0000 | bf << 23 | l << 21 | ra << 16 | rb << 11 | xo << 1
+    };
+    let d = |op: u32, bf: u32, l: u32, ra: u32, imm: i16| {
+        op | bf << 23 | l << 21 | ra << 16 | imm as u16 as u32
+    };
+    const VALUES: [(u64, u64); 7] = [
+        (5, 5),
+        (3, 9),
+        (9, 3),
+        (u64::MAX, 1),
+        (1, u64::MAX),
+        (0x1_0000_0000, 1),
+        (0x8000_0000, 0x7fff_ffff),
+    ];
+    let mut r = Rng(0x00c0_ffee_cafe);
+    let mut taken = [0u32; 2];
+    for case in 0..1200 {
+        let bf = [0, 6][r.next() as usize % 2];
+        let l = r.next() as u32 % 2;
+        let (compare, field) = match r.next() % 6 {
+            0 => (x(bf, l, 6, 7, 0), bf),                   // cmp
+            1 => (x(bf, l, 6, 7, 32), bf),                  // cmpl
+            2 => (d(0x2c00_0000, bf, l, 6, 5), bf),         // cmpi r6,5
+            3 => (d(0x2800_0000, bf, l, 6, -1), bf),        // cmpli r6,0xffff
+            4 => (0x7cc5_3839, 0),                          // and. r5,r6,r7
+            _ => (0x70c5_00ff, 0),                          // andi. r5,r6,0xff
+        };
+        // Mostly the field just set; sometimes another, tested in the CR home.
+        let bi = if r.next() % 8 == 0 { 4 * (7 - field) } else { 4 * field }
+            + r.next() as u32 % 4;
+        let bo = [12, 4, 8, 0, 10, 2, 20][r.next() as usize % 7];
+        let lk = r.next() as u32 % 2;
+        let (branch, to) = match r.next() % 3 {
+            0 => (0x4000_0008 | bo << 21 | bi << 16 | lk, None), // bc +8
+            1 => (0x4c00_0020 | bo << 21 | bi << 16 | lk, Some(0)), // bclr
+            _ => (0x4c00_0420 | (bo | 4) << 21 | bi << 16 | lk, Some(1)), // bcctr
+        };
+        let prog = [compare, branch, 0x3860_0001, 0x3880_0001, 0];
+        let (a, b) = VALUES[r.next() as usize % VALUES.len()];
+        let so = r.next() % 4 == 0;
+        let (_, s) = differential(&prog, case % 2 == 1, |c| {
+            (c.st.gpr[6], c.st.gpr[7]) = (a, b);
+            c.st.set_xer(if so { 0x8000_0000 } else { 0 });
+            c.st.ctr = if to == Some(1) { CODE + 12 } else { 1 + case % 2 };
+            c.st.lr = CODE + 12;
+        });
+        taken[s.contains("r3=0x1 ") as usize] += 1;
+    }
+    // Both ways, many times.
+    assert!(taken[0] > 300 && taken[1] > 300, "{taken:?}");
+}
+
 /// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
 /// exclusive section when a module passes the limit or a flush is requested): two JITs on
 /// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
@@ -1114,6 +1232,9 @@ mod baseline {
         vector_and_fp_across_pages: Tiers::BASELINE, 0, vector_and_fp_accesses_across_pages_and_into_code;
         integer_unaligned_and_across_pages: Tiers::BASELINE, 0, integer_accesses_unaligned_and_across_pages;
         access_runs: Tiers::BASELINE, 0, access_runs_match_the_interpreter;
+        side_exits: Tiers::BASELINE, 0, side_exits_match_the_interpreter;
+        compares_then_branches: Tiers::BASELINE, 0, compares_then_branches_match_the_interpreter;
+        side_exits_promoted: Tiers::BOTH, 2, side_exits_match_the_interpreter;
         msr_writes_and_rfid: Tiers::BASELINE, 0, msr_writes_and_rfid_match_the_interpreter;
         msr_writes_and_rfid_promoted: Tiers::BOTH, 2, msr_writes_and_rfid_match_the_interpreter;
     }

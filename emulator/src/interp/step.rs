@@ -18,6 +18,12 @@ impl Cpu {
     /// [`Cpu::step`], returning the op executed.
     #[inline]
     pub fn step_op(&mut self) -> Result<Op, Exception> {
+        self.step_word().map(|(op, _)| op)
+    }
+
+    /// [`Cpu::step`], returning the op executed and its word.
+    #[inline]
+    fn step_word(&mut self) -> Result<(Op, u32), Exception> {
         let pc = self.st.pc;
         let word = self.mmu.fetch(&self.st, pc)?;
         self.nia = self.mask_ea(pc.wrapping_add(4));
@@ -33,7 +39,7 @@ impl Cpu {
         }
         self.st.pc = self.nia;
         self.counters.instructions += 1;
-        Ok(op)
+        Ok((op, word))
     }
 
     /// Executes the instruction `word` as if fetched from `st.pc` (`nia` must be set).
@@ -50,8 +56,8 @@ impl Cpu {
         let start = self.counters.instructions;
         for len in 1..=MAX_BLOCK_INSNS {
             let next = self.st.pc.wrapping_add(4);
-            let op = self.step_op()?;
-            if self.events != 0 || self.st.pc != next || ends_after(op, len, next) {
+            let (op, word) = self.step_word()?;
+            if self.events != 0 || self.st.pc != next || ends_after(op, word, len, next) {
                 break;
             }
         }

@@ -4,24 +4,33 @@
 
 use super::Cpu;
 use crate::cpu::Exception;
-use crate::isa::{InsnFlags, Op, decode};
+use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::PAGE_MASK;
 
 /// Longest block, in instructions (bounds translation time and the latency of a kick).
 pub const MAX_BLOCK_INSNS: usize = 64;
 
-/// The block ends after an instruction of `op` that is its `len`-th, when the next
-/// instruction would be at `next`: at a branch, at an instruction the ISA table marks
-/// `ends_block` (it may change the MSR, the PC or the code), at an illegal word, at a page
-/// end, or at `MAX_BLOCK_INSNS`.
+/// The block ends after the instruction `word` (of `op`) that is its `len`-th, when the next
+/// instruction would be at `next`: at a branch other than a side exit ([`side_exit`]), at an
+/// instruction the ISA table marks `ends_block` (it may change the MSR, the PC or the code),
+/// at an illegal word, at a page end, or at `MAX_BLOCK_INSNS`.
 #[inline]
-pub fn ends_after(op: Op, len: usize, next: u64) -> bool {
+pub fn ends_after(op: Op, word: u32, len: usize, next: u64) -> bool {
     let f = op.info().flags;
     op == Op::Illegal
-        || f.contains(InsnFlags::BRANCH)
-        || f.contains(InsnFlags::ENDS_BLOCK)
+        || ((f.contains(InsnFlags::BRANCH) || f.contains(InsnFlags::ENDS_BLOCK))
+            && !side_exit(op, Insn(word)))
         || len >= MAX_BLOCK_INSNS
         || next & !PAGE_MASK == 0
+}
+
+/// A conditional `bc` without LK whose target lies ahead: the block leaves by it when it is
+/// taken and goes on past it when not, so that the fall-through path runs on in the same
+/// host code (no exit, no entry, host copies of registers kept). A branch back (a loop's
+/// end, mostly taken) still ends the block; so does a call, whose `bl` makes a return frame.
+#[inline]
+pub fn side_exit(op: Op, i: Insn) -> bool {
+    op == Op::Bc && !i.lk() && i.aa() == 0 && i.rt() & 0x14 != 0x14 && i.bd() > 0
 }
 
 /// Guest code of one block, as fetched.
@@ -45,7 +54,7 @@ impl DecodedBlock {
             };
             words.push(w);
             a = a.wrapping_add(4);
-            if ends_after(decode(w), words.len(), a) {
+            if ends_after(decode(w), w, words.len(), a) {
                 break;
             }
         }
@@ -67,5 +76,31 @@ impl DecodedBlock {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ends(word: u32) -> bool {
+        ends_after(decode(word), word, 1, 0x1004)
+    }
+
+    #[test]
+    fn forward_conditional_branches_are_side_exits() {
+        assert!(!ends(0x4182_000c), "beq +12");
+        assert!(!ends(0x4240_0008), "bdz +8: CTR-decrementing");
+        assert!(ends(0x4182_fff4), "beq -12: a loop's end");
+        assert!(ends(0x4182_000d), "beql +12: a call");
+        assert!(ends(0x4182_000e), "beqa: absolute");
+        assert!(ends(0x4280_000c), "bc 20,0,+12: always taken");
+        assert!(ends(0x4800_000c), "b +12");
+        assert!(ends(0x4e80_0020), "blr");
+        assert!(ends(0x4d82_0020), "beqlr");
+        assert!(!ends(0x3860_0000), "li r3,0");
+        // The other limits hold for side exits too.
+        assert!(ends_after(Op::Bc, 0x4182_000c, MAX_BLOCK_INSNS, 0x1004));
+        assert!(ends_after(Op::Bc, 0x4182_000c, 1, 0x2000));
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{CR, CRF, CTR, LR, SO, Tx, flags};
 use crate::isa::{Insn, Op};
+use crate::vcpu::side_exit;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I32, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -77,7 +78,13 @@ impl Tx<'_> {
                 let taken = self.condition(i, true);
                 let base = if i.aa() != 0 { 0 } else { self.pc };
                 let t = self.iconst(base.wrapping_add(i.bd() as u64) as i64);
-                self.branch_exit(i, Some(taken), t);
+                if side_exit(op, i) {
+                    // The block goes on past it (`vcpu::side_exit`).
+                    let r = self.iconst(self.n as i64 + 1);
+                    self.exit_if(taken, |tx| tx.chain_exit(r, t));
+                } else {
+                    self.branch_exit(i, Some(taken), t);
+                }
             }
             Bclr | Bcctr if op == Bclr || i.rt() & 4 != 0 => {
                 // The target is read before LK updates LR.

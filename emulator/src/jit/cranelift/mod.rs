@@ -28,8 +28,9 @@ use super::{BlockKey, JitCtx, helpers};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, Exception, msr};
 use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::{Access, mmu_idx};
-use crate::vcpu::{Cpu, DecodedBlock};
+use crate::vcpu::{Cpu, DecodedBlock, side_exit};
 use core::mem::offset_of;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
 use cranelift_codegen::ir::{
     AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value,
@@ -344,6 +345,14 @@ fn compile(
         last_fallback = !done;
         if !done {
             tx.fallback(op, w);
+            if side_exit(op, Insn(w)) {
+                // A side exit the interpreter took left its target in `CpuState`.
+                let pc = tx.b.ins().load(I64, flags(), tx.cpu, PC);
+                let next = tx.pc.wrapping_add(4) as i64;
+                let taken = tx.b.ins().icmp_imm_s(IntCC::NotEqual, pc, next);
+                let r = tx.iconst(k as i64 + 1);
+                tx.exit_if(taken, |tx| tx.chain_exit(r, pc));
+            }
         }
     }
     // Fell off the end (the last instruction was no native branch): after an interpreter

@@ -51,7 +51,7 @@ use crate::jit::{
 use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };
-use crate::vcpu::Cpu;
+use crate::vcpu::{Cpu, side_exit};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -300,13 +300,13 @@ struct Em {
     sites: Vec<(u32, DynamicLabel)>,
     /// User mode: nothing outside the vCPU's own instructions stops it (see [`Space`]).
     user: bool,
-    /// The CR field whose LT/GT/EQ bits the instruction just translated left in `r8d`
-    /// (8/4/2, as `cmp_field` makes them), and the same for the one before it (`prev_crf`):
-    /// a conditional branch right after a compare tests the register, not the CR home it
-    /// was just stored to, so that a mispredicted branch resolves without a store-to-load
-    /// round trip.
-    crf_r8: Option<u32>,
-    prev_crf: Option<u32>,
+    /// The CR field whose value the instruction just translated computed from the host's
+    /// flags, with the flags left as the compare set them (and whether it compared signed),
+    /// and the same for the one before it (`prev_flags`): a conditional branch right after
+    /// a compare jumps on the flags, not on the CR home it was just stored to, so that a
+    /// mispredicted branch resolves as soon as the compare does.
+    crf_flags: Option<(u32, bool)>,
+    prev_flags: Option<(u32, bool)>,
     /// The home (`ST`-relative) of the 64-bit SPR the instruction just translated set from
     /// `rax` (`mtlr`, `mtctr`), and the previous instruction's.
     spr_rax: Option<i32>,
@@ -356,8 +356,8 @@ pub fn emit(
         guarded: space.guarded && space.flat_base.is_some(),
         sites: Vec::new(),
         user: space.user,
-        crf_r8: None,
-        prev_crf: None,
+        crf_flags: None,
+        prev_flags: None,
         spr_rax: None,
         prev_spr: None,
     };
@@ -380,7 +380,7 @@ pub fn emit(
         let w = words[k];
         e.k = k as u32;
         e.pc = pc.wrapping_add(4 * k as u64);
-        e.prev_crf = e.crf_r8.take();
+        e.prev_flags = e.crf_flags.take();
         e.prev_spr = e.spr_rax.take();
         // Host-guarded memory's test is already short; a run needs the TLB's.
         let run = if native_ok && !e.guarded {
@@ -545,25 +545,41 @@ impl Em {
         let at = self.label();
         asm!(self.ops ; mov rax, QWORD [r12 + RET] ; test rax, rax ; jnz =>at);
         self.cold.push(Cold::Interp { at, k: self.k });
+        if side_exit(op, Insn(word)) {
+            // A side exit the interpreter took left its target in `CpuState`; the block goes
+            // on only from the next word.
+            let on = self.label();
+            self.pc_into(RCX, self.pc.wrapping_add(4));
+            asm!(self.ops
+                ; mov rax, QWORD [rbx + PC]
+                ; cmp rax, rcx
+                ; je =>on
+                ; sub rbp, (self.k + 1) as i32
+            );
+            self.jmp_probe();
+            asm!(self.ops ; =>on);
+        }
     }
 
     // --- CR ---
 
-    /// `ecx` = LT/GT/EQ (8/4/2) from the flags of a compare: signed or unsigned.
-    fn cmp_field(&mut self, signed: bool) {
-        asm!(self.ops ; mov ecx, 2 ; mov edx, 4);
+    /// CR field `bf` = LT/GT/EQ (8/4/2) from the flags of a compare (signed or unsigned)
+    /// | XER[SO], with instructions that leave the flags as they are, for a branch that
+    /// follows (`crf_flags`). Clobbers `rcx`, `rdx` and `r8`.
+    fn set_crf_from_flags(&mut self, bf: u32, signed: bool) {
+        asm!(self.ops
+            ; movzx ecx, BYTE [rbx + SO]
+            ; lea edx, [rcx + 4]
+            ; lea r8d, [rcx + 8]
+            ; lea ecx, [rcx + 2]
+        );
         if signed {
-            asm!(self.ops ; cmovg ecx, edx ; mov edx, 8 ; cmovl ecx, edx);
+            asm!(self.ops ; cmovg ecx, edx ; cmovl ecx, r8d);
         } else {
-            asm!(self.ops ; cmova ecx, edx ; mov edx, 8 ; cmovb ecx, edx);
+            asm!(self.ops ; cmova ecx, edx ; cmovb ecx, r8d);
         }
-    }
-
-    /// CR field `bf` = `ecx` | XER[SO] (LT/GT/EQ kept in `r8d` for a branch that follows).
-    fn set_crf_with_so(&mut self, bf: u32) {
-        asm!(self.ops ; mov r8d, ecx ; or cl, BYTE [rbx + SO]);
-        self.crf_r8 = Some(bf);
         self.insert_crf(bf);
+        self.crf_flags = Some((bf, signed));
     }
 
     /// CR field `bf` = `cl` (4 bits).
@@ -620,8 +636,7 @@ impl Em {
     /// CR0 from host register `reg`; keeps it.
     fn record_from(&mut self, reg: u8) {
         asm!(self.ops ; test Rq(reg), Rq(reg));
-        self.cmp_field(true);
-        self.set_crf_with_so(0);
+        self.set_crf_from_flags(0, true);
     }
 
     /// `rax` → GPR `r`, recording CR0 when `rc`.

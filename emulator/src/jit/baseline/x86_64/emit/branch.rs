@@ -80,21 +80,31 @@ impl Em {
                 self.condition(i, true, nt);
                 self.exit_branch(i, n, i.bd() as u64);
                 asm!(self.ops ; =>nt);
-                self.exit_direct(n, self.pc.wrapping_add(4));
-                *ended = true;
+                // A side exit's block goes on past it (`vcpu::side_exit`); when it is the
+                // block's last word, the block's own end leaves for the next one.
+                if !side_exit(op, i) {
+                    self.exit_direct(n, self.pc.wrapping_add(4));
+                    *ended = true;
+                }
             }
             Bclr | Bcctr if op == Bclr || i.rt() & 4 != 0 => {
                 // The target is read before LK updates LR.
                 let home = if op == Bclr { LR } else { CTR };
                 // After `mtlr`/`mtctr` the value is still in `rax`: reading it back would
                 // wait for the store on the way to the jump.
+                let nt = self.label();
+                if !i.lk() {
+                    // Tested first, on the flags of a compare right before if there is one.
+                    self.condition(i, op == Bclr, nt);
+                }
                 if self.prev_spr != Some(home) {
                     asm!(self.ops ; mov rax, QWORD [rbx + home]);
                 }
                 asm!(self.ops ; and rax, -4);
-                self.link_register(i, always(i));
-                let nt = self.label();
-                self.condition(i, op == Bclr, nt);
+                if i.lk() {
+                    self.link_register(i, always(i));
+                    self.condition(i, op == Bclr, nt);
+                }
                 if op == Bclr && !i.lk() {
                     self.exit_return(n);
                 } else {
@@ -125,22 +135,40 @@ impl Em {
         }
         if bo & 0x10 == 0 {
             let bi = i.ra();
-            if self.prev_crf == Some(bi / 4) && bi % 4 != 3 {
-                // The compare right before left the field's LT/GT/EQ in `r8d`.
-                asm!(self.ops ; test r8d, 8 >> (bi % 4));
-                if bo & 8 != 0 {
-                    asm!(self.ops ; jz =>not_taken);
-                } else {
-                    asm!(self.ops ; jnz =>not_taken);
+            // Nothing between the compare and here changed the flags: no LK, no CTR.
+            let flags = self.prev_flags.filter(|&(bf, _)| {
+                bf == bi / 4 && bi % 4 != 3 && !i.lk() && !(use_ctr && bo & 4 == 0)
+            });
+            match flags {
+                Some((_, signed)) => {
+                    self.jump_unless_cr_bit(bi % 4, signed, bo & 8 != 0, not_taken)
                 }
-            } else {
-                self.test_cr_bit(bi);
-                if bo & 8 != 0 {
-                    asm!(self.ops ; jz =>not_taken);
-                } else {
-                    asm!(self.ops ; jnz =>not_taken);
+                None => {
+                    self.test_cr_bit(bi);
+                    if bo & 8 != 0 {
+                        asm!(self.ops ; jz =>not_taken);
+                    } else {
+                        asm!(self.ops ; jnz =>not_taken);
+                    }
                 }
             }
+        }
+    }
+
+    /// Jumps to `not_taken` unless LT, GT or EQ (`bit` 0, 1, 2) of the compare whose flags
+    /// the host has (signed or unsigned) is `want`.
+    fn jump_unless_cr_bit(&mut self, bit: u32, signed: bool, want: bool, not_taken: DynamicLabel) {
+        match (bit, signed, want) {
+            (0, true, true) => asm!(self.ops ; jge =>not_taken),
+            (0, true, false) => asm!(self.ops ; jl =>not_taken),
+            (0, false, true) => asm!(self.ops ; jae =>not_taken),
+            (0, false, false) => asm!(self.ops ; jb =>not_taken),
+            (1, true, true) => asm!(self.ops ; jle =>not_taken),
+            (1, true, false) => asm!(self.ops ; jg =>not_taken),
+            (1, false, true) => asm!(self.ops ; jbe =>not_taken),
+            (1, false, false) => asm!(self.ops ; ja =>not_taken),
+            (_, _, true) => asm!(self.ops ; jne =>not_taken),
+            (_, _, false) => asm!(self.ops ; je =>not_taken),
         }
     }
 

@@ -358,8 +358,7 @@ impl Em {
                     self.gpr_rm(GprOp::Load32, RAX, ra);
                     self.gpr_rm(GprOp::Cmp32, RAX, rb);
                 }
-                self.cmp_field(op == Cmp);
-                self.set_crf_with_so(i.bf());
+                self.set_crf_from_flags(i.bf(), op == Cmp);
             }
             Cmpi | Cmpli => {
                 let imm = if op == Cmpi {
@@ -373,8 +372,7 @@ impl Em {
                     (None, true) => asm!(self.ops ; cmp QWORD [rbx + gpr(ra)], imm),
                     (None, false) => asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm),
                 }
-                self.cmp_field(op == Cmpi);
-                self.set_crf_with_so(i.bf());
+                self.set_crf_from_flags(i.bf(), op == Cmpi);
             }
             Isel => {
                 if ra == 0 {

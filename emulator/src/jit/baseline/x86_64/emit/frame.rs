@@ -199,8 +199,8 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         guarded: false,
         sites: Vec::new(),
         user: false,
-        crf_r8: None,
-        prev_crf: None,
+        crf_flags: None,
+        prev_flags: None,
         spr_rax: None,
         prev_spr: None,
     }
