@@ -1097,16 +1097,19 @@ fn compares_then_branches_match_the_interpreter() {
         let bf = [0, 6][r.next() as usize % 2];
         let l = r.next() as u32 % 2;
         let (compare, field) = match r.next() % 6 {
-            0 => (x(bf, l, 6, 7, 0), bf),                   // cmp
-            1 => (x(bf, l, 6, 7, 32), bf),                  // cmpl
-            2 => (d(0x2c00_0000, bf, l, 6, 5), bf),         // cmpi r6,5
-            3 => (d(0x2800_0000, bf, l, 6, -1), bf),        // cmpli r6,0xffff
-            4 => (0x7cc5_3839, 0),                          // and. r5,r6,r7
-            _ => (0x70c5_00ff, 0),                          // andi. r5,r6,0xff
+            0 => (x(bf, l, 6, 7, 0), bf),            // cmp
+            1 => (x(bf, l, 6, 7, 32), bf),           // cmpl
+            2 => (d(0x2c00_0000, bf, l, 6, 5), bf),  // cmpi r6,5
+            3 => (d(0x2800_0000, bf, l, 6, -1), bf), // cmpli r6,0xffff
+            4 => (0x7cc5_3839, 0),                   // and. r5,r6,r7
+            _ => (0x70c5_00ff, 0),                   // andi. r5,r6,0xff
         };
         // Mostly the field just set; sometimes another, tested in the CR home.
-        let bi = if r.next() % 8 == 0 { 4 * (7 - field) } else { 4 * field }
-            + r.next() as u32 % 4;
+        let bi = if r.next().is_multiple_of(8) {
+            4 * (7 - field)
+        } else {
+            4 * field
+        } + r.next() as u32 % 4;
         let bo = [12, 4, 8, 0, 10, 2, 20][r.next() as usize % 7];
         let lk = r.next() as u32 % 2;
         let (branch, to) = match r.next() % 3 {
@@ -1116,11 +1119,15 @@ fn compares_then_branches_match_the_interpreter() {
         };
         let prog = [compare, branch, 0x3860_0001, 0x3880_0001, 0];
         let (a, b) = VALUES[r.next() as usize % VALUES.len()];
-        let so = r.next() % 4 == 0;
+        let so = r.next().is_multiple_of(4);
         let (_, s) = differential(&prog, case % 2 == 1, |c| {
             (c.st.gpr[6], c.st.gpr[7]) = (a, b);
             c.st.set_xer(if so { 0x8000_0000 } else { 0 });
-            c.st.ctr = if to == Some(1) { CODE + 12 } else { 1 + case % 2 };
+            c.st.ctr = if to == Some(1) {
+                CODE + 12
+            } else {
+                1 + case % 2
+            };
             c.st.lr = CODE + 12;
         });
         taken[s.contains("r3=0x1 ") as usize] += 1;
