@@ -307,6 +307,13 @@ struct Em {
     /// mispredicted branch resolves as soon as the compare does.
     crf_flags: Option<(u32, bool)>,
     prev_flags: Option<(u32, bool)>,
+    /// The GPR (bit `r`) the next instruction overwrites when it is a plain integer one
+    /// ([`fixed::overwrites`]); the results this instruction left out of their homes
+    /// because of it (`skipped`), and those the previous one left out, which this one
+    /// writes (`unstored`). See [`Em::store_home`].
+    next_writes: u32,
+    skipped: u32,
+    unstored: u32,
     /// The home (`ST`-relative) of the 64-bit SPR the instruction just translated set from
     /// `rax` (`mtlr`, `mtctr`), and the previous instruction's.
     spr_rax: Option<i32>,
@@ -358,6 +365,9 @@ pub fn emit(
         user: space.user,
         crf_flags: None,
         prev_flags: None,
+        next_writes: 0,
+        skipped: 0,
+        unstored: 0,
         spr_rax: None,
         prev_spr: None,
     };
@@ -388,6 +398,14 @@ pub fn emit(
         } else {
             0
         };
+        // A run's first instruction is an access, which no plain integer one is.
+        debug_assert!(run < 2 || e.skipped == 0);
+        e.unstored = std::mem::take(&mut e.skipped);
+        e.cache.pin(e.unstored);
+        e.next_writes = match words.get(k + 1) {
+            Some(&next) if native_ok && run < 2 && e.caching => fixed::overwrites(next),
+            _ => 0,
+        };
         if run >= 2 {
             e.access_run(&words[k..k + run]);
             (native, last_fallback) = (native + run as u32, false);
@@ -405,6 +423,12 @@ pub fn emit(
         }
         last_fallback = !done;
     }
+    debug_assert_eq!(
+        e.skipped, 0,
+        "the last instruction left a result out of its home"
+    );
+    (e.next_writes, e.unstored) = (0, 0);
+    e.cache.pin(0);
     if !ended {
         let n = words.len() as u32;
         if last_fallback {
@@ -455,13 +479,16 @@ impl Em {
         }
         let wanted = self.later[self.k as usize] & 1 << r != 0;
         if op == GprOp::Store64 {
-            self.gpr_home(op, reg, r);
             let copy = match self.cache.find(r) {
                 Some(h) => Some(h),
                 None => wanted.then(|| self.cache.take(r)),
             };
-            if let Some(h) = copy {
-                self.reg_reg(GprOp::Store64, reg, h);
+            match copy {
+                Some(h) => {
+                    self.store_home(reg, r);
+                    self.reg_reg(GprOp::Store64, reg, h);
+                }
+                None => self.gpr_home(op, reg, r),
             }
             return;
         }
@@ -469,6 +496,29 @@ impl Em {
             Some(h) => self.reg_reg(op, reg, h),
             None => self.gpr_home(op, reg, r),
         }
+    }
+
+    /// Stores GPR `r`'s new value (in `reg`, which is or is copied to `r`'s host copy) to
+    /// its home, unless the next instruction overwrites `r` without a way out of the block
+    /// before it does (`next_writes`): then the copy is pinned until it has, and no exit,
+    /// fault or helper can see the stale home (each asserts that nothing is left out).
+    fn store_home(&mut self, reg: u8, r: u32) {
+        if self.caching && self.next_writes & 1 << r != 0 {
+            self.skipped |= 1 << r;
+            self.cache.pin(self.unstored | self.skipped);
+        } else {
+            self.gpr_home(GprOp::Store64, reg, r);
+        }
+    }
+
+    /// Nothing is left out of its home here (an exit, a helper call).
+    fn assert_homes_current(&self) {
+        debug_assert_eq!(
+            self.skipped | self.unstored,
+            0,
+            "a GPR's home is stale at {:#x}",
+            self.pc
+        );
     }
 
     /// The host register holding a copy of GPR `r`, made now when the rest of the block

@@ -14,6 +14,11 @@
 //!
 //! Only registers the rest of the block names again are cached ([`later_gprs`]): a value
 //! read once is cheaper read from its home.
+//!
+//! One exception to write-through: a result the very next instruction overwrites, when that
+//! one is a plain integer instruction (no way out of the block, sources read from copies),
+//! is not stored home; its copy is *pinned* (never evicted) until that instruction has
+//! written the home again (`Em::store_home`).
 
 use crate::isa::{Operand, decode};
 
@@ -28,6 +33,8 @@ pub struct RegCache {
     gpr: [Option<u8>; HOST_REGS.len()],
     used: [u32; HOST_REGS.len()],
     clock: u32,
+    /// GPRs (bit `r`) whose copies hold values not yet stored home.
+    pinned: u32,
 }
 
 impl RegCache {
@@ -42,9 +49,11 @@ impl RegCache {
     /// recently used.
     pub fn take(&mut self, r: u32) -> u8 {
         debug_assert!(self.gpr.iter().all(|&g| g != Some(r as u8)));
+        let pinned = |s: usize| self.gpr[s].is_some_and(|g| self.pinned & 1 << g != 0);
         let slot = match self.gpr.iter().position(Option::is_none) {
             Some(s) => s,
             None => (0..HOST_REGS.len())
+                .filter(|&s| !pinned(s))
                 .min_by_key(|&s| self.used[s])
                 .expect("host registers"),
         };
@@ -53,14 +62,21 @@ impl RegCache {
         HOST_REGS[slot]
     }
 
+    /// Pins exactly the copies of `gprs` (bit `r`): [`RegCache::take`] evicts none of them.
+    pub fn pin(&mut self, gprs: u32) {
+        self.pinned = gprs;
+    }
+
     /// Forgets every copy (after the interpreter ran, which may have written any GPR).
     pub fn clear(&mut self) {
+        debug_assert_eq!(self.pinned, 0, "a pinned copy dropped");
         self.gpr = [None; HOST_REGS.len()];
     }
 
     /// Forgets the copies in caller-saved registers (after an inline helper call, which
     /// writes no GPR but clobbers them); `r15`'s survives.
     pub fn clobber_caller_saved(&mut self) {
+        debug_assert_eq!(self.pinned, 0, "a pinned copy dropped");
         for (g, h) in self.gpr.iter_mut().zip(HOST_REGS) {
             if h != 15 {
                 *g = None;
@@ -124,6 +140,13 @@ mod tests {
         assert_eq!(c.held().collect::<Vec<_>>(), [(15, 0)]);
         c.clear();
         assert_eq!((c.held().count(), c.find(0)), (0, None));
+        // A pinned copy is never the one evicted, however old.
+        for r in 0..HOST_REGS.len() as u32 {
+            c.take(r);
+        }
+        c.pin(1 << 0);
+        assert_eq!(c.take(20), HOST_REGS[1]);
+        assert_eq!(c.find(0), Some(HOST_REGS[0]));
     }
 
     #[test]

@@ -101,7 +101,10 @@ impl Em {
                 self.set_rc(rt, rc);
             }
             Mulli => {
-                asm!(self.ops ; imul rax, QWORD [rbx + gpr(ra)], i.si() as i32);
+                match self.copy_of(ra) {
+                    Some(h) => asm!(self.ops ; imul rax, Rq(h), i.si() as i32),
+                    None => asm!(self.ops ; imul rax, QWORD [rbx + gpr(ra)], i.si() as i32),
+                }
                 self.set_gpr(rt);
             }
             Mulld => {
@@ -418,6 +421,27 @@ impl Em {
     }
 }
 
+/// The GPR (bit `r`) that the instruction `w` writes when it is a plain integer one whose
+/// translation here cannot leave the block (no fault, helper or exit) and reads each
+/// source from its host copy when it has one; 0 for any other. What [`Em::store_home`]
+/// relies on to leave the previous instruction's result out of its home.
+pub(super) fn overwrites(w: u32) -> u32 {
+    use Op::*;
+    let (op, i) = (decode(w), Insn(w));
+    if op.info().flags.contains(InsnFlags::OE) && i.oe() {
+        return 0;
+    }
+    match op {
+        // `nop` and the other no-op immediates write nothing.
+        Ori | Oris | Xori | Xoris if i.ui() == 0 && i.ra() == i.rt() => 0,
+        Addi | Addis | Add | Subf | Neg | Mulli | Mulld | Mullw => 1 << i.rt(),
+        And | Or | Xor | Nand | Nor | Andc | Orc | Eqv | Ori | Oris | Xori | Xoris | AndiDot
+        | AndisDot | Extsb | Extsh | Extsw | Rlwinm | Rldicl | Rldicr | Rldic | Slw | Srw | Sld
+        | Srd => 1 << i.ra(),
+        _ => 0,
+    }
+}
+
 impl Em {
     /// `GPR rt = GPR a op b` computed in `rt`'s host copy (`op h, b`), not in `rax` and
     /// then copied: for the common integer ops whose result the rest of the block reads
@@ -466,7 +490,7 @@ impl Em {
                 _ => unreachable!("immediate form of {}", op.encoding().1[0]),
             },
         }
-        self.gpr_home(GprOp::Store64, h, rt);
+        self.store_home(h, rt);
         if rc {
             self.record_from(h);
         }
@@ -545,7 +569,7 @@ impl Em {
         } else {
             asm!(self.ops ; mov rdx, QWORD m as i64 ; and Rq(h), rdx);
         }
-        self.gpr_home(GprOp::Store64, h, rd);
+        self.store_home(h, rd);
         if rc {
             self.record_from(h);
         }

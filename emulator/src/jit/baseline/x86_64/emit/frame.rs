@@ -201,6 +201,9 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         user: false,
         crf_flags: None,
         prev_flags: None,
+        next_writes: 0,
+        skipped: 0,
+        unstored: 0,
         spr_rax: None,
         prev_spr: None,
     }
@@ -321,6 +324,7 @@ impl Em {
     /// one, so that the indirect jump is the block's own: one shared jump for every indirect
     /// exit of the machine left the host's branch predictor a single site for all targets.
     pub(super) fn jmp_probe(&mut self) {
+        self.assert_homes_current();
         match self.probe {
             Exit::Local(l) => asm!(self.ops ; call =>l),
             Exit::Shared { probe, .. } => self.branch_to_stub(0xe8, probe),
@@ -675,6 +679,7 @@ impl Em {
 
     /// [`Em::exit_direct`] with the budget charged.
     pub(super) fn jump_direct(&mut self, target: u64) {
+        self.assert_homes_current();
         // A user process's pages never change mapping (an unmapped, replaced or no longer
         // executable page drops its blocks, and with them the jumps into them), so its
         // exits link to any page. A machine's other page may map other code the next time
@@ -781,6 +786,7 @@ impl Em {
     /// `blr` site, mispredicted whenever a function returned to another caller than the last
     /// time; the host's return stack follows the calls.
     pub(super) fn exit_return(&mut self, retired: u32) {
+        self.assert_homes_current();
         let (miss, drop) = (self.label(), self.label());
         asm!(self.ops
             ; sub rbp, retired as i32
@@ -821,6 +827,7 @@ impl Em {
     /// `helper(cpu, ctx, rdx, rcx, r8)` through its thunk: the caller has set the three
     /// arguments.
     pub(super) fn call(&mut self, h: Helper) {
+        self.assert_homes_current();
         let i = HELPERS
             .iter()
             .position(|&x| x == h)
