@@ -218,6 +218,30 @@ void cmain(u64 *sp)
         kv("store again", f());
         sc(SYS_exit_group, 0, 0, 0, 0, 0, 0);
     }
+    /* Runs of accesses off one base whose later access faults on the host: two stores, the
+     * second into a page of code that ran (the first, in the page before, happens once), and
+     * two loads, the second from an unmapped page (the process dies of SIGSEGV there). */
+    if (argc > 1 && seq(argv[1], "runfault")) {
+        u32 *m = (u32 *)sc(SYS_mmap, 0x62000000, 8192, 7, 0x22, -1, 0);
+        u32 *code = m + 1024;
+        i64 (*f)(void) = (i64 (*)(void))(void *)code;
+        code[0] = 0x38600001; /* li r3, 1 */
+        code[1] = 0x4e800020; /* blr */
+        __asm__ volatile("dcbst 0,%0; sync; icbi 0,%0; isync" : : "r"(code) : "memory");
+        kv("code", f());
+        volatile u32 *w = code - 1;
+        u32 v = w[0];
+        w[0] = v + 7;
+        w[1] = 0x38600005; /* li r3, 5 */
+        __asm__ volatile("dcbst 0,%0; sync; icbi 0,%0; isync" : : "r"(code) : "memory");
+        kv("rewritten", f());
+        kv("word before", m[1023]);
+        volatile u64 *q = (volatile u64 *)(void *)(m + 1024 - 2);
+        sc(SYS_munmap, (i64)code, 4096, 0, 0, 0, 0);
+        q[0] = 3;
+        u64 a = q[0], b = q[1];
+        kv("not reached", a + b);
+    }
     /* `sys bench`: a silent compute loop for the interpreter benchmark. */
     if (argc > 1 && seq(argv[1], "bench")) sc(SYS_exit_group, mix(1, 100000) & 1, 0, 0, 0, 0, 0);
     kv("argc", argc);

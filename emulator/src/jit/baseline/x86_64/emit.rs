@@ -114,6 +114,9 @@ const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
 const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
 const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
+/// The longest access run in host-guarded memory, in instructions (its cold code grows as
+/// the square of its length).
+const GUARDED_RUN_MAX: usize = 12;
 const CODE_HOSTS: i32 = offset_of!(JitCtx, code_hosts) as i32;
 const RSP_BASE: i32 = offset_of!(JitCtx, rsp_base) as i32;
 const RSP_LIMIT: i32 = offset_of!(JitCtx, rsp_limit) as i32;
@@ -392,11 +395,12 @@ pub fn emit(
         e.pc = pc.wrapping_add(4 * k as u64);
         e.prev_flags = e.crf_flags.take();
         e.prev_spr = e.spr_rax.take();
-        // Host-guarded memory's test is already short; a run needs the TLB's.
-        let run = if native_ok && !e.guarded {
-            access_run::run_len(&words[k..])
-        } else {
-            0
+        // In host-guarded memory each access of a run has a cold path of its own (where a
+        // host fault resumes): runs are kept short there.
+        let run = match (native_ok, e.guarded) {
+            (false, _) => 0,
+            (true, false) => access_run::run_len(&words[k..]),
+            (true, true) => access_run::run_len(&words[k..words.len().min(k + GUARDED_RUN_MAX)]),
         };
         // A run's first instruction is an access, which no plain integer one is.
         debug_assert!(run < 2 || e.skipped == 0);

@@ -10,6 +10,11 @@
 //! instructions one by one as usual, so every fault, device access and store into
 //! translated code happens at the instruction it belongs to. The fast path does nothing
 //! before its one test, so the cold path starts from the run's first instruction.
+//!
+//! In host-guarded memory (user mode) the one test is that the span lies in the process's
+//! range, and the host's page protections check each access: a host fault on an access
+//! resumes at a cold path of its own that runs the run from that access on, one
+//! instruction at a time (what ran before it ran once).
 
 use super::memory::Fit;
 use super::*;
@@ -144,18 +149,25 @@ impl Em {
         let (miss, back) = (self.label(), self.label());
         let span = (end - lo) as u32;
         self.base_plus(base, lo);
-        // Data accesses share one MMU index: a store's write tag is in the same entry as a
-        // load's read tag, with the same addend.
-        debug_assert_eq!(self.idx_read, self.idx_write);
-        let tags = match (loads, stores) {
-            (true, true) => &[offset_of!(TlbEntry, read), offset_of!(TlbEntry, write)][..],
-            (true, false) => &[offset_of!(TlbEntry, read)],
-            _ => &[offset_of!(TlbEntry, write)],
-        };
-        self.tlb_test(self.idx_read, tags, span, Fit::InPage, miss);
+        if self.guarded {
+            self.guarded_span(span, miss);
+        } else {
+            // Data accesses share one MMU index: a store's write tag is in the same entry as
+            // a load's read tag, with the same addend.
+            debug_assert_eq!(self.idx_read, self.idx_write);
+            let tags = match (loads, stores) {
+                (true, true) => &[offset_of!(TlbEntry, read), offset_of!(TlbEntry, write)][..],
+                (true, false) => &[offset_of!(TlbEntry, read)],
+                _ => &[offset_of!(TlbEntry, write)],
+            };
+            self.tlb_test(self.idx_read, tags, span, Fit::InPage, miss);
+        }
         // `r13` = the host address of the base plus `lo`: the instructions between the
         // accesses may use `rcx`.
         asm!(self.ops ; add r13, rcx);
+        // Where a host fault on each access resumes (host-guarded memory): the run from
+        // that access on, one instruction at a time.
+        let mut resumes = Vec::new();
         for (j, s) in steps.iter().enumerate() {
             (self.k, self.pc) = (k0 + j as u32, pc0.wrapping_add(4 * j as u64));
             match *s {
@@ -169,25 +181,58 @@ impl Em {
                     disp,
                     size,
                     store,
-                } => self.run_access(op, i, (disp - lo) as i32, size, store),
+                } => {
+                    let resume = self.guarded.then(|| self.label());
+                    resumes.extend(resume.map(|l| (l, j)));
+                    self.run_access(op, i, (disp - lo) as i32, size, store, resume);
+                }
             }
         }
         asm!(self.ops ; =>back);
-        self.cold.push(Cold::AccessRun {
-            at: miss,
-            back,
-            held: self.cache,
-            k: k0,
-            pc: pc0,
-            words: words.to_vec(),
-        });
+        for (at, j) in std::iter::once((miss, 0)).chain(resumes) {
+            self.cold.push(Cold::AccessRun {
+                at,
+                back,
+                held: self.cache,
+                k: k0 + j as u32,
+                pc: pc0.wrapping_add(4 * j as u64),
+                words: words[j..].to_vec(),
+            });
+        }
     }
 
-    /// One access of a run's fast path, at host address `r13 + off`.
-    fn run_access(&mut self, op: Op, i: Insn, off: i32, size: u32, store: bool) {
+    /// Host-guarded memory's test for a run: every byte of the `span` bytes at `r13` is in
+    /// the process's range (the first and the last are: the span is short), and `rcx` = the
+    /// range's addend; jumps to `miss` otherwise. Page protections do the rest, a fault
+    /// resuming at the faulting access's own cold path.
+    fn guarded_span(&mut self, span: u32, miss: DynamicLabel) {
+        let base = self.flat.expect("guarded memory is flat");
+        asm!(self.ops
+            ; lea rdx, [r13 + (span - 1) as i32]
+            ; or rdx, r13
+            ; test rdx, QWORD [r12 + BEYOND_USER_SPAN]
+            ; jnz =>miss
+            ; mov rcx, QWORD base as i64
+        );
+    }
+
+    /// One access of a run's fast path, at host address `r13 + off`; in host-guarded
+    /// memory a host fault on it resumes at `resume`.
+    fn run_access(
+        &mut self,
+        op: Op,
+        i: Insn,
+        off: i32,
+        size: u32,
+        store: bool,
+        resume: Option<DynamicLabel>,
+    ) {
         if store {
             self.store_src(RAX, StoreSrc::Gpr(i.rt()));
             self.swap_if_big_endian(size, self.le);
+            if let Some(l) = resume {
+                self.fault_site(l);
+            }
             match size {
                 1 => asm!(self.ops ; mov BYTE [r13 + off], al),
                 2 => asm!(self.ops ; mov WORD [r13 + off], ax),
@@ -195,6 +240,9 @@ impl Em {
                 _ => asm!(self.ops ; mov QWORD [r13 + off], rax),
             }
             return;
+        }
+        if let Some(l) = resume {
+            self.fault_site(l);
         }
         match size {
             1 => asm!(self.ops ; movzx eax, BYTE [r13 + off]),
