@@ -1091,6 +1091,34 @@ fn compares_then_branches_match_the_interpreter() {
         (0x1_0000_0000, 1),
         (0x8000_0000, 0x7fff_ffff),
     ];
+    // Every compare form, operand pair, bit and sense with the operands read (so held in
+    // host copies) between the compare and the branch: the branch compares again.
+    for (k, &(a, b)) in VALUES.iter().enumerate() {
+        for (form, l) in (0..4).flat_map(|form| [(form, 0), (form, 1)]) {
+            for (bit, sense) in (0..3).flat_map(|bit| [(bit, 4), (bit, 12)]) {
+                let compare = match form {
+                    0 => x(6, l, 6, 7, 0),            // cmp
+                    1 => x(6, l, 6, 7, 32),           // cmpl
+                    2 => d(0x2c00_0000, 6, l, 6, 5),  // cmpi
+                    _ => d(0x2800_0000, 6, l, 6, -1), // cmpli
+                };
+                let prog = [
+                    compare,
+                    0x90c1_000c,                                  // stw r6,12(r1)
+                    0x90e1_0010,                                  // stw r7,16(r1)
+                    0x7e86_3a14,                                  // add r20,r6,r7
+                    0x4000_0008 | sense << 21 | (24 + bit) << 16, // bc sense,cr6[bit],+8
+                    0x3860_0001,
+                    0x3880_0001,
+                    0,
+                ];
+                differential(&prog, k % 2 == 1, |c| {
+                    c.st.gpr[1] = DATA;
+                    (c.st.gpr[6], c.st.gpr[7]) = (a, b);
+                });
+            }
+        }
+    }
     let mut r = Rng(0x00c0_ffee_cafe);
     let mut taken = [0u32; 2];
     for case in 0..1200 {
@@ -1117,18 +1145,42 @@ fn compares_then_branches_match_the_interpreter() {
             1 => (0x4c00_0020 | bo << 21 | bi << 16 | lk, Some(0)), // bclr
             _ => (0x4c00_0420 | (bo | 4) << 21 | bi << 16 | lk, Some(1)), // bcctr
         };
-        let prog = [compare, branch, 0x3860_0001, 0x3880_0001, 0];
+        // Between them (the tier then compares again at the branch when the operands, in
+        // host copies, and the field are unchanged): nothing, or up to three of: reads of
+        // the compared registers, an unrelated write, a write of a compared register, a load
+        // into one, an unrelated load, a store, a field set another way, a recording
+        // instruction, a no-op.
+        const BETWEEN: [u32; 14] = [
+            0x7e86_3a14, // add r20,r6,r7: reads both (read twice, they get host copies)
+            0x7e86_3a14,
+            0x7e86_3a14,
+            0x90c1_000c, // stw r6,12(r1)
+            0x90c1_000c,
+            0x3a94_0001, // addi r20,r20,1
+            0x38c6_0001, // addi r6,r6,1
+            0x80e1_0000, // lwz r7,0(r1)
+            0x8281_0004, // lwz r20,4(r1)
+            0x9281_0008, // stw r20,8(r1)
+            0x4f39_ca42, // crset 25 (cr6 gt)
+            0x4c42_1182, // crxor 2,2,2 (cr0 eq)
+            0x7e95_b215, // add. r20,r21,r22
+            0x6000_0000, // nop
+        ];
+        let between: Vec<u32> = (0..r.next() % 5)
+            .map(|_| BETWEEN[r.next() as usize % BETWEEN.len()])
+            .collect();
+        let mut prog = vec![compare];
+        prog.extend(&between);
+        prog.extend([branch, 0x3860_0001, 0x3880_0001, 0]);
+        let landing = CODE + 4 * (prog.len() as u64 - 2);
         let (a, b) = VALUES[r.next() as usize % VALUES.len()];
         let so = r.next().is_multiple_of(4);
         let (_, s) = differential(&prog, case % 2 == 1, |c| {
+            c.st.gpr[1] = DATA;
             (c.st.gpr[6], c.st.gpr[7]) = (a, b);
             c.st.set_xer(if so { 0x8000_0000 } else { 0 });
-            c.st.ctr = if to == Some(1) {
-                CODE + 12
-            } else {
-                1 + case % 2
-            };
-            c.st.lr = CODE + 12;
+            c.st.ctr = if to == Some(1) { landing } else { 1 + case % 2 };
+            c.st.lr = landing;
         });
         taken[s.contains("r3=0x1 ") as usize] += 1;
     }

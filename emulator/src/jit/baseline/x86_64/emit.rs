@@ -317,6 +317,10 @@ struct Em {
     next_writes: u32,
     skipped: u32,
     unstored: u32,
+    /// The last compare whose operands are unchanged since and whose field nothing has set
+    /// since ([`fixed::keeps_compare`]): a branch on that field compares again rather than
+    /// load the CR byte just stored.
+    cmp_src: Option<fixed::CmpSrc>,
     /// The home (`ST`-relative) of the 64-bit SPR the instruction just translated set from
     /// `rax` (`mtlr`, `mtctr`), and the previous instruction's.
     spr_rax: Option<i32>,
@@ -371,6 +375,7 @@ pub fn emit(
         next_writes: 0,
         skipped: 0,
         unstored: 0,
+        cmp_src: None,
         spr_rax: None,
         prev_spr: None,
     };
@@ -410,6 +415,12 @@ pub fn emit(
             Some(&next) if native_ok && run < 2 && e.caching => fixed::overwrites(next),
             _ => 0,
         };
+        let span = &words[k..k + run.max(1)];
+        if let Some(c) = e.cmp_src
+            && !span.iter().all(|&w| fixed::keeps_compare(w, &c))
+        {
+            e.cmp_src = None;
+        }
         if run >= 2 {
             e.access_run(&words[k..k + run]);
             (native, last_fallback) = (native + run as u32, false);
@@ -698,6 +709,7 @@ impl Em {
         self.gpr_rm(GprOp::Store64, RAX, r);
         if rc {
             self.record();
+            self.cmp_src = Some(fixed::CmpSrc::record(r));
         }
     }
 

@@ -37,7 +37,7 @@ enum Step {
 }
 
 /// A plain D- or DS-form load or store without update (`Some(true)`: a store).
-fn plain(op: Op) -> Option<bool> {
+pub(super) fn plain(op: Op) -> Option<bool> {
     use Op::*;
     match op {
         Lbz | Lhz | Lha | Lwz | Lwa | Ld => Some(false),

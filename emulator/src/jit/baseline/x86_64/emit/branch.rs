@@ -1,5 +1,6 @@
 //! Branches and the condition register: the baseline tier's `branch` family (see `table`).
 
+use super::fixed::{CmpSrc, Operand2};
 use super::*;
 
 impl Em {
@@ -139,11 +140,26 @@ impl Em {
             let flags = self.prev_flags.filter(|&(bf, _)| {
                 bf == bi / 4 && bi % 4 != 3 && !i.lk() && !(use_ctr && bo & 4 == 0)
             });
-            match flags {
-                Some((_, signed)) => {
+            // Only from copies: comparing homes again costs more than loading the CR byte.
+            let again = self.cmp_src.filter(|c| {
+                let copy = |r| self.cache_peek(r).is_some();
+                c.bf == bi / 4
+                    && bi % 4 != 3
+                    && copy(c.a)
+                    && match c.b {
+                        Operand2::Gpr(r) => copy(r),
+                        Operand2::Imm(_) => true,
+                    }
+            });
+            match (flags, again) {
+                (Some((_, signed)), _) => {
                     self.jump_unless_cr_bit(bi % 4, signed, bo & 8 != 0, not_taken)
                 }
-                None => {
+                (None, Some(c)) => {
+                    self.recompare(c);
+                    self.jump_unless_cr_bit(bi % 4, c.signed, bo & 8 != 0, not_taken);
+                }
+                (None, None) => {
                     self.test_cr_bit(bi);
                     if bo & 8 != 0 {
                         asm!(self.ops ; jz =>not_taken);
@@ -151,6 +167,21 @@ impl Em {
                         asm!(self.ops ; jnz =>not_taken);
                     }
                 }
+            }
+        }
+    }
+
+    /// The host flags of the compare `c` again, from its operands' host copies (they have
+    /// not changed since it ran). Keeps `rax`.
+    fn recompare(&mut self, c: CmpSrc) {
+        let copy = |r| self.cache_peek(r).expect("a compared register's copy");
+        let a = copy(c.a);
+        match (c.b, c.wide) {
+            (Operand2::Imm(v), true) => asm!(self.ops ; cmp Rq(a), v),
+            (Operand2::Imm(v), false) => asm!(self.ops ; cmp Rd(a), v),
+            (Operand2::Gpr(r), wide) => {
+                let cmp = if wide { GprOp::Cmp64 } else { GprOp::Cmp32 };
+                self.reg_reg(cmp, a, copy(r));
             }
         }
     }

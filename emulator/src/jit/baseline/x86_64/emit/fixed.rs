@@ -362,6 +362,13 @@ impl Em {
                     self.gpr_rm(GprOp::Cmp32, RAX, rb);
                 }
                 self.set_crf_from_flags(i.bf(), op == Cmp);
+                self.cmp_src = Some(CmpSrc {
+                    bf: i.bf(),
+                    signed: op == Cmp,
+                    wide: i.l10() != 0,
+                    a: ra,
+                    b: Operand2::Gpr(rb),
+                });
             }
             Cmpi | Cmpli => {
                 let imm = if op == Cmpi {
@@ -376,6 +383,13 @@ impl Em {
                     (None, false) => asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm),
                 }
                 self.set_crf_from_flags(i.bf(), op == Cmpi);
+                self.cmp_src = Some(CmpSrc {
+                    bf: i.bf(),
+                    signed: op == Cmpi,
+                    wide: i.l10() != 0,
+                    a: ra,
+                    b: Operand2::Imm(imm),
+                });
             }
             Isel => {
                 if ra == 0 {
@@ -421,24 +435,87 @@ impl Em {
     }
 }
 
-/// The GPR (bit `r`) that the instruction `w` writes when it is a plain integer one whose
+/// The GPRs (bit `r`) that the instruction `w` writes when it is a plain integer one whose
 /// translation here cannot leave the block (no fault, helper or exit) and reads each
-/// source from its host copy when it has one; 0 for any other. What [`Em::store_home`]
-/// relies on to leave the previous instruction's result out of its home.
-pub(super) fn overwrites(w: u32) -> u32 {
+/// source from its host copy when it has one (0 for the no-op immediates); `None` for any
+/// other instruction.
+fn plain_dest(w: u32) -> Option<u32> {
     use Op::*;
     let (op, i) = (decode(w), Insn(w));
     if op.info().flags.contains(InsnFlags::OE) && i.oe() {
-        return 0;
+        return None;
     }
     match op {
         // `nop` and the other no-op immediates write nothing.
-        Ori | Oris | Xori | Xoris if i.ui() == 0 && i.ra() == i.rt() => 0,
-        Addi | Addis | Add | Subf | Neg | Mulli | Mulld | Mullw => 1 << i.rt(),
+        Ori | Oris | Xori | Xoris if i.ui() == 0 && i.ra() == i.rt() => Some(0),
+        Addi | Addis | Add | Subf | Neg | Mulli | Mulld | Mullw => Some(1 << i.rt()),
         And | Or | Xor | Nand | Nor | Andc | Orc | Eqv | Ori | Oris | Xori | Xoris | AndiDot
         | AndisDot | Extsb | Extsh | Extsw | Rlwinm | Rldicl | Rldicr | Rldic | Slw | Srw | Sld
-        | Srd => 1 << i.ra(),
-        _ => 0,
+        | Srd => Some(1 << i.ra()),
+        _ => None,
+    }
+}
+
+/// The GPR (bit `r`) that `w` writes when it is a plain integer instruction
+/// ([`plain_dest`]); 0 for any other. What [`Em::store_home`] relies on to leave the
+/// previous instruction's result out of its home.
+pub(super) fn overwrites(w: u32) -> u32 {
+    plain_dest(w).unwrap_or(0)
+}
+
+/// Whether the compare `c` still gives its CR field after the instruction `w`: `w` sets no
+/// CR field and writes none of the compare's GPRs (a plain integer instruction, a load or
+/// store without update, a branch, which writes LR or CTR at most).
+pub(super) fn keeps_compare(w: u32, c: &CmpSrc) -> bool {
+    let (op, i) = (decode(w), Insn(w));
+    let f = op.info().flags;
+    if f.contains(InsnFlags::SETS_CR) || (f.contains(InsnFlags::RC) && i.rc()) {
+        return false;
+    }
+    if f.contains(InsnFlags::BRANCH) {
+        return true;
+    }
+    let written = match plain_dest(w) {
+        Some(d) => d,
+        None => match access_run::plain(op) {
+            Some(true) => 0,
+            Some(false) => 1 << i.rt(),
+            None => return false,
+        },
+    };
+    written & c.gprs() == 0
+}
+
+/// A compare (or a recording instruction: its result against 0) whose CR field a branch
+/// further on can compute again from the same operands ([`Em::recompare`]).
+#[derive(Clone, Copy)]
+pub(super) struct CmpSrc {
+    pub bf: u32,
+    pub signed: bool,
+    /// A doubleword compare (else the low words).
+    pub wide: bool,
+    pub a: u32,
+    pub b: Operand2,
+}
+
+impl CmpSrc {
+    fn gprs(&self) -> u32 {
+        1 << self.a
+            | match self.b {
+                Operand2::Gpr(r) => 1 << r,
+                Operand2::Imm(_) => 0,
+            }
+    }
+
+    /// CR0 of a recording instruction whose result is GPR `r`.
+    pub(super) fn record(r: u32) -> Self {
+        Self {
+            bf: 0,
+            signed: true,
+            wide: true,
+            a: r,
+            b: Operand2::Imm(0),
+        }
     }
 }
 
@@ -493,6 +570,7 @@ impl Em {
         self.store_home(h, rt);
         if rc {
             self.record_from(h);
+            self.cmp_src = Some(CmpSrc::record(rt));
         }
         true
     }
@@ -572,6 +650,7 @@ impl Em {
         self.store_home(h, rd);
         if rc {
             self.record_from(h);
+            self.cmp_src = Some(CmpSrc::record(rd));
         }
         true
     }

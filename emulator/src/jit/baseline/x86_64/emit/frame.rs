@@ -204,6 +204,7 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         next_writes: 0,
         skipped: 0,
         unstored: 0,
+        cmp_src: None,
         spr_rax: None,
         prev_spr: None,
     }
