@@ -303,6 +303,14 @@ struct Em {
     sites: Vec<(u32, DynamicLabel)>,
     /// User mode: nothing outside the vCPU's own instructions stops it (see [`Space`]).
     user: bool,
+    /// What the instructions translated so far leave for the next ones.
+    handoff: Handoff,
+}
+
+/// What the instructions translated so far leave for the next ones to use (all empty at a
+/// block's start and in shared code).
+#[derive(Default)]
+struct Handoff {
     /// The CR field whose value the instruction just translated computed from the host's
     /// flags, with the flags left as the compare set them (and whether it compared signed),
     /// and the same for the one before it (`prev_flags`): a conditional branch right after
@@ -370,14 +378,7 @@ pub fn emit(
         guarded: space.guarded && space.flat_base.is_some(),
         sites: Vec::new(),
         user: space.user,
-        crf_flags: None,
-        prev_flags: None,
-        next_writes: 0,
-        skipped: 0,
-        unstored: 0,
-        cmp_src: None,
-        spr_rax: None,
-        prev_spr: None,
+        handoff: Handoff::default(),
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();
@@ -398,8 +399,8 @@ pub fn emit(
         let w = words[k];
         e.k = k as u32;
         e.pc = pc.wrapping_add(4 * k as u64);
-        e.prev_flags = e.crf_flags.take();
-        e.prev_spr = e.spr_rax.take();
+        e.handoff.prev_flags = e.handoff.crf_flags.take();
+        e.handoff.prev_spr = e.handoff.spr_rax.take();
         // In host-guarded memory each access of a run has a cold path of its own (where a
         // host fault resumes): runs are kept short there.
         let run = match (native_ok, e.guarded) {
@@ -408,18 +409,18 @@ pub fn emit(
             (true, true) => access_run::run_len(&words[k..words.len().min(k + GUARDED_RUN_MAX)]),
         };
         // A run's first instruction is an access, which no plain integer one is.
-        debug_assert!(run < 2 || e.skipped == 0);
-        e.unstored = std::mem::take(&mut e.skipped);
-        e.cache.pin(e.unstored);
-        e.next_writes = match words.get(k + 1) {
+        debug_assert!(run < 2 || e.handoff.skipped == 0);
+        e.handoff.unstored = std::mem::take(&mut e.handoff.skipped);
+        e.cache.pin(e.handoff.unstored);
+        e.handoff.next_writes = match words.get(k + 1) {
             Some(&next) if native_ok && run < 2 && e.caching => fixed::overwrites(next),
             _ => 0,
         };
         let span = &words[k..k + run.max(1)];
-        if let Some(c) = e.cmp_src
+        if let Some(c) = e.handoff.cmp_src
             && !span.iter().all(|&w| fixed::keeps_compare(w, &c))
         {
-            e.cmp_src = None;
+            e.handoff.cmp_src = None;
         }
         if run >= 2 {
             e.access_run(&words[k..k + run]);
@@ -439,10 +440,10 @@ pub fn emit(
         last_fallback = !done;
     }
     debug_assert_eq!(
-        e.skipped, 0,
+        e.handoff.skipped, 0,
         "the last instruction left a result out of its home"
     );
-    (e.next_writes, e.unstored) = (0, 0);
+    (e.handoff.next_writes, e.handoff.unstored) = (0, 0);
     e.cache.pin(0);
     if !ended {
         let n = words.len() as u32;
@@ -518,9 +519,9 @@ impl Em {
     /// before it does (`next_writes`): then the copy is pinned until it has, and no exit,
     /// fault or helper can see the stale home (each asserts that nothing is left out).
     fn store_home(&mut self, reg: u8, r: u32) {
-        if self.caching && self.next_writes & 1 << r != 0 {
-            self.skipped |= 1 << r;
-            self.cache.pin(self.unstored | self.skipped);
+        if self.caching && self.handoff.next_writes & 1 << r != 0 {
+            self.handoff.skipped |= 1 << r;
+            self.cache.pin(self.handoff.unstored | self.handoff.skipped);
         } else {
             self.gpr_home(GprOp::Store64, reg, r);
         }
@@ -529,7 +530,7 @@ impl Em {
     /// Nothing is left out of its home here (an exit, a helper call).
     fn assert_homes_current(&self) {
         debug_assert_eq!(
-            self.skipped | self.unstored,
+            self.handoff.skipped | self.handoff.unstored,
             0,
             "a GPR's home is stale at {:#x}",
             self.pc
@@ -644,7 +645,7 @@ impl Em {
             asm!(self.ops ; cmova ecx, edx ; cmovb ecx, r8d);
         }
         self.insert_crf(bf);
-        self.crf_flags = Some((bf, signed));
+        self.handoff.crf_flags = Some((bf, signed));
     }
 
     /// CR field `bf` = `cl` (4 bits).
@@ -709,7 +710,7 @@ impl Em {
         self.gpr_rm(GprOp::Store64, RAX, r);
         if rc {
             self.record();
-            self.cmp_src = Some(fixed::CmpSrc::record(r));
+            self.handoff.cmp_src = Some(fixed::CmpSrc::record(r));
         }
     }
 

@@ -98,7 +98,7 @@ impl Em {
                     // Tested first, on the flags of a compare right before if there is one.
                     self.condition(i, op == Bclr, nt);
                 }
-                if self.prev_spr != Some(home) {
+                if self.handoff.prev_spr != Some(home) {
                     asm!(self.ops ; mov rax, QWORD [rbx + home]);
                 }
                 asm!(self.ops ; and rax, -4);
@@ -137,11 +137,11 @@ impl Em {
         if bo & 0x10 == 0 {
             let bi = i.ra();
             // Nothing between the compare and here changed the flags: no LK, no CTR.
-            let flags = self.prev_flags.filter(|&(bf, _)| {
+            let flags = self.handoff.prev_flags.filter(|&(bf, _)| {
                 bf == bi / 4 && bi % 4 != 3 && !i.lk() && !(use_ctr && bo & 4 == 0)
             });
             // Only from copies: comparing homes again costs more than loading the CR byte.
-            let again = self.cmp_src.filter(|c| {
+            let again = self.handoff.cmp_src.filter(|c| {
                 let copy = |r| self.cache_peek(r).is_some();
                 c.bf == bi / 4
                     && bi % 4 != 3

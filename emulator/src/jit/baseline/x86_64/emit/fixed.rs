@@ -362,7 +362,7 @@ impl Em {
                     self.gpr_rm(GprOp::Cmp32, RAX, rb);
                 }
                 self.set_crf_from_flags(i.bf(), op == Cmp);
-                self.cmp_src = Some(CmpSrc {
+                self.handoff.cmp_src = Some(CmpSrc {
                     bf: i.bf(),
                     signed: op == Cmp,
                     wide: i.l10() != 0,
@@ -383,7 +383,7 @@ impl Em {
                     (None, false) => asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm),
                 }
                 self.set_crf_from_flags(i.bf(), op == Cmpi);
-                self.cmp_src = Some(CmpSrc {
+                self.handoff.cmp_src = Some(CmpSrc {
                     bf: i.bf(),
                     signed: op == Cmpi,
                     wide: i.l10() != 0,
@@ -570,7 +570,7 @@ impl Em {
         self.store_home(h, rt);
         if rc {
             self.record_from(h);
-            self.cmp_src = Some(CmpSrc::record(rt));
+            self.handoff.cmp_src = Some(CmpSrc::record(rt));
         }
         true
     }
@@ -650,7 +650,7 @@ impl Em {
         self.store_home(h, rd);
         if rc {
             self.record_from(h);
-            self.cmp_src = Some(CmpSrc::record(rd));
+            self.handoff.cmp_src = Some(CmpSrc::record(rd));
         }
         true
     }

@@ -199,14 +199,7 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         guarded: false,
         sites: Vec::new(),
         user: false,
-        crf_flags: None,
-        prev_flags: None,
-        next_writes: 0,
-        skipped: 0,
-        unstored: 0,
-        cmp_src: None,
-        spr_rax: None,
-        prev_spr: None,
+        handoff: Handoff::default(),
     }
 }
 

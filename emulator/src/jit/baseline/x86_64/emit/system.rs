@@ -37,7 +37,7 @@ impl Em {
                     match p.bytes {
                         8 => {
                             asm!(self.ops ; mov QWORD [rbx + home], rax);
-                            self.spr_rax = Some(home);
+                            self.handoff.spr_rax = Some(home);
                         }
                         _ => asm!(self.ops ; mov DWORD [rbx + home], eax),
                     }
