@@ -413,7 +413,7 @@ pub fn emit(
         e.handoff.unstored = std::mem::take(&mut e.handoff.skipped);
         e.cache.pin(e.handoff.unstored);
         e.handoff.next_writes = match words.get(k + 1) {
-            Some(&next) if native_ok && run < 2 && e.caching => fixed::overwrites(next),
+            Some(&next) if native_ok && run < 2 => fixed::overwrites(next),
             _ => 0,
         };
         let span = &words[k..k + run.max(1)];

@@ -202,18 +202,14 @@ impl Em {
     }
 
     /// Host-guarded memory's test for a run: every byte of the `span` bytes at `r13` is in
-    /// the process's range (the first and the last are: the span is short), and `rcx` = the
-    /// range's addend; jumps to `miss` otherwise. Page protections do the rest, a fault
-    /// resuming at the faulting access's own cold path.
+    /// the process's range (the first and the last are: the span is short); see
+    /// [`Em::guarded_address`]. A fault resumes at the faulting access's own cold path.
     fn guarded_span(&mut self, span: u32, miss: DynamicLabel) {
-        let base = self.flat.expect("guarded memory is flat");
         asm!(self.ops
             ; lea rdx, [r13 + (span - 1) as i32]
             ; or rdx, r13
-            ; test rdx, QWORD [r12 + BEYOND_USER_SPAN]
-            ; jnz =>miss
-            ; mov rcx, QWORD base as i64
         );
+        self.guarded_address(RDX, miss);
     }
 
     /// One access of a run's fast path, at host address `r13 + off`; in host-guarded

@@ -190,19 +190,20 @@ impl Em {
     /// Linux build 4.2 M of 10 M slow-path accesses were unaligned hits (linux-make N = 1).
     pub(super) fn host_address(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
         if self.guarded {
-            self.guarded_address(miss);
+            self.guarded_address(R13, miss);
         } else {
             self.tlb_test(idx, &[tag], size, Fit::InPage, miss);
         }
     }
 
-    /// Host-guarded memory's hit test: `rcx` = the range's addend when `r13` is in the
-    /// process's range (jumps to `miss` otherwise). The caller marks its access instruction
+    /// Host-guarded memory's hit test: `rcx` = the range's addend when the address in
+    /// `tested` (`r13`, or for a run the OR of its first and last byte's) is in the
+    /// process's range (jumps to `miss` otherwise). The caller marks its access instructions
     /// with [`Em::fault_site`]; page protections do the rest.
-    pub(super) fn guarded_address(&mut self, miss: DynamicLabel) {
+    pub(super) fn guarded_address(&mut self, tested: u8, miss: DynamicLabel) {
         let base = self.flat.expect("guarded memory is flat");
         asm!(self.ops
-            ; test r13, QWORD [r12 + BEYOND_USER_SPAN]
+            ; test Rq(tested), QWORD [r12 + BEYOND_USER_SPAN]
             ; jnz =>miss
             ; mov rcx, QWORD base as i64
         );
