@@ -1,7 +1,9 @@
-//! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers stay current
-//! at their homes in `CpuState` (every instruction stores what it writes; copies of GPRs the
-//! block uses again are kept in host registers, write-through: `regcache`), so that an
-//! interpreter call, a fault or an exit needs no write-back and a block can be left anywhere.
+//! Guest block → x86-64, emitted in one pass with `dynasm`. Guest registers live at their
+//! homes in `CpuState`; copies of GPRs the block uses again are kept in host registers
+//! (`regcache`), and across integer instructions, loads and stores a result may stay in its
+//! copy only. Every other instruction (an interpreter call, a helper, a branch or exit)
+//! starts with the homes current, and a load's or store's out-of-line path (a TLB miss, a
+//! fault) stores the copies it finds dirty first: a block can be left anywhere.
 //!
 //! Pinned host registers: `rbx` = the `Cpu` plus `RBX_BIAS`, `r12` = `*mut JitCtx`, `r13` =
 //! the effective address of the current load/store (callee-saved: it survives slow-path
@@ -305,6 +307,9 @@ struct Em {
     user: bool,
     /// What the instructions translated so far leave for the next ones.
     handoff: Handoff,
+    /// The instruction being translated may leave its results in their copies only
+    /// ([`table::WRITE_BACK`]).
+    write_back: bool,
 }
 
 /// What the instructions translated so far leave for the next ones to use (all empty at a
@@ -318,13 +323,6 @@ struct Handoff {
     /// mispredicted branch resolves as soon as the compare does.
     crf_flags: Option<(u32, bool)>,
     prev_flags: Option<(u32, bool)>,
-    /// The GPR (bit `r`) the next instruction overwrites when it is a plain integer one
-    /// ([`fixed::overwrites`]); the results this instruction left out of their homes
-    /// because of it (`skipped`), and those the previous one left out, which this one
-    /// writes (`unstored`). See [`Em::store_home`].
-    next_writes: u32,
-    skipped: u32,
-    unstored: u32,
     /// The last compare whose operands are unchanged since and whose field nothing has set
     /// since ([`fixed::keeps_compare`]): a branch on that field compares again rather than
     /// load the CR byte just stored.
@@ -379,6 +377,7 @@ pub fn emit(
         sites: Vec::new(),
         user: space.user,
         handoff: Handoff::default(),
+        write_back: false,
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();
@@ -408,14 +407,12 @@ pub fn emit(
             (true, false) => access_run::run_len(&words[k..]),
             (true, true) => access_run::run_len(&words[k..words.len().min(k + GUARDED_RUN_MAX)]),
         };
-        // A run's first instruction is an access, which no plain integer one is.
-        debug_assert!(run < 2 || e.handoff.skipped == 0);
-        e.handoff.unstored = std::mem::take(&mut e.handoff.skipped);
-        e.cache.pin(e.handoff.unstored);
-        e.handoff.next_writes = match words.get(k + 1) {
-            Some(&next) if native_ok && run < 2 => fixed::overwrites(next),
-            _ => 0,
-        };
+        // An access run's cold paths run it again from the homes: it starts with them
+        // current and writes through.
+        e.write_back = native_ok && run < 2 && table::WRITE_BACK[decode(w) as usize];
+        if !e.write_back {
+            e.flush_dirty();
+        }
         let span = &words[k..k + run.max(1)];
         if let Some(c) = e.handoff.cmp_src
             && !span.iter().all(|&w| fixed::keeps_compare(w, &c))
@@ -439,12 +436,8 @@ pub fn emit(
         }
         last_fallback = !done;
     }
-    debug_assert_eq!(
-        e.handoff.skipped, 0,
-        "the last instruction left a result out of its home"
-    );
-    (e.handoff.next_writes, e.handoff.unstored) = (0, 0);
-    e.cache.pin(0);
+    e.write_back = false;
+    e.flush_dirty();
     if !ended {
         let n = words.len() as u32;
         if last_fallback {
@@ -497,7 +490,7 @@ impl Em {
         if op == GprOp::Store64 {
             let copy = match self.cache.find(r) {
                 Some(h) => Some(h),
-                None => wanted.then(|| self.cache.take(r)),
+                None => wanted.then(|| self.take_copy(r)),
             };
             match copy {
                 Some(h) => {
@@ -515,23 +508,47 @@ impl Em {
     }
 
     /// Stores GPR `r`'s new value (in `reg`, which is or is copied to `r`'s host copy) to
-    /// its home, unless the next instruction overwrites `r` without a way out of the block
-    /// before it does (`next_writes`): then the copy is pinned until it has, and no exit,
-    /// fault or helper can see the stale home (each asserts that nothing is left out).
+    /// its home, or, while the instruction may write back ([`table::WRITE_BACK`]), leaves it
+    /// in the copy only (dirty) until [`Em::flush_dirty`] or an eviction stores it.
     fn store_home(&mut self, reg: u8, r: u32) {
-        if self.caching && self.handoff.next_writes & 1 << r != 0 {
-            self.handoff.skipped |= 1 << r;
-            self.cache.pin(self.handoff.unstored | self.handoff.skipped);
+        if self.caching && self.write_back {
+            self.cache.mark_dirty(r);
         } else {
             self.gpr_home(GprOp::Store64, reg, r);
         }
     }
 
-    /// Nothing is left out of its home here (an exit, a helper call).
+    /// Stores every dirty copy home (before an instruction that may leave the block or
+    /// read a home, or at the block's end).
+    fn flush_dirty(&mut self) {
+        let dirty: Vec<_> = self.cache.dirty_held().collect();
+        for (h, r) in dirty {
+            self.gpr_home(GprOp::Store64, h, r);
+        }
+        self.cache.cleaned();
+    }
+
+    /// Out-of-line code entered with the copies `held` had: stores the dirty ones home.
+    fn flush_held(&mut self, held: &RegCache) {
+        for (h, r) in held.dirty_held() {
+            self.gpr_home(GprOp::Store64, h, r);
+        }
+    }
+
+    /// A host register for a new copy of GPR `r` (which the caller fills), the copy it
+    /// evicts stored home first when dirty.
+    fn take_copy(&mut self, r: u32) -> u8 {
+        let (h, evicted) = self.cache.take(r);
+        if let Some(g) = evicted {
+            self.gpr_home(GprOp::Store64, h, g);
+        }
+        h
+    }
+
+    /// Every home is current here (an exit, a helper call).
     fn assert_homes_current(&self) {
-        debug_assert_eq!(
-            self.handoff.skipped | self.handoff.unstored,
-            0,
+        debug_assert!(
+            !self.caching || self.cache.dirty() == 0,
             "a GPR's home is stale at {:#x}",
             self.pc
         );
@@ -547,7 +564,7 @@ impl Em {
             return Some(h);
         }
         (self.later[self.k as usize] & 1 << r != 0).then(|| {
-            let h = self.cache.take(r);
+            let h = self.take_copy(r);
             self.gpr_home(GprOp::Load64, h, r);
             h
         })
@@ -583,6 +600,11 @@ impl Em {
     /// `op reg, [rbx + gpr(r)]`, encoded here because `dynasm` gives every runtime
     /// displacement 32 bits: with `RBX_BIAS` each GPR takes an 8-bit one.
     fn gpr_home(&mut self, op: GprOp, reg: u8, r: u32) {
+        debug_assert!(
+            op == GprOp::Store64 || !self.caching || self.cache.dirty() & 1 << r == 0,
+            "GPR {r}'s stale home read at {:#x}",
+            self.pc
+        );
         let (wide, opcode) = op.encoding();
         let rex = 0x40 | (wide as u8) << 3 | (reg >> 3) << 2;
         if rex != 0x40 {
@@ -602,6 +624,7 @@ impl Em {
 
     /// Runs the instruction in the interpreter (the registers are in `CpuState` already).
     fn fallback(&mut self, op: Op, word: u32) {
+        self.flush_dirty();
         self.store_pc(self.pc);
         asm!(self.ops ; mov edx, word as i32 ; mov ecx, op as i32 ; xor r8d, r8d);
         self.call(Helper::Interp);

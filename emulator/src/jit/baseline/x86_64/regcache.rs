@@ -3,22 +3,23 @@
 //! Each guest instruction used to load its sources from their homes in `CpuState` and store
 //! its result there, so a value passed from one instruction to the next went through a
 //! store and a load (store-to-load forwarding, about five cycles, on the critical path of
-//! every loop). The cache keeps copies in host registers instead, **write-through**: every
-//! write still goes to the home as well. So
+//! every loop). The cache keeps copies in host registers instead.
 //!
-//! - a copy can be dropped at any time (eviction needs no write-back);
-//! - exits, faults and helpers see current homes, and nothing is written back on the way out;
-//! - out-of-line code, which calls helpers (clobbering the caller-saved registers) or the
-//!   interpreter (which may write any GPR), reloads the copies of the point it returns to
-//!   from the homes ([`RegCache::held`]).
+//! Copies are **write-back** across the instructions that cannot leave the block from the
+//! middle of their code and read every GPR through the cache (integer instructions and GPR
+//! loads and stores: the emitter's `table::WRITE_BACK`): their results stay in the copy only (*dirty*, not
+//! stored home). Before any other instruction the emitter stores the dirty copies home
+//! (`Em::flush_dirty`), so that one sees current homes as before: helpers, the
+//! interpreter, exits and branches. A dirty copy evicted for another GPR is stored home
+//! first. A load's or store's out-of-line path, entered with the copies as they were at the
+//! access, stores the dirty ones home before it calls a helper or leaves (a fault).
+//!
+//! Out-of-line code, which calls helpers (clobbering the caller-saved registers) or the
+//! interpreter (which may write any GPR), reloads the copies of the point it returns to
+//! from the homes ([`RegCache::held`]).
 //!
 //! Only registers the rest of the block names again are cached ([`later_gprs`]): a value
 //! read once is cheaper read from its home.
-//!
-//! One exception to write-through: a result the very next instruction overwrites, when that
-//! one is a plain integer instruction (no way out of the block, sources read from copies),
-//! is not stored home; its copy is *pinned* (never evicted) until that instruction has
-//! written the home again (`Em::store_home`).
 
 use crate::isa::{Operand, decode};
 
@@ -34,7 +35,7 @@ pub struct RegCache {
     used: [u32; HOST_REGS.len()],
     clock: u32,
     /// GPRs (bit `r`) whose copies hold values not yet stored home.
-    pinned: u32,
+    dirty: u32,
 }
 
 impl RegCache {
@@ -46,37 +47,61 @@ impl RegCache {
     }
 
     /// A host register for GPR `r` (which the caller fills): a free one, else the least
-    /// recently used.
-    pub fn take(&mut self, r: u32) -> u8 {
+    /// recently used; with the GPR whose dirty copy it held, which the caller stores home
+    /// before filling it.
+    pub fn take(&mut self, r: u32) -> (u8, Option<u32>) {
         debug_assert!(self.gpr.iter().all(|&g| g != Some(r as u8)));
-        let pinned = |s: usize| self.gpr[s].is_some_and(|g| self.pinned & 1 << g != 0);
         let slot = match self.gpr.iter().position(Option::is_none) {
             Some(s) => s,
             None => (0..HOST_REGS.len())
-                .filter(|&s| !pinned(s))
                 .min_by_key(|&s| self.used[s])
                 .expect("host registers"),
         };
+        let evicted = self.gpr[slot]
+            .map(u32::from)
+            .filter(|&g| self.dirty & 1 << g != 0);
+        if let Some(g) = evicted {
+            self.dirty &= !(1 << g);
+        }
         self.gpr[slot] = Some(r as u8);
         self.touch(slot);
-        HOST_REGS[slot]
+        (HOST_REGS[slot], evicted)
     }
 
-    /// Pins exactly the copies of `gprs` (bit `r`): [`RegCache::take`] evicts none of them.
-    pub fn pin(&mut self, gprs: u32) {
-        self.pinned = gprs;
+    /// GPR `r`'s copy holds a value its home does not have yet.
+    pub fn mark_dirty(&mut self, r: u32) {
+        debug_assert!(
+            self.gpr.contains(&Some(r as u8)),
+            "a dirty GPR without a copy"
+        );
+        self.dirty |= 1 << r;
+    }
+
+    /// GPRs (bit `r`) whose copies are dirty.
+    pub fn dirty(&self) -> u32 {
+        self.dirty
+    }
+
+    /// `(host register, GPR)` of every dirty copy.
+    pub fn dirty_held(&self) -> impl Iterator<Item = (u8, u32)> + '_ {
+        self.held().filter(|&(_, r)| self.dirty & 1 << r != 0)
+    }
+
+    /// The dirty copies have been stored home.
+    pub fn cleaned(&mut self) {
+        self.dirty = 0;
     }
 
     /// Forgets every copy (after the interpreter ran, which may have written any GPR).
     pub fn clear(&mut self) {
-        debug_assert_eq!(self.pinned, 0, "a pinned copy dropped");
+        debug_assert_eq!(self.dirty, 0, "a dirty copy dropped");
         self.gpr = [None; HOST_REGS.len()];
     }
 
     /// Forgets the copies in caller-saved registers (after an inline helper call, which
     /// writes no GPR but clobbers them); `r15`'s survives.
     pub fn clobber_caller_saved(&mut self) {
-        debug_assert_eq!(self.pinned, 0, "a pinned copy dropped");
+        debug_assert_eq!(self.dirty, 0, "a dirty copy dropped");
         for (g, h) in self.gpr.iter_mut().zip(HOST_REGS) {
             if h != 15 {
                 *g = None;
@@ -127,11 +152,11 @@ mod tests {
     #[test]
     fn evicts_the_least_recently_used_copy() {
         let mut c = RegCache::default();
-        let hosts: Vec<u8> = (0..HOST_REGS.len() as u32).map(|r| c.take(r)).collect();
+        let hosts: Vec<u8> = (0..HOST_REGS.len() as u32).map(|r| c.take(r).0).collect();
         assert_eq!(hosts, HOST_REGS);
         // GPR 0 used again: GPR 1 is now the oldest.
         assert_eq!(c.find(0), Some(HOST_REGS[0]));
-        assert_eq!(c.take(20), HOST_REGS[1]);
+        assert_eq!(c.take(20), (HOST_REGS[1], None));
         assert_eq!(c.find(1), None);
         assert_eq!(c.find(20), Some(HOST_REGS[1]));
         assert_eq!(c.held().count(), HOST_REGS.len());
@@ -140,13 +165,27 @@ mod tests {
         assert_eq!(c.held().collect::<Vec<_>>(), [(15, 0)]);
         c.clear();
         assert_eq!((c.held().count(), c.find(0)), (0, None));
-        // A pinned copy is never the one evicted, however old.
+    }
+
+    #[test]
+    fn an_evicted_dirty_copy_is_named_for_its_store_home() {
+        let mut c = RegCache::default();
         for r in 0..HOST_REGS.len() as u32 {
             c.take(r);
         }
-        c.pin(1 << 0);
-        assert_eq!(c.take(20), HOST_REGS[1]);
-        assert_eq!(c.find(0), Some(HOST_REGS[0]));
+        c.mark_dirty(0);
+        c.mark_dirty(2);
+        assert_eq!(
+            c.dirty_held().collect::<Vec<_>>(),
+            [(HOST_REGS[0], 0), (HOST_REGS[2], 2)]
+        );
+        // GPR 0 is the oldest: its register goes to GPR 20, and GPR 0 is to be stored.
+        assert_eq!(c.take(20), (HOST_REGS[0], Some(0)));
+        assert_eq!(c.dirty(), 1 << 2);
+        // A clean copy evicted needs nothing.
+        assert_eq!(c.take(21), (HOST_REGS[1], None));
+        c.cleaned();
+        assert_eq!(c.dirty_held().count(), 0);
     }
 
     #[test]

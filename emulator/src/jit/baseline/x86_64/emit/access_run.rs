@@ -262,6 +262,8 @@ impl Em {
         words: &[u32],
     ) {
         asm!(self.ops ; =>at);
+        // A run starts with the homes current and writes through.
+        debug_assert_eq!(held.dirty(), 0, "an access run with dirty copies");
         for (j, &w) in words.iter().enumerate() {
             (self.k, self.pc) = (k + j as u32, pc.wrapping_add(4 * j as u64));
             let translated = self.native(decode(w), Insn(w), &mut false);

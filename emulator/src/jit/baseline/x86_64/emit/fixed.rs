@@ -119,11 +119,12 @@ impl Em {
                 self.set_rc(rt, i.rc());
             }
             Mulhd | Mulhdu => {
+                self.gpr_rm(GprOp::Load64, RCX, rb);
                 self.gpr_rm(GprOp::Load64, RAX, ra);
                 if op == Mulhd {
-                    asm!(self.ops ; imul QWORD [rbx + gpr(rb)]);
+                    asm!(self.ops ; imul rcx);
                 } else {
-                    asm!(self.ops ; mul QWORD [rbx + gpr(rb)]);
+                    asm!(self.ops ; mul rcx);
                 }
                 asm!(self.ops ; mov rax, rdx);
                 self.set_rc(rt, i.rc());
@@ -204,7 +205,8 @@ impl Em {
                     self.gpr_rm(GprOp::Load32, RAX, rt);
                     asm!(self.ops ; bsr eax, eax ; mov ecx, -1 ; cmovz eax, ecx ; neg eax ; add eax, 31);
                 } else {
-                    asm!(self.ops ; bsr rax, QWORD [rbx + gpr(rt)] ; mov rcx, -1 ; cmovz rax, rcx ; neg rax ; add rax, 63);
+                    self.gpr_rm(GprOp::Load64, RAX, rt);
+                    asm!(self.ops ; bsr rax, rax ; mov rcx, -1 ; cmovz rax, rcx ; neg rax ; add rax, 63);
                 }
                 self.set_rc(ra, i.rc());
             }
@@ -404,16 +406,19 @@ impl Em {
             }
             Cmpb => {
                 // Bytes equal → 0xff, else 0: one SSE byte compare.
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                self.gpr_rm(GprOp::Load64, RCX, rb);
                 asm!(self.ops
-                    ; movq xmm0, QWORD [rbx + gpr(rt)]
-                    ; movq xmm1, QWORD [rbx + gpr(rb)]
+                    ; movq xmm0, rax
+                    ; movq xmm1, rcx
                     ; pcmpeqb xmm0, xmm1
                     ; movq rax, xmm0
                 );
                 self.set_gpr(ra);
             }
             Popcntd if std::arch::is_x86_feature_detected!("popcnt") => {
-                asm!(self.ops ; popcnt rax, QWORD [rbx + gpr(rt)]);
+                self.gpr_rm(GprOp::Load64, RAX, rt);
+                asm!(self.ops ; popcnt rax, rax);
                 self.set_gpr(ra);
             }
             Popcntw if std::arch::is_x86_feature_detected!("popcnt") => {
@@ -454,13 +459,6 @@ fn plain_dest(w: u32) -> Option<u32> {
         | Srd => Some(1 << i.ra()),
         _ => None,
     }
-}
-
-/// The GPR (bit `r`) that `w` writes when it is a plain integer instruction
-/// ([`plain_dest`]); 0 for any other. What [`Em::store_home`] relies on to leave the
-/// previous instruction's result out of its home.
-pub(super) fn overwrites(w: u32) -> u32 {
-    plain_dest(w).unwrap_or(0)
 }
 
 /// Whether the compare `c` still gives its CR field after the instruction `w`: `w` sets no
@@ -544,7 +542,7 @@ impl Em {
         }
         let h = match prior {
             Some(h) => h,
-            None => self.cache.take(rt),
+            None => self.take_copy(rt),
         };
         // Sources come from copies or homes; none is given a copy here, so that taking one
         // cannot evict `h`.
@@ -587,7 +585,10 @@ impl Em {
         if prior.is_none() && !wanted {
             return None;
         }
-        let h = prior.unwrap_or_else(|| self.cache.take(rd));
+        let h = match prior {
+            Some(h) => h,
+            None => self.take_copy(rd),
+        };
         // A copy just taken holds nothing yet.
         match self.cache_peek(a).filter(|_| a != rd || prior.is_some()) {
             Some(c) if c == h => {

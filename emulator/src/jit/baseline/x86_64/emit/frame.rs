@@ -200,6 +200,7 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         sites: Vec::new(),
         user: false,
         handoff: Handoff::default(),
+        write_back: false,
     }
 }
 
@@ -525,6 +526,7 @@ impl Em {
                     pc,
                 } => {
                     asm!(self.ops ; =>at);
+                    self.flush_held(&held);
                     (self.k, self.pc) = (k, pc);
                     self.fallback(op, word);
                     self.reload(&held);
@@ -591,7 +593,9 @@ impl Em {
                     le,
                     fault,
                 } => {
-                    asm!(self.ops ; =>at ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
+                    asm!(self.ops ; =>at);
+                    self.flush_held(&held);
+                    asm!(self.ops ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
                     self.call(Helper::Load);
                     asm!(self.ops
                         ; cmp DWORD [r12 + FAULT], 0
@@ -616,7 +620,9 @@ impl Em {
                     next,
                 } => {
                     let wrote_code = self.label();
-                    asm!(self.ops ; =>at ; mov rdx, r13);
+                    asm!(self.ops ; =>at);
+                    self.flush_held(&held);
+                    asm!(self.ops ; mov rdx, r13);
                     self.store_src(RCX, src);
                     asm!(self.ops ; mov r8d, (size | (le as u32) << 8) as i32);
                     self.call(Helper::Store);

@@ -11,9 +11,7 @@ impl Em {
         let rt = i.rt();
         let ra = i.ra();
         match op {
-            Lbz | Lbzu | Lbzx | Lbzux | Lhz | Lhzu | Lhzx | Lhzux | Lha | Lhau | Lhax | Lhaux
-            | Lwz | Lwzu | Lwzx | Lwzux | Lwa | Lwax | Lwaux | Ld | Ldu | Ldx | Ldux | Lhbrx
-            | Lwbrx | Ldbrx => {
+            _ if gpr_load(op) => {
                 let update = info.flags.contains(InsnFlags::UPDATE);
                 if update && (ra == 0 || ra == rt) {
                     return false;
@@ -28,8 +26,7 @@ impl Em {
                     self.gpr_rm(GprOp::Store64, R13, ra);
                 }
             }
-            Stb | Stbu | Stbx | Stbux | Sth | Sthu | Sthx | Sthux | Stw | Stwu | Stwx | Stwux
-            | Std | Stdu | Stdx | Stdux | Sthbrx | Stwbrx | Stdbrx => {
+            _ if gpr_store(op) => {
                 let update = info.flags.contains(InsnFlags::UPDATE);
                 if update && ra == 0 {
                     return false;
@@ -71,6 +68,71 @@ impl Em {
         }
         true
     }
+}
+
+/// The loads into a GPR.
+const fn gpr_load(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Lbz | Lbzu
+            | Lbzx
+            | Lbzux
+            | Lhz
+            | Lhzu
+            | Lhzx
+            | Lhzux
+            | Lha
+            | Lhau
+            | Lhax
+            | Lhaux
+            | Lwz
+            | Lwzu
+            | Lwzx
+            | Lwzux
+            | Lwa
+            | Lwax
+            | Lwaux
+            | Ld
+            | Ldu
+            | Ldx
+            | Ldux
+            | Lhbrx
+            | Lwbrx
+            | Ldbrx
+    )
+}
+
+/// The stores from a GPR.
+const fn gpr_store(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Stb | Stbu
+            | Stbx
+            | Stbux
+            | Sth
+            | Sthu
+            | Sthx
+            | Sthux
+            | Stw
+            | Stwu
+            | Stwx
+            | Stwux
+            | Std
+            | Stdu
+            | Stdx
+            | Stdux
+            | Sthbrx
+            | Stwbrx
+            | Stdbrx
+    )
+}
+
+/// The loads into and stores from a GPR: translated by [`Em::load`] and [`Em::store`],
+/// whose out-of-line paths store dirty copies home (`table::WRITE_BACK`).
+pub(super) const fn gpr_access(op: Op) -> bool {
+    gpr_load(op) || gpr_store(op)
 }
 
 impl Em {
@@ -462,6 +524,11 @@ impl Em {
     /// wrote translated code and the block stops after it).
     pub(super) fn store(&mut self, src: StoreSrc, size: u32, le: bool, update_ra: Option<u32>) {
         let (miss, done) = (self.label(), self.label());
+        // The source's copy, if it gets one, is taken before the miss test: the miss path
+        // (and a host fault on the store) must find the cache as the cold path records it.
+        if let StoreSrc::Gpr(r) = src {
+            self.copy_for(r);
+        }
         self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
         self.store_src(RAX, src);
         // The same swap as a load's: guest byte order to memory order.
