@@ -41,7 +41,7 @@
 // dynasm converts a dynamic register operand with `.into()`, a no-op for our `u8` registers.
 #![allow(clippy::useless_conversion)]
 
-use super::regcache::{RegCache, later_gprs};
+use super::regcache::{HOST_REGS, RegCache, later_gprs};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, NO_RESERVATION, msr};
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, RETURN_FRAMES_BYTES, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
@@ -71,6 +71,7 @@ mod branch;
 mod fixed;
 mod frame;
 mod memory;
+mod self_loop;
 mod system;
 mod table;
 mod vector;
@@ -310,6 +311,11 @@ struct Em {
     /// The instruction being translated may leave its results in their copies only
     /// ([`table::WRITE_BACK`]).
     write_back: bool,
+    /// The block's execution counter, if it has one.
+    counter: Option<Counter>,
+    /// A block that loops to its start (`self_loop`): the head its branch back jumps to,
+    /// and the copies there.
+    looping: Option<(DynamicLabel, RegCache)>,
 }
 
 /// What the instructions translated so far leave for the next ones to use (all empty at a
@@ -378,6 +384,8 @@ pub fn emit(
         user: space.user,
         handoff: Handoff::default(),
         write_back: false,
+        counter,
+        looping: None,
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();
@@ -390,6 +398,9 @@ pub fn emit(
     let body = e.ops.offset().0 as u32;
     // 32-bit mode (rare: early boot) runs everything through the interpreter.
     let native_ok = key.flags & msr::SF != 0;
+    if native_ok && self_loop::loops_to_start(words, pc) {
+        e.loop_head(words);
+    }
     let (mut native, mut fallbacks) = (0, 0);
     let mut ended = false;
     let mut last_fallback = false;
@@ -409,8 +420,11 @@ pub fn emit(
         };
         // An access run's cold paths run it again from the homes: it starts with them
         // current and writes through.
-        e.write_back = native_ok && run < 2 && table::WRITE_BACK[decode(w) as usize];
-        if !e.write_back {
+        let op = decode(w);
+        e.write_back = native_ok && run < 2 && table::WRITE_BACK[op as usize];
+        // A side exit stores the dirty copies on its taken way only (`Em::leaving_with_homes`).
+        let side = native_ok && run < 2 && side_exit(op, Insn(w));
+        if !e.write_back && !side {
             e.flush_dirty();
         }
         let span = &words[k..k + run.max(1)];
@@ -426,7 +440,6 @@ pub fn emit(
             continue;
         }
         k += 1;
-        let op = decode(w);
         let done = native_ok && e.native(op, Insn(w), &mut ended);
         if done {
             native += 1;
@@ -526,6 +539,15 @@ impl Em {
             self.gpr_home(GprOp::Store64, h, r);
         }
         self.cache.cleaned();
+    }
+
+    /// Emits a way out of the block (`leave`) on which the dirty copies are stored home first,
+    /// while the code after it, which the block falls through to, keeps them dirty.
+    fn leaving_with_homes(&mut self, leave: impl FnOnce(&mut Em)) {
+        let dirty = self.cache;
+        self.flush_dirty();
+        leave(self);
+        self.cache.redirty(&dirty);
     }
 
     /// Out-of-line code entered with the copies `held` had: stores the dirty ones home.

@@ -10,7 +10,8 @@
 //! loads and stores: the emitter's `table::WRITE_BACK`): their results stay in the copy only (*dirty*, not
 //! stored home). Before any other instruction the emitter stores the dirty copies home
 //! (`Em::flush_dirty`), so that one sees current homes as before: helpers, the
-//! interpreter, exits and branches. A dirty copy evicted for another GPR is stored home
+//! interpreter, exits and branches (a side exit, which the block goes on past, stores them
+//! on its taken way only). A dirty copy evicted for another GPR is stored home
 //! first. A load's or store's out-of-line path, entered with the copies as they were at the
 //! access, stores the dirty ones home before it calls a helper or leaves (a fault).
 //!
@@ -90,6 +91,14 @@ impl RegCache {
     /// The dirty copies have been stored home.
     pub fn cleaned(&mut self) {
         self.dirty = 0;
+    }
+
+    /// The copies dirty in `before` are dirty again (after a way out of the block stored
+    /// them: the way on still has them only in their copies). Nothing may have been taken
+    /// or dropped since.
+    pub fn redirty(&mut self, before: &RegCache) {
+        debug_assert_eq!(self.gpr, before.gpr, "copies changed on a way out");
+        self.dirty = before.dirty;
     }
 
     /// Forgets every copy (after the interpreter ran, which may have written any GPR).

@@ -79,7 +79,8 @@ impl Em {
                 self.link_register(i, always(i) && !pc_read);
                 let nt = self.label();
                 self.condition(i, true, nt);
-                self.exit_branch(i, n, i.bd() as u64);
+                // A side exit keeps the dirty copies past it: only the taken way stores them.
+                self.leaving_with_homes(|e| e.exit_branch(i, n, i.bd() as u64));
                 asm!(self.ops ; =>nt);
                 // A side exit's block goes on past it (`vcpu::side_exit`); when it is the
                 // block's last word, the block's own end leaves for the next one.

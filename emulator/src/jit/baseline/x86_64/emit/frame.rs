@@ -201,6 +201,8 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         user: false,
         handoff: Handoff::default(),
         write_back: false,
+        counter: None,
+        looping: None,
     }
 }
 
@@ -359,23 +361,27 @@ impl Em {
     pub(super) fn entry(&mut self, counter: Option<Counter>) {
         let stop = self.label();
         if let Some(c) = counter {
-            // `sub byte [rip + low], 1`: every 256th entry (the byte wraps to 0) takes a
-            // tick off the word out of line.
-            let (tick, back) = (self.label(), self.label());
-            self.ops.extend([0x80, 0x2d]);
-            self.rel32(c.low, 1);
-            self.ops.push(1);
-            asm!(self.ops ; jz =>tick ; =>back);
-            self.cold.push(Cold::Tick {
-                at: tick,
-                back,
-                high: c.high,
-            });
+            self.tick(c);
         }
         asm!(self.ops ; test rbp, rbp ; jle =>stop);
         self.cold.push(Cold::Stop {
             at: stop,
             pc: self.block_pc,
+        });
+    }
+
+    /// Counts an entry on the block's counter `c`: `sub byte [rip + low], 1`, and every
+    /// 256th time (the byte wraps to 0) a tick off the word out of line.
+    pub(super) fn tick(&mut self, c: Counter) {
+        let (tick, back) = (self.label(), self.label());
+        self.ops.extend([0x80, 0x2d]);
+        self.rel32(c.low, 1);
+        self.ops.push(1);
+        asm!(self.ops ; jz =>tick ; =>back);
+        self.cold.push(Cold::Tick {
+            at: tick,
+            back,
+            high: c.high,
         });
     }
 
@@ -704,6 +710,12 @@ impl Em {
                 at: stop,
                 pc: target,
             });
+            if let Some(head) = self
+                .looping
+                .filter(|_| self.caching && target == self.block_pc)
+            {
+                return self.loop_back(head, stop);
+            }
         }
         // The displacement must be 4-byte aligned so that patching it is one atomic store.
         while !(self.ops.offset().0 + 1).is_multiple_of(4) {

@@ -1,0 +1,146 @@
+//! Blocks that branch back to their own start: a loop of one block.
+//!
+//! Through the block's entry every iteration started with no copies and loaded from their
+//! homes the values the iteration before had just stored (a store-to-load forwarding on
+//! each value the loop carries, on its critical path). A loop block loads the copies of
+//! the GPRs it names most once, at its head, and its branch back passes the entry's tests
+//! (budget, promotion tick) itself, stores the dirty copies, moves the copies to the host
+//! registers the head has them in and jumps to the head.
+
+use super::*;
+
+/// Whether the block `words` at `pc` ends with a direct branch back to `pc` (`b`, or
+/// `bc` without LK; relative).
+pub(super) fn loops_to_start(words: &[u32], pc: u64) -> bool {
+    let Some(&w) = words.last() else {
+        return false;
+    };
+    let (op, i) = (decode(w), Insn(w));
+    let disp = match op {
+        Op::B => i.li(),
+        Op::Bc => i.bd(),
+        _ => return false,
+    };
+    let at = pc.wrapping_add(4 * (words.len() as u64 - 1));
+    !i.lk() && i.aa() == 0 && at.wrapping_add(disp as u64) == pc
+}
+
+/// The GPRs `words` name most (as register operands of the ISA table), at most one per
+/// host register for copies, most named first.
+fn most_named(words: &[u32]) -> Vec<u32> {
+    let mut count = [0u32; 32];
+    for &w in words {
+        let i = Insn(w);
+        for op in decode(w).info().operands {
+            let r = match op {
+                Operand::Rt | Operand::Rs => i.rt(),
+                Operand::Ra | Operand::Ra0 | Operand::DRa | Operand::DsRa | Operand::DqRa => i.ra(),
+                Operand::Rb => i.rb(),
+                _ => continue,
+            };
+            count[r as usize] += 1;
+        }
+    }
+    let mut named: Vec<u32> = (0..32).filter(|&r| count[r as usize] > 0).collect();
+    named.sort_by_key(|&r| std::cmp::Reverse(count[r as usize]));
+    named.truncate(HOST_REGS.len());
+    named
+}
+
+/// Where a copy moved at the branch back comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Host(u8),
+    Home(u32),
+}
+
+impl Em {
+    /// At the start of a loop block's body: loads the copies of the GPRs the block names
+    /// most and marks the loop's head after them.
+    pub(super) fn loop_head(&mut self, words: &[u32]) {
+        for r in most_named(words) {
+            let h = self.take_copy(r);
+            self.gpr_home(GprOp::Load64, h, r);
+        }
+        let head = self.label();
+        asm!(self.ops ; =>head);
+        self.looping = Some((head, self.cache));
+    }
+
+    /// The branch back of a loop block whose head is `head` (with the copies `at_head`),
+    /// its instructions charged, the homes current: the entry's tests (`stop`: out with
+    /// the block's own PC), then the copies moved to where the head has them.
+    pub(super) fn loop_back(
+        &mut self,
+        (head, at_head): (DynamicLabel, RegCache),
+        stop: DynamicLabel,
+    ) {
+        if let Some(c) = self.counter {
+            self.tick(c);
+        }
+        asm!(self.ops ; test rbp, rbp ; jle =>stop);
+        self.move_copies(&at_head);
+        asm!(self.ops ; jmp =>head);
+    }
+
+    /// Puts each copy of `want` in its host register, from the copy this point has or,
+    /// when it has none, from the home (current here). A parallel move: a register that
+    /// another move still reads is written only after that one ran (a cycle goes through
+    /// `rax`).
+    fn move_copies(&mut self, want: &RegCache) {
+        let mut moves: Vec<(u8, Source)> = want
+            .held()
+            .filter_map(|(h, r)| match self.cache_peek(r) {
+                Some(c) if c == h => None,
+                Some(c) => Some((h, Source::Host(c))),
+                None => Some((h, Source::Home(r))),
+            })
+            .collect();
+        while !moves.is_empty() {
+            let free = moves
+                .iter()
+                .position(|&(d, _)| !moves.iter().any(|&(_, s)| s == Source::Host(d)));
+            match free {
+                Some(k) => match moves.remove(k) {
+                    (d, Source::Host(c)) => self.reg_reg(GprOp::Load64, d, c),
+                    (d, Source::Home(r)) => self.gpr_home(GprOp::Load64, d, r),
+                },
+                None => {
+                    // Every destination is still read: keep one's value in `rax`.
+                    let d = moves[0].0;
+                    self.reg_reg(GprOp::Load64, RAX, d);
+                    for m in &mut moves {
+                        if m.1 == Source::Host(d) {
+                            m.1 = Source::Host(RAX);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loop_block_branches_back_to_its_start() {
+        // addi r3,r3,1; cmpwi r3,10; blt -8
+        let words = [0x3863_0001, 0x2c03_000a, 0x4180_fff8];
+        assert!(loops_to_start(&words, 0x1000));
+        // The same branch from a block that starts one word later: not to its start.
+        assert!(!loops_to_start(&words[1..], 0x1004));
+        // bl to the start (LK): a call, not a loop.
+        assert!(!loops_to_start(&[0x3863_0001, 0x4bff_fffd], 0x1000));
+        // b -4 from the second word.
+        assert!(loops_to_start(&[0x3863_0001, 0x4bff_fffc], 0x1000));
+    }
+
+    #[test]
+    fn the_most_named_registers_come_first() {
+        // add r3,r4,r5; add r3,r3,r4; addi r3,r3,1
+        let words = [0x7c64_2a14, 0x7c63_2214, 0x3863_0001];
+        assert_eq!(most_named(&words), [3, 4, 5]);
+    }
+}
