@@ -950,6 +950,16 @@ fn access_runs_match_the_interpreter() {
         add(18, 14, 15),
         d(lwz, 16, 7, 12),
         add(17, 16, 18),
+        // Compares in a run, their operands loaded again after them, and branches on their
+        // fields after the run.
+        0x7cae_7800, // cmpd cr1,r14,r15
+        d(ld, 14, 7, 8),
+        0x2d10_0005, // cmpwi cr2,r16,5
+        d(lwz, 16, 7, 16),
+        0x4185_0008,             // bgt cr1,+8
+        0x3860_0001,             // li r3,1
+        0x418a_0008,             // beq cr2,+8
+        0x3880_0001,             // li r4,1
         d(0x3800_0000, 7, 7, 4), // addi r7,r7,4: the base moves, the run ends
         d(ld, 19, 7, 0),
         0,
@@ -977,6 +987,26 @@ fn access_runs_match_the_interpreter() {
                 });
             }
         }
+    }
+    // A compare in a run whose operand the run loads again after it: a branch on its field
+    // after the run reads the field, not the compare done again on the new value.
+    for le in [false, true] {
+        let prog = [
+            d(lwz, 16, 5, 0),
+            0x2d10_0005, // cmpwi cr2,r16,5
+            d(lwz, 16, 5, 4),
+            0x3a52_0001, // addi r18,r18,1
+            0x418a_0008, // beq cr2,+8
+            0x3860_0001, // li r3,1
+            add(17, 16, 16),
+            0,
+        ];
+        let (_, s) = differential(&prog, le, |c| {
+            (c.st.gpr[3], c.st.gpr[5]) = (0, DATA);
+            c.mmu.store(&c.st, DATA, 4, 5, le).unwrap();
+            c.mmu.store(&c.st, DATA + 4, 4, 7, le).unwrap();
+        });
+        assert!(s.contains("r3=0x0 ") && s.contains("r17=0xe "), "{s}");
     }
     // stw r8,0(r5); stw r8,4(r5) over the two instructions after them: li r3,9 runs.
     for le in [false, true] {
