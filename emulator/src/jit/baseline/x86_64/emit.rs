@@ -316,6 +316,8 @@ struct Em {
     /// A block that loops to its start (`self_loop`): the head its branch back jumps to,
     /// and the copies there.
     looping: Option<(DynamicLabel, RegCache)>,
+    /// The host register holding CTR (current at its home too) in a loop counted in it.
+    ctr_copy: Option<u8>,
 }
 
 /// What the instructions translated so far leave for the next ones to use (all empty at a
@@ -386,6 +388,7 @@ pub fn emit(
         write_back: false,
         counter,
         looping: None,
+        ctr_copy: None,
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();

@@ -37,6 +37,8 @@ pub struct RegCache {
     clock: u32,
     /// GPRs (bit `r`) whose copies hold values not yet stored home.
     dirty: u32,
+    /// Slots (bit `s`) whose host registers hold something else for the whole block.
+    reserved: u8,
 }
 
 impl RegCache {
@@ -52,9 +54,14 @@ impl RegCache {
     /// before filling it.
     pub fn take(&mut self, r: u32) -> (u8, Option<u32>) {
         debug_assert!(self.gpr.iter().all(|&g| g != Some(r as u8)));
-        let slot = match self.gpr.iter().position(Option::is_none) {
+        let open = |s: &usize| self.reserved & 1 << s == 0;
+        let slot = match (0..HOST_REGS.len())
+            .filter(open)
+            .find(|&s| self.gpr[s].is_none())
+        {
             Some(s) => s,
             None => (0..HOST_REGS.len())
+                .filter(open)
                 .min_by_key(|&s| self.used[s])
                 .expect("host registers"),
         };
@@ -67,6 +74,18 @@ impl RegCache {
         self.gpr[slot] = Some(r as u8);
         self.touch(slot);
         (HOST_REGS[slot], evicted)
+    }
+
+    /// Takes host register `host` out of the cache for the rest of the block (it must hold no
+    /// copy); returns how many registers are left for copies.
+    pub fn reserve(&mut self, host: u8) -> usize {
+        let slot = HOST_REGS
+            .iter()
+            .position(|&h| h == host)
+            .expect("a copy register");
+        debug_assert!(self.gpr[slot].is_none(), "a reserved register holds a copy");
+        self.reserved |= 1 << slot;
+        HOST_REGS.len() - self.reserved.count_ones() as usize
     }
 
     /// GPR `r`'s copy holds a value its home does not have yet.
@@ -195,6 +214,18 @@ mod tests {
         assert_eq!(c.take(21), (HOST_REGS[1], None));
         c.cleaned();
         assert_eq!(c.dirty_held().count(), 0);
+    }
+
+    #[test]
+    fn a_reserved_register_is_never_taken() {
+        let mut c = RegCache::default();
+        assert_eq!(c.reserve(15), HOST_REGS.len() - 1);
+        let hosts: Vec<u8> = (0..HOST_REGS.len() as u32 + 3)
+            .map(|r| c.take(r).0)
+            .collect();
+        assert!(!hosts.contains(&15), "{hosts:?}");
+        c.clear();
+        assert_ne!(c.take(40).0, 15);
     }
 
     #[test]

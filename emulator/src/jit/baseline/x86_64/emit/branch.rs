@@ -128,7 +128,10 @@ impl Em {
     pub(super) fn condition(&mut self, i: Insn, use_ctr: bool, not_taken: DynamicLabel) {
         let bo = i.rt();
         if use_ctr && bo & 4 == 0 {
-            asm!(self.ops ; sub QWORD [rbx + CTR], 1);
+            match self.ctr_copy.filter(|_| self.caching) {
+                Some(h) => asm!(self.ops ; sub Rq(h), 1 ; mov QWORD [rbx + CTR], Rq(h)),
+                None => asm!(self.ops ; sub QWORD [rbx + CTR], 1),
+            }
             if bo & 2 != 0 {
                 asm!(self.ops ; jnz =>not_taken);
             } else {

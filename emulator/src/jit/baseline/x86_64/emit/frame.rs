@@ -203,6 +203,7 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         write_back: false,
         counter: None,
         looping: None,
+        ctr_copy: None,
     }
 }
 

@@ -5,7 +5,10 @@
 //! each value the loop carries, on its critical path). A loop block loads the copies of
 //! the GPRs it names most once, at its head, and its branch back passes the entry's tests
 //! (budget, promotion tick) itself, stores the dirty copies, moves the copies to the host
-//! registers the head has them in and jumps to the head.
+//! registers the head has them in and jumps to the head. A loop counted by `bdnz` (its
+//! closing `bc` decrements CTR, and nothing else in it touches CTR) keeps CTR in `r15`,
+//! taken out of the copies: its decrement was a read-modify-write of the home, a
+//! store-to-load forwarding per iteration; the home is still written every time.
 
 use super::*;
 
@@ -25,9 +28,26 @@ pub(super) fn loops_to_start(words: &[u32], pc: u64) -> bool {
     !i.lk() && i.aa() == 0 && at.wrapping_add(disp as u64) == pc
 }
 
-/// The GPRs `words` name most (as register operands of the ISA table), at most one per
-/// host register for copies, most named first.
-fn most_named(words: &[u32]) -> Vec<u32> {
+/// Whether the loop block `words` is counted in CTR by its closing `bc` alone: that one
+/// decrements CTR and no other instruction reads or writes it.
+fn counted_in_ctr(words: &[u32]) -> bool {
+    let decrements = |w: u32| {
+        let (op, i) = (decode(w), Insn(w));
+        matches!(op, Op::Bc | Op::Bclr | Op::Bctar) && i.rt() & 4 == 0
+    };
+    let touches = |w: u32| {
+        let (op, i) = (decode(w), Insn(w));
+        decrements(w) || op == Op::Bcctr || matches!(op, Op::Mtspr | Op::Mfspr) && i.spr() == 9
+    };
+    match words.split_last() {
+        Some((&last, body)) => decrements(last) && !body.iter().any(|&w| touches(w)),
+        None => false,
+    }
+}
+
+/// The GPRs `words` name most (as register operands of the ISA table), at most `most`,
+/// most named first.
+fn most_named(words: &[u32], most: usize) -> Vec<u32> {
     let mut count = [0u32; 32];
     for &w in words {
         let i = Insn(w);
@@ -43,9 +63,13 @@ fn most_named(words: &[u32]) -> Vec<u32> {
     }
     let mut named: Vec<u32> = (0..32).filter(|&r| count[r as usize] > 0).collect();
     named.sort_by_key(|&r| std::cmp::Reverse(count[r as usize]));
-    named.truncate(HOST_REGS.len());
+    named.truncate(most);
     named
 }
+
+/// The host register holding CTR in a loop counted in it (callee-saved: helper calls keep
+/// it; out-of-line code does not reload it).
+const CTR_COPY: u8 = 15;
 
 /// Where a copy moved at the branch back comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -58,7 +82,13 @@ impl Em {
     /// At the start of a loop block's body: loads the copies of the GPRs the block names
     /// most and marks the loop's head after them.
     pub(super) fn loop_head(&mut self, words: &[u32]) {
-        for r in most_named(words) {
+        let mut copies = HOST_REGS.len();
+        if counted_in_ctr(words) {
+            copies = self.cache.reserve(CTR_COPY);
+            asm!(self.ops ; mov Rq(CTR_COPY), QWORD [rbx + CTR]);
+            self.ctr_copy = Some(CTR_COPY);
+        }
+        for r in most_named(words, copies) {
             let h = self.take_copy(r);
             self.gpr_home(GprOp::Load64, h, r);
         }
@@ -141,6 +171,19 @@ mod tests {
     fn the_most_named_registers_come_first() {
         // add r3,r4,r5; add r3,r3,r4; addi r3,r3,1
         let words = [0x7c64_2a14, 0x7c63_2214, 0x3863_0001];
-        assert_eq!(most_named(&words), [3, 4, 5]);
+        assert_eq!(most_named(&words, 6), [3, 4, 5]);
+        assert_eq!(most_named(&words, 2), [3, 4]);
+    }
+
+    #[test]
+    fn a_loop_counted_by_its_closing_bdnz_alone_keeps_ctr() {
+        // addi r3,r3,1; bdnz -4
+        assert!(counted_in_ctr(&[0x3863_0001, 0x4200_fffc]));
+        // ... with mfctr r4 in the body.
+        assert!(!counted_in_ctr(&[0x7c89_02a6, 0x4200_fffc]));
+        // ... with bdz (a side exit) in the body.
+        assert!(!counted_in_ctr(&[0x4240_0008, 0x4200_fffc]));
+        // b -4: no CTR.
+        assert!(!counted_in_ctr(&[0x3863_0001, 0x4bff_fffc]));
     }
 }
