@@ -34,9 +34,11 @@
 //! This file holds block emission (the translator's state, the pass over a block's
 //! instructions, the register cache's plumbing and what the families share); `frame` holds
 //! the frame and ABI: the entry trampoline, the stubs every block shares, the entry check,
-//! exits, probes and out-of-line code. The instructions are translated by family, one file
-//! each (`fixed`, `branch`, `memory`, `system`, `vector`), and `table` says which family
-//! translates each op of the ISA table (none: the interpreter runs it).
+//! exits, probes and out-of-line code; `access_run` the runs of accesses that share one
+//! TLB test; `self_loop` the blocks that branch back to their own start. The instructions
+//! are translated by family, one file each (`fixed`, `branch`, `memory`, `system`,
+//! `vector`), and `table` says which family translates each op of the ISA table (none: the
+//! interpreter runs it) and which keep dirty register copies.
 
 // dynasm converts a dynamic register operand with `.into()`, a no-op for our `u8` registers.
 #![allow(clippy::useless_conversion)]
