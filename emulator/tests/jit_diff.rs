@@ -1410,6 +1410,54 @@ fn loop_blocks_match_the_interpreter() {
     }
 }
 
+/// A compare right before a side exit on its field: the baseline tier leaves the field in
+/// the host flags, stores it on the taken way, and on the way on unless a compare sets the
+/// field again before anything could read it (only integer instructions between). Here the
+/// way on has a load between (which faults when r10 is outside RAM: the field must be at
+/// its home then) or only integer instructions, both senses, both outcomes.
+#[test]
+fn compare_fields_left_in_flags_at_side_exits() {
+    let between_load = [
+        0x3860_0000, // li r3,0
+        0x2c04_0005, // cmpwi r4,5
+        0x4182_0008, // beq +8
+        0x3860_0001, // li r3,1
+        0xe92a_0000, // ld r9,0(r10)
+        0x2c04_0007, // cmpwi r4,7
+        0,
+    ];
+    let between_integer = [
+        0x3860_0000, // li r3,0
+        0x2f84_0005, // cmpwi cr7,r4,5
+        0x409e_0008, // bne cr7,+8
+        0x3860_0001, // li r3,1
+        0x38a5_0001, // addi r5,r5,1
+        0x2f84_0007, // cmpwi cr7,r4,7
+        0x419d_0008, // bgt cr7,+8
+        0x3860_0002, // li r3,2
+        0,
+    ];
+    let mut faults = 0;
+    for prog in [&between_load[..], &between_integer[..]] {
+        for le in [false, true] {
+            for (r4, r10) in [
+                (5, DATA),
+                (6, DATA),
+                (5, RAM as u64 + 8),
+                (6, RAM as u64 + 8),
+                (8, DATA),
+            ] {
+                let (e, _) = differential(prog, le, |c| {
+                    c.st.set_cr(0x1234_5678);
+                    (c.st.gpr[4], c.st.gpr[10]) = (r4, r10);
+                });
+                faults += matches!(e, Some(Exception::Dsi { .. })) as u32;
+            }
+        }
+    }
+    assert_eq!(faults, 4);
+}
+
 /// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
 /// exclusive section when a module passes the limit or a flush is requested): two JITs on
 /// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
@@ -1517,6 +1565,7 @@ mod baseline {
         results_overwritten_next: Tiers::BASELINE, 0, results_overwritten_next_match_the_interpreter;
         dirty_copies: Tiers::BASELINE, 0, dirty_copies_match_the_interpreter;
         loop_blocks: Tiers::BASELINE, 0, loop_blocks_match_the_interpreter;
+        compare_fields_left_in_flags: Tiers::BASELINE, 0, compare_fields_left_in_flags_at_side_exits;
         loop_blocks_promoted: Tiers::BOTH, 3, loop_blocks_match_the_interpreter;
         compares_then_branches: Tiers::BASELINE, 0, compares_then_branches_match_the_interpreter;
         side_exits_promoted: Tiers::BOTH, 2, side_exits_match_the_interpreter;

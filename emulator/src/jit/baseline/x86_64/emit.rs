@@ -320,6 +320,8 @@ struct Em {
     looping: Option<(DynamicLabel, RegCache)>,
     /// The host register holding CTR (current at its home too) in a loop counted in it.
     ctr_copy: Option<u8>,
+    /// The block's instructions.
+    words: Vec<u32>,
 }
 
 /// What the instructions translated so far leave for the next ones to use (all empty at a
@@ -337,6 +339,10 @@ struct Handoff {
     /// since ([`fixed::keeps_compare`]): a branch on that field compares again rather than
     /// load the CR byte just stored.
     cmp_src: Option<fixed::CmpSrc>,
+    /// The CR field (and whether signed) the instruction just translated left in the host
+    /// flags only, for the side exit right after it to store on its ways
+    /// ([`Em::set_crf_from_flags`]).
+    crf_pending: Option<(u32, bool)>,
     /// The home (`ST`-relative) of the 64-bit SPR the instruction just translated set from
     /// `rax` (`mtlr`, `mtctr`), and the previous instruction's.
     spr_rax: Option<i32>,
@@ -391,6 +397,7 @@ pub fn emit(
         counter,
         looping: None,
         ctr_copy: None,
+        words: words.to_vec(),
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();
@@ -680,9 +687,36 @@ impl Em {
     // --- CR ---
 
     /// CR field `bf` = LT/GT/EQ (8/4/2) from the flags of a compare (signed or unsigned)
-    /// | XER[SO], with instructions that leave the flags as they are, for a branch that
-    /// follows (`crf_flags`). Clobbers `rcx`, `rdx` and `r8`.
+    /// | XER[SO], for a branch that follows (`crf_flags`). When the next instruction is a
+    /// side exit on that field that branches on the flags, the field is left in the flags
+    /// (`crf_pending`): the side exit stores it on its taken way, and on the way on unless
+    /// a later compare sets the field first ([`fixed::field_set_first`]).
     fn set_crf_from_flags(&mut self, bf: u32, signed: bool) {
+        self.handoff.crf_flags = Some((bf, signed));
+        if self.caching && self.crf_waits(bf) {
+            self.handoff.crf_pending = Some((bf, signed));
+        } else {
+            self.store_crf_from_flags(bf, signed);
+        }
+    }
+
+    /// Whether the instruction after this one is a side exit that branches on CR field
+    /// `bf` from the host flags (a bit other than SO, no LK, no CTR decrement).
+    fn crf_waits(&self, bf: u32) -> bool {
+        let Some(&w) = self.words.get(self.k as usize + 1) else {
+            return false;
+        };
+        let (op, i) = (decode(w), Insn(w));
+        op == Op::Bc
+            && side_exit(op, i)
+            && i.rt() & 0x14 == 0x04
+            && i.ra() / 4 == bf
+            && i.ra() % 4 != 3
+    }
+
+    /// Stores CR field `bf` from the flags of a compare, with instructions that leave the
+    /// flags as they are. Clobbers `rcx`, `rdx` and `r8`.
+    fn store_crf_from_flags(&mut self, bf: u32, signed: bool) {
         asm!(self.ops
             ; movzx ecx, BYTE [rbx + SO]
             ; lea edx, [rcx + 4]
@@ -695,7 +729,6 @@ impl Em {
             asm!(self.ops ; cmova ecx, edx ; cmovb ecx, r8d);
         }
         self.insert_crf(bf);
-        self.handoff.crf_flags = Some((bf, signed));
     }
 
     /// CR field `bf` = `cl` (4 bits).

@@ -78,10 +78,22 @@ impl Em {
                 let pc_read = i.bd() == 4 && i.aa() == 0;
                 self.link_register(i, always(i) && !pc_read);
                 let nt = self.label();
+                // A compare right before may have left its field in the flags only.
+                let pending = self.handoff.crf_pending.take();
                 self.condition(i, true, nt);
                 // A side exit keeps the dirty copies past it: only the taken way stores them.
-                self.leaving_with_homes(|e| e.exit_branch(i, n, i.bd() as u64));
+                self.leaving_with_homes(|e| {
+                    if let Some((bf, signed)) = pending {
+                        e.store_crf_from_flags(bf, signed);
+                    }
+                    e.exit_branch(i, n, i.bd() as u64)
+                });
                 asm!(self.ops ; =>nt);
+                if let Some((bf, signed)) = pending
+                    && !fixed::field_set_first(&self.words[self.k as usize + 1..], bf)
+                {
+                    self.store_crf_from_flags(bf, signed);
+                }
                 // A side exit's block goes on past it (`vcpu::side_exit`); when it is the
                 // block's last word, the block's own end leaves for the next one.
                 if !side_exit(op, i) {

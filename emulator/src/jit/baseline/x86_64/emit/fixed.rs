@@ -484,6 +484,25 @@ pub(super) fn keeps_compare(w: u32, c: &CmpSrc) -> bool {
     written & c.gprs() == 0
 }
 
+/// Whether the instructions `words` set CR field `bf` before anything could read it: only
+/// plain integer instructions and compares (which cannot leave the block or fault) come
+/// before a compare into `bf` or, for CR0, a recording instruction.
+pub(super) fn field_set_first(words: &[u32], bf: u32) -> bool {
+    for &w in words {
+        let (op, i) = (decode(w), Insn(w));
+        let records = op.info().flags.contains(InsnFlags::RC) && i.rc();
+        match op {
+            Op::Cmp | Op::Cmpl | Op::Cmpi | Op::Cmpli if i.bf() == bf => return true,
+            Op::Cmp | Op::Cmpl | Op::Cmpi | Op::Cmpli => {}
+            Op::AndiDot | Op::AndisDot if bf == 0 => return true,
+            _ if plain_dest(w).is_some() && records && bf == 0 => return true,
+            _ if plain_dest(w).is_some() => {}
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// A compare (or a recording instruction: its result against 0) whose CR field a branch
 /// further on can compute again from the same operands ([`Em::recompare`]).
 #[derive(Clone, Copy)]

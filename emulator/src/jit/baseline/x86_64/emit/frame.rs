@@ -204,6 +204,7 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         counter: None,
         looping: None,
         ctr_copy: None,
+        words: Vec::new(),
     }
 }
 
