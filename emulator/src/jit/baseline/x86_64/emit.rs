@@ -43,7 +43,7 @@
 // dynasm converts a dynamic register operand with `.into()`, a no-op for our `u8` registers.
 #![allow(clippy::useless_conversion)]
 
-use super::regcache::{HOST_REGS, RegCache, later_gprs};
+use super::regcache::{HOST_REGS, RegCache, later_gprs, named_gprs};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, NO_RESERVATION, msr};
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, RETURN_FRAMES_BYTES, STOP_BUDGET, STOP_EVENTS, STOP_KICK};

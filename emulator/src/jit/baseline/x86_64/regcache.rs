@@ -151,24 +151,29 @@ impl RegCache {
     }
 }
 
-/// Per instruction of a block: the GPRs (bit `r`) named by the instructions after it, as
-/// register operands of the ISA table. A GPR outside the mask is not worth a copy.
+/// The GPRs (bit `r`) the instruction `w` names, as register operands of the ISA table.
+pub fn named_gprs(w: u32) -> u32 {
+    let i = crate::isa::Insn(w);
+    decode(w).info().operands.iter().fold(0, |acc, op| {
+        acc | match op {
+            Operand::Rt | Operand::Rs => 1 << i.rt(),
+            Operand::Ra | Operand::Ra0 | Operand::DRa | Operand::DsRa | Operand::DqRa => {
+                1 << i.ra()
+            }
+            Operand::Rb => 1 << i.rb(),
+            _ => 0,
+        }
+    })
+}
+
+/// Per instruction of a block: the GPRs (bit `r`) named by the instructions after it
+/// ([`named_gprs`]). A GPR outside the mask is not worth a copy.
 pub fn later_gprs(words: &[u32]) -> Vec<u32> {
     let mut later = vec![0u32; words.len()];
     let mut acc = 0u32;
     for (k, &w) in words.iter().enumerate().rev() {
         later[k] = acc;
-        let i = crate::isa::Insn(w);
-        for op in decode(w).info().operands {
-            acc |= match op {
-                Operand::Rt | Operand::Rs => 1 << i.rt(),
-                Operand::Ra | Operand::Ra0 | Operand::DRa | Operand::DsRa | Operand::DqRa => {
-                    1 << i.ra()
-                }
-                Operand::Rb => 1 << i.rb(),
-                _ => 0,
-            };
-        }
+        acc |= named_gprs(w);
     }
     later
 }

@@ -45,20 +45,14 @@ fn counted_in_ctr(words: &[u32]) -> bool {
     }
 }
 
-/// The GPRs `words` name most (as register operands of the ISA table), at most `most`,
-/// most named first.
+/// The GPRs named by the most instructions of `words` (`regcache::named_gprs`), at most
+/// `most`, most named first.
 fn most_named(words: &[u32], most: usize) -> Vec<u32> {
     let mut count = [0u32; 32];
     for &w in words {
-        let i = Insn(w);
-        for op in decode(w).info().operands {
-            let r = match op {
-                Operand::Rt | Operand::Rs => i.rt(),
-                Operand::Ra | Operand::Ra0 | Operand::DRa | Operand::DsRa | Operand::DqRa => i.ra(),
-                Operand::Rb => i.rb(),
-                _ => continue,
-            };
-            count[r as usize] += 1;
+        let named = named_gprs(w);
+        for (r, c) in count.iter_mut().enumerate() {
+            *c += named >> r & 1;
         }
     }
     let mut named: Vec<u32> = (0..32).filter(|&r| count[r as usize] > 0).collect();
