@@ -436,6 +436,11 @@ pub fn emit(
         e.write_back = native_ok && run < 2 && table::WRITE_BACK[op as usize];
         // A side exit stores the dirty copies on its taken way only (`Em::leaving_with_homes`).
         let side = native_ok && run < 2 && side_exit(op, Insn(w));
+        debug_assert!(
+            side || e.handoff.crf_pending.is_none(),
+            "a CR field left in the flags at {:#x} without the side exit to store it",
+            e.pc
+        );
         if !e.write_back && !side {
             e.flush_dirty();
         }
@@ -461,6 +466,10 @@ pub fn emit(
         }
         last_fallback = !done;
     }
+    debug_assert!(
+        e.handoff.crf_pending.is_none(),
+        "a CR field left in the flags"
+    );
     e.write_back = false;
     e.flush_dirty();
     if !ended {
