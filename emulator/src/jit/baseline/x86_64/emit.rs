@@ -555,10 +555,8 @@ impl Em {
     /// Stores every dirty copy home (before an instruction that may leave the block or
     /// read a home, or at the block's end).
     fn flush_dirty(&mut self) {
-        let dirty: Vec<_> = self.cache.dirty_held().collect();
-        for (h, r) in dirty {
-            self.gpr_home(GprOp::Store64, h, r);
-        }
+        let held = self.cache;
+        self.flush_held(&held);
         self.cache.cleaned();
     }
 

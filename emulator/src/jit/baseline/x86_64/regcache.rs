@@ -7,13 +7,13 @@
 //!
 //! Copies are **write-back** across the instructions that cannot leave the block from the
 //! middle of their code and read every GPR through the cache (integer instructions and GPR
-//! loads and stores: the emitter's `table::WRITE_BACK`): their results stay in the copy only (*dirty*, not
-//! stored home). Before any other instruction the emitter stores the dirty copies home
-//! (`Em::flush_dirty`), so that one sees current homes as before: helpers, the
-//! interpreter, exits and branches (a side exit, which the block goes on past, stores them
-//! on its taken way only). A dirty copy evicted for another GPR is stored home
-//! first. A load's or store's out-of-line path, entered with the copies as they were at the
-//! access, stores the dirty ones home before it calls a helper or leaves (a fault).
+//! loads and stores: the emitter's `table::WRITE_BACK`): their results stay in the copy
+//! only (*dirty*, not stored home). Before any other instruction the emitter stores the
+//! dirty copies home (`Em::flush_dirty`), so that one sees current homes as before:
+//! helpers, the interpreter, exits and branches (a side exit, which the block goes on
+//! past, stores them on its taken way only). A dirty copy evicted for another GPR is stored
+//! home first. A load's or store's out-of-line path, entered with the copies as they were
+//! at the access, stores the dirty ones home before it calls a helper or leaves (a fault).
 //!
 //! Out-of-line code, which calls helpers (clobbering the caller-saved registers) or the
 //! interpreter (which may write any GPR), reloads the copies of the point it returns to
