@@ -43,7 +43,7 @@
 // dynasm converts a dynamic register operand with `.into()`, a no-op for our `u8` registers.
 #![allow(clippy::useless_conversion)]
 
-use super::regcache::{HOST_REGS, RegCache, later_gprs, named_gprs};
+use super::regcache::{HOST_REGS, RegCache, later_gprs, named_gprs, written_gprs};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, NO_RESERVATION, msr};
 use crate::isa::{Insn, InsnFlags, Op, Operand, decode};
 use crate::jit::ctx::{PROMOTE, RETURN_FRAMES_BYTES, STOP_BUDGET, STOP_EVENTS, STOP_KICK};
@@ -197,14 +197,20 @@ enum StoreSrc {
 /// Out-of-line code, emitted after the block body so that the hot path stays dense.
 enum Cold {
     /// Leave for `pc`, with what came before retired: the block's own PC before its first
-    /// instruction (budget spent), or a jump back's target (kick or events).
-    Stop { at: DynamicLabel, pc: u64 },
+    /// instruction (budget spent), or a jump back's target (kick or events); the copies
+    /// `held` dirty there stored first (a loop block's branch back).
+    Stop {
+        at: DynamicLabel,
+        pc: u64,
+        held: RegCache,
+    },
     /// The low byte of the block's execution counter wrapped: a tick off the high word at
     /// `high`; when that runs out, ask the run loop to promote the block.
     Tick {
         at: DynamicLabel,
         back: DynamicLabel,
         high: usize,
+        held: RegCache,
     },
     /// A direct exit not linked yet: returns with `JitCtx::link` naming the jump at `site`
     /// (through the unlinked-exit probe, which runs an optimized target at once).
@@ -441,7 +447,8 @@ pub fn emit(
             "a CR field left in the flags at {:#x} without the side exit to store it",
             e.pc
         );
-        if !e.write_back && !side {
+        // A loop block's branch back carries the dirty copies to its head (`self_loop`).
+        if !e.write_back && !side && !e.closes_loop() {
             e.flush_dirty();
         }
         let span = &words[k..k + run.max(1)];
@@ -584,6 +591,12 @@ impl Em {
             self.gpr_home(GprOp::Store64, h, g);
         }
         h
+    }
+
+    /// Whether this instruction is a loop block's branch back to its start, its last
+    /// (`self_loop::loops_to_start`).
+    fn closes_loop(&self) -> bool {
+        self.looping.is_some() && self.caching && self.k as usize + 1 == self.words.len()
     }
 
     /// Every home is current here (an exit, a helper call).

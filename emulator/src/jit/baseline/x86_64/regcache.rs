@@ -22,7 +22,7 @@
 //! Only registers the rest of the block names again are cached ([`later_gprs`]): a value
 //! read once is cheaper read from its home.
 
-use crate::isa::{Operand, decode};
+use crate::isa::{InsnFlags, Operand, decode};
 
 /// Host registers that hold copies, by encoding number: `r15` (callee-saved, saved by the
 /// trampoline), then `rsi`, `rdi`, `r9`–`r11` (caller-saved; the emitter's scratch
@@ -151,6 +151,25 @@ impl RegCache {
     }
 }
 
+/// The GPRs (bit `r`) the instruction `w` is expected to write, read off the ISA table's
+/// operands: a first operand `rt` (`rs` is a source) or `ra` (the logical and rotate forms,
+/// `ra,rs,...`; `ra0` is an address), and `ra` of the update forms. A forecast for
+/// [`super::emit`]'s loop blocks, not a rule: a GPR written otherwise costs a store there.
+pub fn written_gprs(w: u32) -> u32 {
+    let (info, i) = (decode(w).info(), crate::isa::Insn(w));
+    let first = match info.operands.first() {
+        Some(Operand::Rt) => 1 << i.rt(),
+        Some(Operand::Ra) => 1 << i.ra(),
+        _ => 0,
+    };
+    let update = if info.flags.contains(InsnFlags::UPDATE) {
+        1 << i.ra()
+    } else {
+        0
+    };
+    first | update
+}
+
 /// The GPRs (bit `r`) the instruction `w` names, as register operands of the ISA table.
 pub fn named_gprs(w: u32) -> u32 {
     let i = crate::isa::Insn(w);
@@ -231,6 +250,24 @@ mod tests {
         assert!(!hosts.contains(&15), "{hosts:?}");
         c.clear();
         assert_ne!(c.take(40).0, 15);
+    }
+
+    #[test]
+    fn written_registers_are_the_destinations() {
+        // addi r3,r4,1; stw r5,8(r6); or r7,r8,r9; lwzu r10,4(r11); stdu r1,-32(r1);
+        // cmpw r3,r4; dcbz 0,r5
+        let cases = [
+            (0x3864_0001, 1 << 3),
+            (0x90a6_0008, 0),
+            (0x7d07_4b78, 1 << 7),
+            (0x854b_0004, 1 << 10 | 1 << 11),
+            (0xf821_ffe1, 1 << 1),
+            (0x7c03_2000, 0),
+            (0x7c00_2fec, 0),
+        ];
+        for (w, want) in cases {
+            assert_eq!(written_gprs(w), want, "{w:#010x}");
+        }
     }
 
     #[test]

@@ -81,13 +81,21 @@ impl Em {
                 // A compare right before may have left its field in the flags only.
                 let pending = self.handoff.crf_pending.take();
                 self.condition(i, true, nt);
-                // A side exit keeps the dirty copies past it: only the taken way stores them.
-                self.leaving_with_homes(|e| {
-                    if let Some((bf, signed)) = pending {
-                        e.store_crf_from_flags(bf, signed);
-                    }
-                    e.exit_branch(i, n, i.bd() as u64)
-                });
+                if self.closes_loop() {
+                    // The branch back carries the dirty copies to the loop's head (a field
+                    // is left in the flags only before a side exit, which this is not).
+                    debug_assert!(pending.is_none());
+                    self.exit_branch(i, n, i.bd() as u64);
+                } else {
+                    // A side exit keeps the dirty copies past it: only the taken way stores
+                    // them.
+                    self.leaving_with_homes(|e| {
+                        if let Some((bf, signed)) = pending {
+                            e.store_crf_from_flags(bf, signed);
+                        }
+                        e.exit_branch(i, n, i.bd() as u64)
+                    });
+                }
                 asm!(self.ops ; =>nt);
                 if let Some((bf, signed)) = pending
                     && !fixed::field_set_first(&self.words[self.k as usize + 1..], bf)
@@ -97,6 +105,7 @@ impl Em {
                 // A side exit's block goes on past it (`vcpu::side_exit`); when it is the
                 // block's last word, the block's own end leaves for the next one.
                 if !side_exit(op, i) {
+                    self.flush_dirty();
                     self.exit_direct(n, self.pc.wrapping_add(4));
                     *ended = true;
                 }

@@ -369,6 +369,7 @@ impl Em {
         self.cold.push(Cold::Stop {
             at: stop,
             pc: self.block_pc,
+            held: self.cache,
         });
     }
 
@@ -384,6 +385,7 @@ impl Em {
             at: tick,
             back,
             high: c.high,
+            held: self.cache,
         });
     }
 
@@ -547,8 +549,9 @@ impl Em {
                     asm!(self.ops ; =>at);
                     self.jmp_probe();
                 }
-                Cold::Stop { at, pc } => {
+                Cold::Stop { at, pc, held } => {
                     asm!(self.ops ; =>at);
+                    self.flush_held(&held);
                     self.store_pc(pc);
                     self.epilogue();
                 }
@@ -577,7 +580,12 @@ impl Em {
                         self.epilogue();
                     }
                 }
-                Cold::Tick { at, back, high } => {
+                Cold::Tick {
+                    at,
+                    back,
+                    high,
+                    held,
+                } => {
                     // Retires nothing when it promotes: the run loop promotes the block and
                     // runs it again.
                     let promote = self.label();
@@ -589,6 +597,7 @@ impl Em {
                         ; jmp =>back
                         ; =>promote
                     );
+                    self.flush_held(&held);
                     self.store_pc(self.block_pc);
                     asm!(self.ops ; mov QWORD [r12 + LINK], PROMOTE as i32);
                     self.epilogue();
@@ -687,7 +696,9 @@ impl Em {
 
     /// [`Em::exit_direct`] with the budget charged.
     pub(super) fn jump_direct(&mut self, target: u64) {
-        self.assert_homes_current();
+        if target != self.block_pc || !self.closes_loop() {
+            self.assert_homes_current();
+        }
         // A user process's pages never change mapping (an unmapped, replaced or no longer
         // executable page drops its blocks, and with them the jumps into them), so its
         // exits link to any page. A machine's other page may map other code the next time
@@ -711,6 +722,7 @@ impl Em {
             self.cold.push(Cold::Stop {
                 at: stop,
                 pc: target,
+                held: self.cache,
             });
             if let Some(head) = self
                 .looping

@@ -4,8 +4,10 @@
 //! homes the values the iteration before had just stored (a store-to-load forwarding on
 //! each value the loop carries, on its critical path). A loop block loads the copies of
 //! the GPRs it names most once, at its head, and its branch back passes the entry's tests
-//! (budget, promotion tick) itself, stores the dirty copies, moves the copies to the host
-//! registers the head has them in and jumps to the head. A loop counted by `bdnz` (its
+//! (budget, promotion tick) itself, moves the copies to the host registers the head has
+//! them in and jumps to the head. The copies of the GPRs the loop writes are dirty at the
+//! head (the entry loaded them: a store of the same value at worst), so the branch back
+//! carries them dirty and only the ways out of the loop store them. A loop counted by `bdnz` (its
 //! closing `bc` decrements CTR, and nothing else in it touches CTR) keeps CTR in `r15`,
 //! taken out of the copies: its decrement was a read-modify-write of the home, a
 //! store-to-load forwarding per iteration; the home is still written every time.
@@ -82,9 +84,14 @@ impl Em {
             asm!(self.ops ; mov Rq(CTR_COPY), QWORD [rbx + CTR]);
             self.ctr_copy = Some(CTR_COPY);
         }
+        let written = words.iter().fold(0, |m, &w| m | written_gprs(w));
         for r in most_named(words, copies) {
             let h = self.take_copy(r);
             self.gpr_home(GprOp::Load64, h, r);
+            // The branch back keeps this copy dirty rather than store it every iteration.
+            if written & 1 << r != 0 {
+                self.cache.mark_dirty(r);
+            }
         }
         let head = self.label();
         asm!(self.ops ; =>head);
@@ -92,8 +99,10 @@ impl Em {
     }
 
     /// The branch back of a loop block whose head is `head` (with the copies `at_head`),
-    /// its instructions charged, the homes current: the entry's tests (`stop`: out with
-    /// the block's own PC), then the copies moved to where the head has them.
+    /// its instructions charged: the entry's tests (`stop`: out with the block's own PC,
+    /// the dirty copies stored), the dirty copies the head does not hold dirty stored, then
+    /// the copies moved to where the head has them. The emitter's cache is left as it was
+    /// (the code after this is the way on).
     pub(super) fn loop_back(
         &mut self,
         (head, at_head): (DynamicLabel, RegCache),
@@ -103,6 +112,15 @@ impl Em {
             self.tick(c);
         }
         asm!(self.ops ; test rbp, rbp ; jle =>stop);
+        let kept = at_head.dirty();
+        let stores: Vec<(u8, u32)> = self
+            .cache
+            .dirty_held()
+            .filter(|&(_, r)| kept & 1 << r == 0)
+            .collect();
+        for (h, r) in stores {
+            self.gpr_home(GprOp::Store64, h, r);
+        }
         self.move_copies(&at_head);
         asm!(self.ops ; jmp =>head);
     }
