@@ -5,9 +5,10 @@
 //! each value the loop carries, on its critical path). A loop block loads the copies of
 //! the GPRs it names most once, at its head, and its branch back passes the entry's tests
 //! (budget, promotion tick) itself, moves the copies to the host registers the head has
-//! them in and jumps to the head. The copies of the GPRs the loop writes are dirty at the
-//! head (the entry loaded them: a store of the same value at worst), so the branch back
-//! carries them dirty and only the ways out of the loop store them. A loop counted by `bdnz` (its
+//! them in and jumps to the head. When every GPR the loop names has a copy, the copies of
+//! those it writes are dirty at the head (the entry loaded them: a store of the same value
+//! at worst), so the branch back carries them dirty and only the ways out of the loop store
+//! them. A loop counted by `bdnz` (its
 //! closing `bc` decrements CTR, and nothing else in it touches CTR) keeps CTR in `r15`,
 //! taken out of the copies: its decrement was a read-modify-write of the home, a
 //! store-to-load forwarding per iteration; the home is still written every time.
@@ -84,11 +85,18 @@ impl Em {
             asm!(self.ops ; mov Rq(CTR_COPY), QWORD [rbx + CTR]);
             self.ctr_copy = Some(CTR_COPY);
         }
-        let written = words.iter().fold(0, |m, &w| m | written_gprs(w));
-        for r in most_named(words, copies) {
+        let named = most_named(words, usize::MAX);
+        // With every GPR it names in a copy, nothing evicts one: the branch back keeps the
+        // written ones dirty rather than store them every iteration. Otherwise a copy the
+        // head holds dirty would be evicted, stored, before the loop writes it again.
+        let written = if named.len() <= copies {
+            words.iter().fold(0, |m, &w| m | written_gprs(w))
+        } else {
+            0
+        };
+        for &r in named.iter().take(copies) {
             let h = self.take_copy(r);
             self.gpr_home(GprOp::Load64, h, r);
-            // The branch back keeps this copy dirty rather than store it every iteration.
             if written & 1 << r != 0 {
                 self.cache.mark_dirty(r);
             }
