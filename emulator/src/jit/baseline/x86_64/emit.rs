@@ -735,18 +735,18 @@ impl Em {
     }
 
     /// Stores CR field `bf` from the flags of a compare, with instructions that leave the
-    /// flags as they are. Clobbers `rcx`, `rdx` and `r8`.
+    /// flags as they are. Clobbers `rcx`, `rdx` and `r13`.
     fn store_crf_from_flags(&mut self, bf: u32, signed: bool) {
         asm!(self.ops
             ; movzx ecx, BYTE [rbx + SO]
             ; lea edx, [rcx + 4]
-            ; lea r8d, [rcx + 8]
+            ; lea r13d, [rcx + 8]
             ; lea ecx, [rcx + 2]
         );
         if signed {
-            asm!(self.ops ; cmovg ecx, edx ; cmovl ecx, r8d);
+            asm!(self.ops ; cmovg ecx, edx ; cmovl ecx, r13d);
         } else {
-            asm!(self.ops ; cmova ecx, edx ; cmovb ecx, r8d);
+            asm!(self.ops ; cmova ecx, edx ; cmovb ecx, r13d);
         }
         self.insert_crf(bf);
     }

@@ -25,9 +25,10 @@
 use crate::isa::{InsnFlags, Operand, decode};
 
 /// Host registers that hold copies, by encoding number: `r15` (callee-saved, saved by the
-/// trampoline), then `rsi`, `rdi`, `r9`–`r11` (caller-saved; the emitter's scratch
-/// registers are `rax`, `rcx`, `rdx`, `r8` and `r13`, and `rbp` holds the budget).
-pub const HOST_REGS: [u8; 6] = [15, 6, 7, 9, 10, 11];
+/// trampoline), then `rsi`, `rdi`, `r9`–`r11` and `r8` (caller-saved; the emitter's
+/// scratch registers are `rax`, `rcx`, `rdx` and `r13`, and `rbp` holds the budget; `r8`
+/// is also a helper's fifth argument, set only after the copies were stored home).
+pub const HOST_REGS: [u8; 7] = [15, 6, 7, 9, 10, 11, 8];
 
 /// Which guest GPR each host register of [`HOST_REGS`] holds, and when it was last used.
 #[derive(Clone, Copy, Debug, Default)]

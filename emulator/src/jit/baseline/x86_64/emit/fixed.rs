@@ -273,13 +273,13 @@ impl Em {
                 }
                 asm!(self.ops
                     ; sar rax, cl
-                    ; mov r8, rax
-                    ; shl r8, cl
-                    ; cmp r8, rdx
-                    ; setne r8b
+                    ; mov r13, rax
+                    ; shl r13, cl
+                    ; cmp r13, rdx
+                    ; setne r13b
                     ; test rdx, rdx
                     ; sets dl
-                    ; and dl, r8b
+                    ; and dl, r13b
                     ; =>done
                     ; mov BYTE [rbx + CA], dl
                 );
