@@ -368,7 +368,18 @@ pub fn emit(
     probe: Option<ProbeStubs>,
     space: Space,
 ) -> Emitted {
-    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    // Room for a typical block's code and labels up front: grown from empty, the buffers
+    // were reallocated and copied a dozen times per block.
+    let n = words.len();
+    let mut ops = VecAssembler::<X64Relocation>::new_with_capacity(
+        0,
+        160 * n + 256,
+        0,
+        0,
+        6 * n + 8,
+        0,
+        6 * n + 8,
+    );
     let probe = match probe {
         Some(p) => Exit::Shared {
             probe: p.probe,
@@ -387,10 +398,10 @@ pub fn emit(
         pc,
         block_pc: pc,
         page: key.relative.then_some(pc & PAGE_MASK),
-        cold: Vec::new(),
+        cold: Vec::with_capacity(2 * n),
         probe,
         stubs: *stubs,
-        fixups: Vec::new(),
+        fixups: Vec::with_capacity(4),
         cache: RegCache::default(),
         caching: true,
         later: later_gprs(words),
