@@ -57,7 +57,7 @@ pub use baseline::native_ops as baseline_native_ops;
 pub use cache::{BlockKey, CodeGuard, JitShared, KEY_MSR_BITS, SharedStats};
 pub use config::{
     CODE_CACHE_LIMIT, DEFAULT_BASELINE_THRESHOLD, DEFAULT_PROMOTE_THRESHOLD, DEFAULT_THRESHOLD,
-    DEFAULT_TIERS, Tiers, USER_SPAN, parse_cache_limit,
+    DEFAULT_TIERS, DEFAULT_USER_BASELINE_THRESHOLD, Tiers, USER_SPAN, parse_cache_limit,
 };
 pub use cranelift::native_ops;
 pub use ctx::JitCtx;

@@ -284,7 +284,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
             TierKind::Jit
         },
         jit_tiers: tiers,
-        jit_threshold: opts.jit_threshold.unwrap_or(tiers.default_threshold()),
+        jit_threshold: opts.jit_threshold.unwrap_or(tiers.default_user_threshold()),
         jit_promote: opts.jit_promote.unwrap_or(defaults.jit_promote),
         jit_cache_limit: opts.jit_cache_limit.unwrap_or(defaults.jit_cache_limit),
         trace: opts.trace,
@@ -345,7 +345,7 @@ const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|inte
   --jit-tiers T       baseline, cranelift or both, comma-separated (default baseline
                       where the host has it, x86-64; else cranelift)
   --jit-threshold N   run a block N times in the interpreter before translating it
-                      (default 2 with the baseline tier, else 500; 0 translates at once)
+                      (default 8 with the baseline tier, else 500; 0 translates at once)
   --jit-promote N     move a block from the baseline tier to Cranelift after N runs
                       (default 100000)
   --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
