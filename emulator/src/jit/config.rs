@@ -14,10 +14,10 @@ pub const DEFAULT_BASELINE_THRESHOLD: u32 = 2;
 /// [`DEFAULT_BASELINE_THRESHOLD`] for a user-mode process (`ppc64emu user`), whose
 /// interpreter needs no MMU: a block is translated on its ninth execution (of the 264 blocks
 /// busybox md5sum translated on their third, 178 ran fewer than nine times). Against the
-/// third, alternating runs (medians
-/// of the paired ratios, k = 11–15): busybox md5sum 0.942, sha256sum 0.95–0.96, bzip2 0.987,
-/// gzip 1.009, `libc-tests sort` 1.002. A machine keeps the third: linux-make 16 × 12 ran
-/// 1.035 and 1.003 of the time with the seventh, the bundled guest no differently.
+/// third, alternating runs (medians of the paired ratios, k = 11–15): busybox md5sum 0.942,
+/// sha256sum 0.95–0.96, bzip2 0.987, gzip 1.009, `libc-tests sort` 1.002. A machine keeps
+/// the third: linux-make 16 × 12 ran 1.035 and 1.003 of the time with the seventh, the
+/// bundled guest no differently.
 pub const DEFAULT_USER_BASELINE_THRESHOLD: u32 = 8;
 
 /// Executions in the baseline tier after which a block is promoted to Cranelift
@@ -111,7 +111,7 @@ impl Tiers {
         if self.available().baseline {
             DEFAULT_USER_BASELINE_THRESHOLD
         } else {
-            DEFAULT_THRESHOLD
+            self.default_threshold()
         }
     }
 }

@@ -8,10 +8,10 @@
 //! them in and jumps to the head. When every GPR the loop names has a copy, the copies of
 //! those it writes are dirty at the head (the entry loaded them: a store of the same value
 //! at worst), so the branch back carries them dirty and only the ways out of the loop store
-//! them. A loop counted by `bdnz` (its
-//! closing `bc` decrements CTR, and nothing else in it touches CTR) keeps CTR in `r15`,
-//! taken out of the copies: its decrement was a read-modify-write of the home, a
-//! store-to-load forwarding per iteration; the home is still written every time.
+//! them. A loop counted by `bdnz` (its closing `bc` decrements CTR, and nothing else in it
+//! touches CTR) keeps CTR in `r15`, taken out of the copies: its decrement was a
+//! read-modify-write of the home, a store-to-load forwarding per iteration; the home is
+//! still written every time.
 
 use super::*;
 
