@@ -296,6 +296,9 @@ static struct {
 static u64 opt_jobs, opt_units = 6, opt_size = 400, opt_seed = 1;
 /* closed=K: the closed-form loop instead of make (see closed_loop) */
 static u64 opt_closed;
+/* hold=KB: each of its hypercalls copies KB KiB with H_LOGICAL_MEMOP instead */
+#define CLOSED_HOLD_MAX_KB	32
+static u64 opt_hold;
 static u64 t_start, t_end;
 static u64 base_cnt[NCOUNT];
 static volatile u32 go;
@@ -853,6 +856,8 @@ static void parse_bootargs(void)
 			opt_seed = parse_num(eq);
 		else if (!strcmp(w, "closed"))
 			opt_closed = parse_num(eq);
+		else if (!strcmp(w, "hold"))
+			opt_hold = parse_num(eq);
 		else if (!strcmp(w, "bulk"))
 			cfg.have_bulk = cfg.have_bulk && parse_num(eq);
 		else if (!strcmp(w, "inject"))
@@ -873,6 +878,8 @@ static void parse_bootargs(void)
 		opt_size = 1;
 	if (opt_units > 2000 && !opt_closed)
 		opt_units = 2000;
+	if (opt_hold > CLOSED_HOLD_MAX_KB)
+		opt_hold = CLOSED_HOLD_MAX_KB;
 }
 
 static void cpu_setup(struct percpu *pc)
@@ -890,13 +897,24 @@ static void cpu_setup(struct percpu *pc)
 /*
  * closed=K: a workload whose speedup has a closed form.  The units rounds are
  * dealt out to the CPUs (round r to CPU r mod N); a round computes for size
- * thousand steps without touching memory (time C), then makes K H_PAGE_INIT
- * calls that copy a 4 KB page, each done by the hypervisor under its global
- * lock (time S in all).  With only the lock shared, N CPUs finish in
- * max(T1/N, rounds*S): the speedup is min(N, (C+S)/S).  The checksum sums
- * each round's result, so it does not depend on which CPU ran the round.
+ * thousand steps without touching memory (time C), then makes K hypercalls,
+ * each done by the hypervisor under its global lock (time S in all): an
+ * H_PAGE_INIT that copies a 4 KB page, or with hold=KB an H_LOGICAL_MEMOP that
+ * copies KB KiB from a source every CPU reads into this CPU's own buffer.  A
+ * longer hold makes S large against the fixed cost of taking the lock and
+ * entering the hypervisor, which grows when CPUs share the lock's cache lines
+ * (with one page S is under a microsecond).  With only the lock
+ * shared, N CPUs finish in max(T1/N, rounds*S): the speedup is
+ * min(N, (C+S)/S).  The checksum sums each round's result, so it does not
+ * depend on which CPU ran the round.
  */
 static u8 closed_page[MAX_CPUS][2][PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
+/*
+ * hold=: one source for every CPU, read only, so that it stays in every cache,
+ * and a destination per CPU.
+ */
+static u8 closed_src[CLOSED_HOLD_MAX_KB * 1024] __attribute__((aligned(PAGE_SIZE)));
+static u8 closed_dst[MAX_CPUS][CLOSED_HOLD_MAX_KB * 1024] __attribute__((aligned(PAGE_SIZE)));
 static volatile u64 closed_sum[MAX_CPUS];
 static volatile u32 closed_done;
 
@@ -913,13 +931,23 @@ static void closed_loop(struct percpu *pc)
 		for (u64 i = 0; i < opt_size * 1000; i++)
 			x = x * 6364136223846793005UL + (x >> 29) + i;
 		for (u64 k = 0; k < opt_closed; k++) {
+			/* H_PAGE_INIT(copy, dst, src) between this CPU's two pages */
 			u64 io[10] = { H_PAGE_INIT, H_COPY_PAGE,
 				       (u64)closed_page[pc->index][(k + 1) & 1],
 				       (u64)closed_page[pc->index][k & 1] };
 
+			if (opt_hold) {
+				/* H_LOGICAL_MEMOP(dst, src, 8-byte elements, count, copy) */
+				io[0] = H_LOGICAL_MEMOP;
+				io[1] = (u64)closed_dst[pc->index];
+				io[2] = (u64)closed_src;
+				io[3] = 3;
+				io[4] = opt_hold * 128;
+				io[5] = 0;
+			}
 			hcall(pc, io);
 			if (io[0] != H_SUCCESS)
-				panic("H_PAGE_INIT failed: %ld", (long)io[0]);
+				panic("closed-form hypercall failed: %ld", (long)io[0]);
 		}
 		sum += x;
 	}
@@ -1031,8 +1059,9 @@ void kmain_boot(const void *fdt)
 	cpu_setup(pc);
 	mm_init();
 	if (opt_closed) {
-		printk("mkbench: closed form: %lu rounds of %lu k steps and %lu H_PAGE_INIT\n",
-		       opt_units, opt_size, opt_closed);
+		printk("mkbench: closed form: %lu rounds of %lu k steps and %lu %s\n",
+		       opt_units, opt_size, opt_closed,
+		       opt_hold ? "H_LOGICAL_MEMOP" : "H_PAGE_INIT");
 	} else {
 		build_dag();
 		printk("mkbench: jobs=%lu units=%lu size=%lu seed=%lu: %u compiles (%u repeated), "

@@ -23,6 +23,7 @@
 #define H_BULK_REMOVE		0x124
 #define H_SET_MODE		0x31c
 #define H_RTAS			0xf000
+#define H_LOGICAL_MEMOP		0xf001
 
 /* hypercall return codes */
 #define H_SUCCESS		0

@@ -654,18 +654,17 @@ fn logical_memop(c: &mut Call<'_>) -> i64 {
     let Some(len) = count.checked_shl(esize as u32).filter(|l| *l <= 1 << 32) else {
         return H_PARAMETER;
     };
-    let mut buf = vec![0u8; len as usize];
-    if c.mem.read(src, &mut buf).is_err() {
-        return H_PARAMETER;
-    }
-    if op == 1 {
-        buf.iter_mut().for_each(|b| *b = !*b);
-    }
-    if c.mem.write(dst, &buf).is_err() {
-        H_PARAMETER
+    let done = if op == 0 {
+        // Within guest memory, as a memmove: no buffer for the hold to allocate and fill.
+        c.mem.copy(dst, src, len as usize)
     } else {
-        H_SUCCESS
-    }
+        let mut buf = vec![0u8; len as usize];
+        c.mem.read(src, &mut buf).and_then(|()| {
+            buf.iter_mut().for_each(|b| *b = !*b);
+            c.mem.write(dst, &buf)
+        })
+    };
+    if done.is_err() { H_PARAMETER } else { H_SUCCESS }
 }
 
 /// H_SIGNAL_SYS_RESET(target): a system reset interrupt on `target`, on every vCPU (-1) or on
