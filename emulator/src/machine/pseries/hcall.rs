@@ -664,7 +664,11 @@ fn logical_memop(c: &mut Call<'_>) -> i64 {
             c.mem.write(dst, &buf)
         })
     };
-    if done.is_err() { H_PARAMETER } else { H_SUCCESS }
+    if done.is_err() {
+        H_PARAMETER
+    } else {
+        H_SUCCESS
+    }
 }
 
 /// H_SIGNAL_SYS_RESET(target): a system reset interrupt on `target`, on every vCPU (-1) or on
