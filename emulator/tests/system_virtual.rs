@@ -1,7 +1,7 @@
 //! Virtual host time on the bundled guest (`--clock virtual`, emulator/src/sync/vclock/):
 //! the same results as host time and the lock invariants of docs/locking.md in the virtual
 //! runs. The closed form is a benchmark, not a test (its speedups are timings):
-//! scripts/virtual-validate closed.
+//! scripts/virtual-validate closed; its guest's results are checked here.
 
 mod common;
 
@@ -120,4 +120,40 @@ fn per_cpu_lock_on_virtual_time_same_checksum_and_invariants() {
 #[test]
 fn cputlb_no_bql_on_virtual_time_same_checksum_and_invariants() {
     check_strategy::<CputlbNoBql>();
+}
+
+/// mkbench's `mix64`, for the closed-form loop's checksum computed here.
+fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x7fb5_d329_728e_a185);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x81da_def4_bc2d_d44d);
+    x ^ (x >> 33)
+}
+
+/// The closed-form guest (`closed=K`) with `hold=KB`, the long BQL hold of
+/// scripts/virtual-validate closed: every round's result reaches the checksum whichever vCPU
+/// ran it, each round makes exactly one H_LOGICAL_MEMOP, each under the BQL.
+#[test]
+fn closed_form_guest_with_long_holds() {
+    let (rounds, size, seed) = (240u64, 1u64, 1u64);
+    let want = (0..rounds).fold(0u64, |sum, r| {
+        let x = (0..size * 1000).fold(mix64(seed + r), |x, i| {
+            x.wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(x >> 29)
+                .wrapping_add(i)
+        });
+        sum.wrapping_add(x)
+    });
+    for smp in [1, 3] {
+        let append = format!("units={rounds} size={size} seed={seed} closed=1 hold=4");
+        let o = run_mkbench::<Baseline>(&virtual_config(smp, Some(&append)));
+        assert_eq!(checksum(&o), format!("{want:#018x}"), "smp={smp}");
+        assert_eq!(
+            o.report.hcalls.get("h_logical_memop"),
+            Some(&rounds),
+            "smp={smp}"
+        );
+        assert!(acquisitions(&o, "bql.hcall") >= rounds, "smp={smp}");
+    }
 }
