@@ -258,6 +258,15 @@ enum Cold {
     },
     /// A memory access at `pc` faulted: `k` instructions retired.
     Fault { at: DynamicLabel, k: u32, pc: u64 },
+    /// The entry of an access's cold path while a CR field is deferred
+    /// (`Handoff::crf_deferred`): stores the field of compare `c` computed again from its
+    /// operands (the copies `held` there, or their homes), then goes on at `then`.
+    CrfFirst {
+        at: DynamicLabel,
+        then: DynamicLabel,
+        held: RegCache,
+        c: fixed::CmpSrc,
+    },
     /// A run of accesses whose one TLB test missed (`access_run`): its instructions
     /// `words` (the first one instruction `k`, at `pc`) one by one, then back to `back`.
     AccessRun {
@@ -349,6 +358,11 @@ struct Handoff {
     /// flags only, for the side exit right after it to store on its ways
     /// ([`Em::set_crf_from_flags`]).
     crf_pending: Option<(u32, bool)>,
+    /// The compare whose CR field a side exit left unstored on its way on, because a later
+    /// instruction sets the field first with only plain instructions and accesses between
+    /// ([`fixed::field_set_past_accesses`]): until then each access's cold path, and an
+    /// instruction the interpreter runs, compute it again first ([`Em::crf_again`]).
+    crf_deferred: Option<fixed::CmpSrc>,
     /// The home (`ST`-relative) of the 64-bit SPR the instruction just translated set from
     /// `rax` (`mtlr`, `mtctr`), and the previous instruction's.
     spr_rax: Option<i32>,
@@ -447,6 +461,12 @@ pub fn emit(
             (true, false) => access_run::run_len(&words[k..]),
             (true, true) => access_run::run_len(&words[k..words.len().min(k + GUARDED_RUN_MAX)]),
         };
+        if e.handoff
+            .crf_deferred
+            .is_some_and(|c| fixed::sets_field(w, c.bf))
+        {
+            e.handoff.crf_deferred = None;
+        }
         // An access run's cold paths run it again from the homes: it starts with them
         // current and writes through.
         let op = decode(w);
@@ -485,8 +505,8 @@ pub fn emit(
         last_fallback = !done;
     }
     debug_assert!(
-        e.handoff.crf_pending.is_none(),
-        "a CR field left in the flags"
+        e.handoff.crf_pending.is_none() && e.handoff.crf_deferred.is_none(),
+        "a CR field left in the flags or deferred"
     );
     e.write_back = false;
     e.flush_dirty();
@@ -689,6 +709,10 @@ impl Em {
 
     /// Runs the instruction in the interpreter (the registers are in `CpuState` already).
     fn fallback(&mut self, op: Op, word: u32) {
+        if let Some(c) = self.handoff.crf_deferred.take() {
+            let held = self.cache;
+            self.crf_again(c, &held);
+        }
         self.flush_dirty();
         self.store_pc(self.pc);
         asm!(self.ops ; mov edx, word as i32 ; mov ecx, op as i32 ; xor r8d, r8d);
@@ -854,7 +878,7 @@ impl Em {
     /// Queues the interpreter as the slow path at `slow` of the instruction being translated,
     /// which goes on at `back` (the register cache as it is there).
     fn interp_slow(&mut self, slow: DynamicLabel, back: DynamicLabel, op: Op, i: Insn) {
-        self.cold.push(Cold::InterpSlow {
+        self.push_slow(Cold::InterpSlow {
             at: slow,
             back,
             held: self.cache,

@@ -190,7 +190,7 @@ impl Em {
         }
         asm!(self.ops ; =>back);
         for (at, j) in std::iter::once((miss, 0)).chain(resumes) {
-            self.cold.push(Cold::AccessRun {
+            self.push_slow(Cold::AccessRun {
                 at,
                 back,
                 held: self.cache,

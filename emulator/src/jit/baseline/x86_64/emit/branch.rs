@@ -97,10 +97,20 @@ impl Em {
                     });
                 }
                 asm!(self.ops ; =>nt);
+                let rest = &self.words[self.k as usize + 1..];
                 if let Some((bf, signed)) = pending
-                    && !fixed::field_set_first(&self.words[self.k as usize + 1..], bf)
+                    && !fixed::field_set_first(rest, bf)
                 {
-                    self.store_crf_from_flags(bf, signed);
+                    // The compare right before; with accesses before the field is set
+                    // again, their cold paths store it (`Em::push_slow`).
+                    let deferred = (self.k.checked_sub(1))
+                        .and_then(|j| CmpSrc::of_compare(self.words[j as usize]))
+                        .filter(|c| c.bf == bf && c.signed == signed)
+                        .filter(|c| fixed::field_set_past_accesses(rest, c));
+                    match deferred {
+                        Some(c) => self.handoff.crf_deferred = Some(c),
+                        None => self.store_crf_from_flags(bf, signed),
+                    }
                 }
                 // A side exit's block goes on past it (`vcpu::side_exit`); when it is the
                 // block's last word, the block's own end leaves for the next one.
@@ -194,6 +204,52 @@ impl Em {
                 }
             }
         }
+    }
+
+    /// Queues `cold`, the cold path of an access or of an instruction the interpreter runs
+    /// when its fast path cannot; while a CR field is deferred (`Handoff::crf_deferred`)
+    /// its entry stores the field first (`Cold::CrfFirst`).
+    pub(super) fn push_slow(&mut self, mut cold: Cold) {
+        if let Some(c) = self.handoff.crf_deferred {
+            let then = self.label();
+            let at = match &mut cold {
+                Cold::LoadMiss { at, .. }
+                | Cold::StoreMiss { at, .. }
+                | Cold::AccessRun { at, .. }
+                | Cold::InterpSlow { at, .. } => std::mem::replace(at, then),
+                _ => unreachable!("not an access's cold path"),
+            };
+            self.cold.push(Cold::CrfFirst {
+                at,
+                then,
+                held: self.cache,
+                c,
+            });
+        }
+        self.cold.push(cold);
+    }
+
+    /// Stores CR field `c.bf` as the compare `c` sets it, computed again from its operands:
+    /// a dirty copy in `held`, else the home (current: nothing wrote them since the
+    /// compare). Clobbers `rax`, `rcx`, `rdx`, `r13` and the flags.
+    pub(super) fn crf_again(&mut self, c: CmpSrc, held: &RegCache) {
+        let dirty = |r: u32| held.dirty_held().find(|&(_, g)| g == r).map(|(h, _)| h);
+        let a = dirty(c.a).unwrap_or_else(|| {
+            self.gpr_home(GprOp::Load64, RAX, c.a);
+            RAX
+        });
+        match (c.b, c.wide) {
+            (Operand2::Imm(v), true) => asm!(self.ops ; cmp Rq(a), v),
+            (Operand2::Imm(v), false) => asm!(self.ops ; cmp Rd(a), v),
+            (Operand2::Gpr(r), wide) => {
+                let cmp = if wide { GprOp::Cmp64 } else { GprOp::Cmp32 };
+                match dirty(r) {
+                    Some(h) => self.reg_reg(cmp, a, h),
+                    None => self.gpr_home(cmp, a, r),
+                }
+            }
+        }
+        self.store_crf_from_flags(c.bf, c.signed);
     }
 
     /// The host flags of the compare `c` again, from its operands' host copies (they have

@@ -489,15 +489,50 @@ pub(super) fn keeps_compare(w: u32, c: &CmpSrc) -> bool {
 /// before a compare into `bf` or, for CR0, a recording instruction.
 pub(super) fn field_set_first(words: &[u32], bf: u32) -> bool {
     for &w in words {
-        let (op, i) = (decode(w), Insn(w));
-        let records = op.info().flags.contains(InsnFlags::RC) && i.rc();
-        match op {
-            Op::Cmp | Op::Cmpl | Op::Cmpi | Op::Cmpli if i.bf() == bf => return true,
+        if sets_field(w, bf) {
+            return true;
+        }
+        match decode(w) {
             Op::Cmp | Op::Cmpl | Op::Cmpi | Op::Cmpli => {}
-            Op::AndiDot | Op::AndisDot if bf == 0 => return true,
-            _ if plain_dest(w).is_some() && records && bf == 0 => return true,
             _ if plain_dest(w).is_some() => {}
             _ => return false,
+        }
+    }
+    false
+}
+
+/// Whether `w` sets CR field `bf` without reading it and without leaving the block: a
+/// compare into it or, for CR0, `andi.`, `andis.` or a plain integer instruction that
+/// records.
+pub(super) fn sets_field(w: u32, bf: u32) -> bool {
+    let (op, i) = (decode(w), Insn(w));
+    let records = op.info().flags.contains(InsnFlags::RC) && i.rc();
+    match op {
+        Op::Cmp | Op::Cmpl | Op::Cmpi | Op::Cmpli => i.bf() == bf,
+        Op::AndiDot | Op::AndisDot => bf == 0,
+        _ => bf == 0 && records && plain_dest(w).is_some(),
+    }
+}
+
+/// As [`field_set_first`] with plain loads and stores (no update) allowed before the
+/// setter, for a field the compare `c` left in the flags: their cold paths, the only ways
+/// out of the block before the setter, compute the field again from `c`'s operands first
+/// (`Cold::CrfFirst`), so none of the instructions before the setter may write those.
+pub(super) fn field_set_past_accesses(words: &[u32], c: &CmpSrc) -> bool {
+    for &w in words {
+        if sets_field(w, c.bf) {
+            return true;
+        }
+        let (op, i) = (decode(w), Insn(w));
+        let written = match (op, plain_dest(w), access_run::plain(op)) {
+            (Op::Cmp | Op::Cmpl | Op::Cmpi | Op::Cmpli, _, _) => 0,
+            (_, Some(d), _) => d,
+            (_, None, Some(true)) => 0,
+            (_, None, Some(false)) => 1 << i.rt(),
+            _ => return false,
+        };
+        if written & c.gprs() != 0 {
+            return false;
         }
     }
     false
@@ -522,6 +557,25 @@ impl CmpSrc {
                 Operand2::Gpr(r) => 1 << r,
                 Operand2::Imm(_) => 0,
             }
+    }
+
+    /// The compare `w` (`cmp`, `cmpl`, `cmpi`, `cmpli`); `None` for any other instruction.
+    pub(super) fn of_compare(w: u32) -> Option<Self> {
+        let (op, i) = (decode(w), Insn(w));
+        let (signed, b) = match op {
+            Op::Cmp => (true, Operand2::Gpr(i.rb())),
+            Op::Cmpl => (false, Operand2::Gpr(i.rb())),
+            Op::Cmpi => (true, Operand2::Imm(i.si() as i32)),
+            Op::Cmpli => (false, Operand2::Imm(i.ui() as i32)),
+            _ => return None,
+        };
+        Some(Self {
+            bf: i.bf(),
+            signed,
+            wide: i.l10() != 0,
+            a: i.ra(),
+            b,
+        })
     }
 
     /// CR0 of a recording instruction whose result is GPR `r`.

@@ -682,6 +682,12 @@ impl Em {
                     asm!(self.ops ; sub rbp, k as i32);
                     self.epilogue();
                 }
+                Cold::CrfFirst { at, then, held, c } => {
+                    // The access's registers (address, value) are what its cold path reads.
+                    asm!(self.ops ; =>at ; push rax ; push rcx ; push rdx ; push r13);
+                    self.crf_again(c, &held);
+                    asm!(self.ops ; pop r13 ; pop rdx ; pop rcx ; pop rax ; jmp =>then);
+                }
             }
         }
     }

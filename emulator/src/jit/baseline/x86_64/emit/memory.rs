@@ -497,7 +497,7 @@ impl Em {
     /// host-fault exit `fault`, which the miss and the fast access share.
     fn cold_paths(&mut self, done: DynamicLabel, miss: Cold, fault: DynamicLabel) {
         asm!(self.ops ; =>done);
-        self.cold.push(miss);
+        self.push_slow(miss);
         self.cold.push(Cold::Fault {
             at: fault,
             k: self.k,
