@@ -238,17 +238,11 @@ impl Em {
             self.gpr_home(GprOp::Load64, RAX, c.a);
             RAX
         });
-        match (c.b, c.wide) {
-            (Operand2::Imm(v), true) => asm!(self.ops ; cmp Rq(a), v),
-            (Operand2::Imm(v), false) => asm!(self.ops ; cmp Rd(a), v),
-            (Operand2::Gpr(r), wide) => {
-                let cmp = if wide { GprOp::Cmp64 } else { GprOp::Cmp32 };
-                match dirty(r) {
-                    Some(h) => self.reg_reg(cmp, a, h),
-                    None => self.gpr_home(cmp, a, r),
-                }
-            }
-        }
+        let b = match c.b {
+            Operand2::Gpr(r) => dirty(r),
+            Operand2::Imm(_) => None,
+        };
+        self.compare_with(c, a, b);
         self.store_crf_from_flags(c.bf, c.signed);
     }
 
@@ -256,13 +250,25 @@ impl Em {
     /// not changed since it ran). Keeps `rax`.
     fn recompare(&mut self, c: CmpSrc) {
         let copy = |r| self.cache_peek(r).expect("a compared register's copy");
-        let a = copy(c.a);
+        let b = match c.b {
+            Operand2::Gpr(r) => Some(copy(r)),
+            Operand2::Imm(_) => None,
+        };
+        self.compare_with(c, copy(c.a), b);
+    }
+
+    /// The compare `c` with its first operand in host register `a` and its second, a GPR,
+    /// in host register `b` or else read from its home (an immediate needs neither).
+    fn compare_with(&mut self, c: CmpSrc, a: u8, b: Option<u8>) {
         match (c.b, c.wide) {
             (Operand2::Imm(v), true) => asm!(self.ops ; cmp Rq(a), v),
             (Operand2::Imm(v), false) => asm!(self.ops ; cmp Rd(a), v),
             (Operand2::Gpr(r), wide) => {
                 let cmp = if wide { GprOp::Cmp64 } else { GprOp::Cmp32 };
-                self.reg_reg(cmp, a, copy(r));
+                match b {
+                    Some(h) => self.reg_reg(cmp, a, h),
+                    None => self.gpr_home(cmp, a, r),
+                }
             }
         }
     }
