@@ -1458,6 +1458,67 @@ fn compare_fields_left_in_flags_at_side_exits() {
     assert_eq!(faults, 4);
 }
 
+/// Side exits whose target is a later instruction of their own block (the baseline tier
+/// jumps there inside the block, the copies moved to those the first jump left): two jumps
+/// into one instruction and the fall-through with other dirty copies, a join inside what
+/// would be a run of loads, a join that is itself a side exit on a field a compare right
+/// before left in the flags, in a block that loops to its start. Three starts of r11: no
+/// fault, a load leaving RAM in iteration 6 (after a join and before one), and outside RAM
+/// from the first load on.
+#[test]
+fn side_exits_into_their_own_block_match_the_interpreter() {
+    let prog = [
+        0x3860_0000, // li r3,0
+        0x3880_0031, // li r4,49: the last iteration jumps at `beq j17`
+        0x7c89_03a6, // mtctr r4
+        0x38a5_0001, // loop: addi r5,r5,1
+        0x70a6_0003, // andi. r6,r5,3
+        0x4182_0030, // beq j17
+        0x7c63_2a14, // add r3,r3,r5
+        0x2c85_0014, // cmpwi cr1,r5,20
+        0x4185_000c, // bgt cr1,j11
+        0xe94b_0000, // ld r10,0(r11)
+        0xe98b_0008, // ld r12,8(r11)
+        0x7c63_5214, // j11: add r3,r3,r10
+        0xe92b_0010, // ld r9,16(r11)
+        0x70a7_0002, // andi. r7,r5,2
+        0x4182_000c, // beq j17
+        0x7d29_3a78, // xor r9,r9,r7
+        0x7f29_1800, // cmpd cr6,r9,r3
+        0x4198_0008, // j17: blt cr6,j19
+        0x7c63_4a78, // xor r3,r3,r9
+        0x396b_0008, // j19: addi r11,r11,8
+        0x7d08_1a14, // add r8,r8,r3
+        0x4240_0008, // bdz out
+        0x4bff_ffb4, // b loop
+        0,           // out
+    ];
+    let mut faults = 0;
+    for start in [DATA, RAM as u64 - 8 * 8, RAM as u64] {
+        for le in [false, true] {
+            for threshold in [0, 3] {
+                let (e, s) = differential_tiered(
+                    &prog,
+                    le,
+                    |c| {
+                        c.st.set_cr(0x8421_8421);
+                        (c.st.gpr[5], c.st.gpr[8], c.st.gpr[11]) = (0, 7, start);
+                        for k in 0..64 {
+                            c.mmu
+                                .store(&c.st, DATA + 8 * k, 8, (k * 0x3355) ^ 0x80, true)
+                                .unwrap();
+                        }
+                    },
+                    threshold,
+                );
+                assert!(e.is_some(), "{s}");
+                faults += matches!(e, Some(Exception::Dsi { .. })) as u32;
+            }
+        }
+    }
+    assert_eq!(faults, 8);
+}
+
 /// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
 /// exclusive section when a module passes the limit or a flush is requested): two JITs on
 /// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
@@ -1566,6 +1627,8 @@ mod baseline {
         dirty_copies: Tiers::BASELINE, 0, dirty_copies_match_the_interpreter;
         loop_blocks: Tiers::BASELINE, 0, loop_blocks_match_the_interpreter;
         compare_fields_left_in_flags: Tiers::BASELINE, 0, compare_fields_left_in_flags_at_side_exits;
+        side_exits_into_own_block: Tiers::BASELINE, 0, side_exits_into_their_own_block_match_the_interpreter;
+        side_exits_into_own_block_promoted: Tiers::BOTH, 2, side_exits_into_their_own_block_match_the_interpreter;
         loop_blocks_promoted: Tiers::BOTH, 3, loop_blocks_match_the_interpreter;
         compares_then_branches: Tiers::BASELINE, 0, compares_then_branches_match_the_interpreter;
         side_exits_promoted: Tiers::BOTH, 2, side_exits_match_the_interpreter;

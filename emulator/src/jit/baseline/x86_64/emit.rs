@@ -71,6 +71,7 @@ macro_rules! asm {
 mod access_run;
 mod branch;
 mod fixed;
+mod forward;
 mod frame;
 mod memory;
 mod self_loop;
@@ -337,6 +338,10 @@ struct Em {
     ctr_copy: Option<u8>,
     /// The block's instructions.
     words: Vec<u32>,
+    /// Per instruction: whether a side exit targets it (`forward`), and once one jumps
+    /// there, the join.
+    join_at: Vec<bool>,
+    joins: Vec<Option<forward::Join>>,
 }
 
 /// What the instructions translated so far leave for the next ones to use (all empty at a
@@ -429,6 +434,8 @@ pub fn emit(
         looping: None,
         ctr_copy: None,
         words: words.to_vec(),
+        join_at: forward::join_targets(words),
+        joins: vec![None; n],
     };
     // A jump from another page enters at the guard, which falls through into the entry.
     let guard_miss = e.label();
@@ -452,14 +459,17 @@ pub fn emit(
         let w = words[k];
         e.k = k as u32;
         e.pc = pc.wrapping_add(4 * k as u64);
+        e.arrive_at_join(k);
         e.handoff.prev_flags = e.handoff.crf_flags.take();
         e.handoff.prev_spr = e.handoff.spr_rax.take();
         // In host-guarded memory each access of a run has a cold path of its own (where a
         // host fault resumes): runs are kept short there.
+        // A run ends before a join (`forward`).
+        let end = e.next_join(k);
         let run = match (native_ok, e.guarded) {
             (false, _) => 0,
-            (true, false) => access_run::run_len(&words[k..]),
-            (true, true) => access_run::run_len(&words[k..words.len().min(k + GUARDED_RUN_MAX)]),
+            (true, false) => access_run::run_len(&words[k..end]),
+            (true, true) => access_run::run_len(&words[k..end.min(k + GUARDED_RUN_MAX)]),
         };
         if e.handoff
             .crf_deferred

@@ -86,6 +86,8 @@ impl Em {
                     // is left in the flags only before a side exit, which this is not).
                     debug_assert!(pending.is_none());
                     self.exit_branch(i, n, i.bd() as u64);
+                } else if let Some(j) = self.forward_target(i) {
+                    self.jump_forward(j, pending);
                 } else {
                     // A side exit keeps the dirty copies past it: only the taken way stores
                     // them.
@@ -97,16 +99,19 @@ impl Em {
                     });
                 }
                 asm!(self.ops ; =>nt);
-                let rest = &self.words[self.k as usize + 1..];
+                let k = self.k as usize;
+                let rest = &self.words[k + 1..];
                 if let Some((bf, signed)) = pending
                     && !fixed::field_set_first(rest, bf)
                 {
                     // The compare right before; with accesses before the field is set
-                    // again, their cold paths store it (`Em::push_slow`).
+                    // again (and before a join, which a jump reaches with it stored), their
+                    // cold paths store it (`Em::push_slow`).
+                    let window = &self.words[k + 1..self.next_join(k)];
                     let deferred = (self.k.checked_sub(1))
                         .and_then(|j| CmpSrc::of_compare(self.words[j as usize]))
                         .filter(|c| c.bf == bf && c.signed == signed)
-                        .filter(|c| fixed::field_set_past_accesses(rest, c));
+                        .filter(|c| fixed::field_set_past_accesses(window, c));
                     match deferred {
                         Some(c) => self.handoff.crf_deferred = Some(c),
                         None => self.store_crf_from_flags(bf, signed),

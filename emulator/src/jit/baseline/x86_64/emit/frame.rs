@@ -205,6 +205,8 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
         looping: None,
         ctr_copy: None,
         words: Vec::new(),
+        join_at: Vec::new(),
+        joins: Vec::new(),
     }
 }
 

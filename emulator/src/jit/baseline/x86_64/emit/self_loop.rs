@@ -120,7 +120,15 @@ impl Em {
             self.tick(c);
         }
         asm!(self.ops ; test rbp, rbp ; jle =>stop);
-        let kept = at_head.dirty();
+        self.become_copies(&at_head);
+        asm!(self.ops ; jmp =>head);
+    }
+
+    /// Makes the copies `want` has (a loop's head, a join: `forward`) from this point's:
+    /// the dirty copies `want` does not hold dirty stored home, then the copies moved. The
+    /// emitter's cache is left as it was.
+    pub(super) fn become_copies(&mut self, want: &RegCache) {
+        let kept = want.dirty();
         let stores: Vec<(u8, u32)> = self
             .cache
             .dirty_held()
@@ -129,8 +137,7 @@ impl Em {
         for (h, r) in stores {
             self.gpr_home(GprOp::Store64, h, r);
         }
-        self.move_copies(&at_head);
-        asm!(self.ops ; jmp =>head);
+        self.move_copies(want);
     }
 
     /// Puts each copy of `want` in its host register, from the copy this point has or,
