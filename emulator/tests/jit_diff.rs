@@ -1519,6 +1519,64 @@ fn side_exits_into_their_own_block_match_the_interpreter() {
     assert_eq!(faults, 8);
 }
 
+/// Jumps ahead (`b` without LK to a later word within the block's reach): the block goes on
+/// past them, the baseline tier jumps to the target's code inside the block and translates
+/// the words between only from a side exit into them. An if/else in a loop block (the else
+/// part reached by a side exit, its join by the `b` and by a second side exit, a load on the
+/// `then` way), and a jump whose target lies past a block that ends early (at `twi`, which
+/// never traps with TO = 0). The three starts of r11 as in the test above.
+#[test]
+fn jumps_ahead_match_the_interpreter() {
+    let prog = [
+        0x3860_0000, // li r3,0
+        0x3880_0028, // li r4,40
+        0x7c89_03a6, // mtctr r4
+        0x38a5_0001, // loop: addi r5,r5,1
+        0x70a6_0001, // andi. r6,r5,1
+        0x4082_0010, // bne odd
+        0x7c63_2a14, // add r3,r3,r5
+        0xe94b_0000, // ld r10,0(r11)
+        0x4800_0014, // b join
+        0x7c65_1850, // odd: subf r3,r5,r3
+        0x2c05_0009, // cmpwi r5,9
+        0x4181_0008, // bgt join
+        0x7c63_2a78, // xor r3,r3,r5
+        0x396b_0008, // join: addi r11,r11,8
+        0x7d08_1a14, // add r8,r8,r3
+        0x4240_0008, // bdz out
+        0x4bff_ffcc, // b loop
+        0x3920_0001, // out: li r9,1
+        0x4800_000c, // b skip
+        0x0c00_0000, // twi 0,r0,0
+        0x3929_0005, // addi r9,r9,5
+        0x3929_0007, // skip: addi r9,r9,7
+        0,
+    ];
+    let mut faults = 0;
+    for start in [DATA, RAM as u64 - 8 * 8, RAM as u64] {
+        for le in [false, true] {
+            for threshold in [0, 3] {
+                let (e, s) = differential_tiered(
+                    &prog,
+                    le,
+                    |c| {
+                        (c.st.gpr[5], c.st.gpr[8], c.st.gpr[11]) = (0, 3, start);
+                        for k in 0..64 {
+                            c.mmu.store(&c.st, DATA + 8 * k, 8, k * 77, true).unwrap();
+                        }
+                    },
+                    threshold,
+                );
+                match e {
+                    Some(Exception::Dsi { .. }) => faults += 1,
+                    _ => assert!(s.contains("r9=0x8 "), "{e:?} {s}"),
+                }
+            }
+        }
+    }
+    assert_eq!(faults, 8);
+}
+
 /// The machine-wide flush of several vCPUs (`Jit::flush_all`, run by the machine in an
 /// exclusive section when a module passes the limit or a flush is requested): two JITs on
 /// one shared state, run in turn as two vCPUs would be; each flush replaces the flusher's
@@ -1629,6 +1687,8 @@ mod baseline {
         compare_fields_left_in_flags: Tiers::BASELINE, 0, compare_fields_left_in_flags_at_side_exits;
         side_exits_into_own_block: Tiers::BASELINE, 0, side_exits_into_their_own_block_match_the_interpreter;
         side_exits_into_own_block_promoted: Tiers::BOTH, 2, side_exits_into_their_own_block_match_the_interpreter;
+        jumps_ahead: Tiers::BASELINE, 0, jumps_ahead_match_the_interpreter;
+        jumps_ahead_promoted: Tiers::BOTH, 2, jumps_ahead_match_the_interpreter;
         loop_blocks_promoted: Tiers::BOTH, 3, loop_blocks_match_the_interpreter;
         compares_then_branches: Tiers::BASELINE, 0, compares_then_branches_match_the_interpreter;
         side_exits_promoted: Tiers::BOTH, 2, side_exits_match_the_interpreter;

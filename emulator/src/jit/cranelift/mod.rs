@@ -28,7 +28,7 @@ use super::{BlockKey, JitCtx, helpers};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, Exception, msr};
 use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::{Access, mmu_idx};
-use crate::vcpu::{Cpu, DecodedBlock, side_exit};
+use crate::vcpu::{Cpu, DecodedBlock, forward_jump, side_exit};
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
@@ -343,10 +343,16 @@ fn compile(
         let op = decode(w);
         let done = native_ok && tx.native(op, Insn(w), k + 1 == block.words.len());
         last_fallback = !done;
+        if done && forward_jump(op, Insn(w)) {
+            // The block's words after a jump ahead run only through side exits into them,
+            // which leave this tier's blocks: nothing here reaches them.
+            break;
+        }
         if !done {
             tx.fallback(op, w);
-            if side_exit(op, Insn(w)) {
-                // A side exit the interpreter took left its target in `CpuState`.
+            if side_exit(op, Insn(w)) || forward_jump(op, Insn(w)) {
+                // A side exit the interpreter took (a jump ahead: always) left its target in
+                // `CpuState`.
                 let pc = tx.b.ins().load(I64, flags(), tx.cpu, PC);
                 let next = tx.pc.wrapping_add(4) as i64;
                 let taken = tx.b.ins().icmp_imm_s(IntCC::NotEqual, pc, next);

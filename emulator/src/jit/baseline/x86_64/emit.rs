@@ -55,7 +55,7 @@ use crate::jit::{
 use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };
-use crate::vcpu::{Cpu, side_exit};
+use crate::vcpu::{Cpu, forward_jump, side_exit};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -459,7 +459,15 @@ pub fn emit(
         let w = words[k];
         e.k = k as u32;
         e.pc = pc.wrapping_add(4 * k as u64);
-        e.arrive_at_join(k);
+        if !ended {
+            e.arrive_at_join(k);
+        } else if e.resume_at_join(k) {
+            ended = false;
+        } else {
+            // After a jump ahead, reached by no jump (yet): never runs.
+            k += 1;
+            continue;
+        }
         e.handoff.prev_flags = e.handoff.crf_flags.take();
         e.handoff.prev_spr = e.handoff.spr_rax.take();
         // In host-guarded memory each access of a run has a cold path of its own (where a
@@ -481,8 +489,12 @@ pub fn emit(
         // current and writes through.
         let op = decode(w);
         e.write_back = native_ok && run < 2 && table::WRITE_BACK[op as usize];
-        // A side exit stores the dirty copies on its taken way only (`Em::leaving_with_homes`).
-        let side = native_ok && run < 2 && side_exit(op, Insn(w));
+        // A side exit stores the dirty copies on its taken way only (`Em::leaving_with_homes`);
+        // a jump within the block moves them to the join's (`forward`).
+        let side = native_ok
+            && run < 2
+            && (side_exit(op, Insn(w))
+                || forward_jump(op, Insn(w)) && e.forward_target(Insn(w)).is_some());
         debug_assert!(
             side || e.handoff.crf_pending.is_none(),
             "a CR field left in the flags at {:#x} without the side exit to store it",
@@ -733,9 +745,9 @@ impl Em {
         let at = self.label();
         asm!(self.ops ; mov rax, QWORD [r12 + RET] ; test rax, rax ; jnz =>at);
         self.cold.push(Cold::Interp { at, k: self.k });
-        if side_exit(op, Insn(word)) {
-            // A side exit the interpreter took left its target in `CpuState`; the block goes
-            // on only from the next word.
+        if side_exit(op, Insn(word)) || forward_jump(op, Insn(word)) {
+            // A side exit the interpreter took (a jump ahead: always) left its target in
+            // `CpuState`; the block goes on only from the next word.
             let on = self.label();
             self.pc_into(RCX, self.pc.wrapping_add(4));
             asm!(self.ops

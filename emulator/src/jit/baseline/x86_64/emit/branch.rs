@@ -70,7 +70,11 @@ impl Em {
             }
             B => {
                 self.link_register(i, true);
-                self.exit_branch(i, n, i.li() as u64);
+                match self.forward_target(i) {
+                    Some(j) => self.jump_forward(j, None),
+                    None => self.exit_branch(i, n, i.li() as u64),
+                }
+                // Nothing falls through: the code goes on at a join, if any (`forward`).
                 *ended = true;
             }
             Bc => {

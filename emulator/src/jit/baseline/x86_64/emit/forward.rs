@@ -19,7 +19,7 @@
 
 use super::*;
 
-/// Per instruction of `words`: whether a side exit of the block targets it.
+/// Per instruction of `words`: whether a side exit or a jump ahead of the block targets it.
 pub(super) fn join_targets(words: &[u32]) -> Vec<bool> {
     let mut at = vec![false; words.len()];
     for (k, &w) in words.iter().enumerate() {
@@ -30,11 +30,17 @@ pub(super) fn join_targets(words: &[u32]) -> Vec<bool> {
     at
 }
 
-/// The index of the instruction the side exit `w` at index `k` targets (it may lie past
-/// the block).
+/// The index of the instruction the side exit or jump ahead (`vcpu::forward_jump`) `w` at
+/// index `k` targets (it may lie past the block).
 fn target_index(k: usize, w: u32) -> Option<usize> {
     let (op, i) = (decode(w), Insn(w));
-    side_exit(op, i).then(|| k + (i.bd() / 4) as usize)
+    if side_exit(op, i) {
+        Some(k + (i.bd() / 4) as usize)
+    } else if forward_jump(op, i) {
+        Some(k + (i.li() / 4) as usize)
+    } else {
+        None
+    }
 }
 
 /// A join's label and the copies every way into it arrives with.
@@ -45,8 +51,8 @@ pub(super) struct Join {
 }
 
 impl Em {
-    /// The join the side exit `i` (the instruction being translated) jumps to, if it
-    /// targets its own block's tail.
+    /// The join the side exit or jump ahead `i` (the instruction being translated) goes to,
+    /// if it targets its own block's tail.
     pub(super) fn forward_target(&self, i: Insn) -> Option<usize> {
         target_index(self.k as usize, i.0).filter(|&j| j < self.words.len())
     }
@@ -94,7 +100,20 @@ impl Em {
         asm!(self.ops ; jmp =>join.label);
     }
 
-    /// At instruction `k`, before anything else is emitted for it: if a side exit jumped
+    /// Instruction `k`, after a jump ahead that nothing falls through from: whether a jump
+    /// arrives here (the code goes on from the join, with its copies); if not, the
+    /// instruction is not reached.
+    pub(super) fn resume_at_join(&mut self, k: usize) -> bool {
+        let Some(join) = self.joins[k] else {
+            return false;
+        };
+        self.handoff = Handoff::default();
+        self.cache = join.copies;
+        asm!(self.ops ; =>join.label);
+        true
+    }
+
+    /// At instruction `k`, before anything else is emitted for it: if a jump arrives
     /// here, the fall-through stores what the instructions before left for this one, moves
     /// its copies to the join's and marks the join.
     pub(super) fn arrive_at_join(&mut self, k: usize) {
