@@ -1464,7 +1464,8 @@ fn compare_fields_left_in_flags_at_side_exits() {
 /// would be a run of loads, a join that is itself a side exit on a field a compare right
 /// before left in the flags, in a block that loops to its start. Three starts of r11: no
 /// fault, a load leaving RAM in iteration 6 (after a join and before one), and outside RAM
-/// from the first load on.
+/// from the first load on. Then jumps with a field in the flags to code that sets the field
+/// first and to code that reads it.
 #[test]
 fn side_exits_into_their_own_block_match_the_interpreter() {
     let prog = [
@@ -1517,6 +1518,32 @@ fn side_exits_into_their_own_block_match_the_interpreter() {
         }
     }
     assert_eq!(faults, 8);
+    // The field a compare left in the flags, at a jump to code that sets it first (not
+    // stored on the jump) and to code that reads it (`mfcr`: stored).
+    let fields = [
+        0x3880_001e, // li r4,30
+        0x7c89_03a6, // mtctr r4
+        0x38a5_0001, // loop: addi r5,r5,1
+        0x2c05_000c, // cmpwi r5,12
+        0x4182_0008, // beq j1
+        0x3863_0001, // addi r3,r3,1
+        0x2c03_0005, // j1: cmpwi r3,5
+        0x4180_0008, // blt j2
+        0x38c6_0001, // addi r6,r6,1
+        0x70a7_0003, // j2: andi. r7,r5,3
+        0x4082_0008, // bne j3
+        0x3908_0002, // addi r8,r8,2
+        0x7d20_0026, // j3: mfcr r9
+        0x7d4a_4a14, // add r10,r10,r9
+        0x4200_ffd0, // bdnz loop
+        0,
+    ];
+    for le in [false, true] {
+        for threshold in [0, 3] {
+            let (e, s) = differential_tiered(&fields, le, |c| c.st.set_cr(0x2468_ace1), threshold);
+            assert!(matches!(e, Some(Exception::Program(_))), "{e:?} {s}");
+        }
+    }
 }
 
 /// Jumps ahead (`b` without LK to a later word within the block's reach): the block goes on

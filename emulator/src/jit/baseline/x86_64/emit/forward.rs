@@ -66,11 +66,15 @@ impl Em {
     }
 
     /// The taken way of a side exit into its own block at join `j`: the CR field the
-    /// compare before left in the flags (`pending`) or deferred is stored, the copies moved
+    /// compare before left in the flags (`pending`; unless the join's code sets it first) or
+    /// deferred is stored, the copies moved
     /// to the join's, the skipped instructions given back to the budget. The copies of the
     /// way on stay as they were.
     pub(super) fn jump_forward(&mut self, j: usize, pending: Option<(u32, bool)>) {
-        if let Some((bf, signed)) = pending {
+        // Not when the join's code sets the field before anything could read it.
+        if let Some((bf, signed)) = pending
+            && !fixed::field_set_first(&self.words[j..], bf)
+        {
             self.store_crf_from_flags(bf, signed);
         }
         if let Some(c) = self.handoff.crf_deferred {
