@@ -1,4 +1,4 @@
-//! Side exits whose target is a later instruction of the same block: a jump inside it.
+//! Branches ahead into the block's own tail: a jump inside it instead of an exit.
 //!
 //! A loop with a test in its body (`if (a[i] != b) continue;`) is one block whose side exit
 //! skips part of it: taken, the exit stored its dirty copies and the CR field, left for a
@@ -7,15 +7,17 @@
 //! (the budget charged, an entry test, the copies stored and loaded through memory), and
 //! the loop block's own head (`self_loop`) was never reached by the way it actually ran.
 //!
-//! A side exit into its own block's tail jumps to that instruction's code instead. The
-//! instruction it jumps to is a *join*: the first jump to it fixes the copies there (the
-//! jumping path's, dirty ones included); every later jump and the fall-through into it
-//! move their copies to match first (`Em::become_copies`, the loop head's parallel move).
-//! What the instructions before a join leave for the next one (a CR field in the flags, a
-//! remembered compare, an SPR in `rax`) is stored or dropped at it, since the jumping path
-//! has none of it; accesses runs and deferred CR fields end before a join. A jump skips
-//! instructions the block's exits charge as if it ran straight through, so it gives their
-//! count back to the budget.
+//! A side exit, or a jump ahead (`vcpu::forward_jump`: the block goes on past it), whose
+//! target is a later word of the block jumps to that word's code. The word is a *join*: the
+//! first jump to it fixes the copies there (the jumping path's, dirty ones included); every
+//! later jump and the fall-through into it move their copies to match first
+//! (`Em::become_copies`, the loop head's parallel move). What the instructions before a join
+//! leave for the next one (a CR field in the flags, a remembered compare, an SPR in `rax`)
+//! is stored or dropped at it, since a jumping path has none of it; access runs and
+//! deferred CR fields end before a join. After a jump ahead nothing falls through: the
+//! words up to the next join a jump reached are not translated. A jump skips instructions
+//! the block's exits charge as if it ran straight through, so it gives their count back to
+//! the budget.
 
 use super::*;
 
@@ -65,13 +67,11 @@ impl Em {
             .unwrap_or(self.words.len())
     }
 
-    /// The taken way of a side exit into its own block at join `j`: the CR field the
-    /// compare before left in the flags (`pending`; unless the join's code sets it first) or
-    /// deferred is stored, the copies moved
-    /// to the join's, the skipped instructions given back to the budget. The copies of the
-    /// way on stay as they were.
+    /// A jump to join `j` (a side exit's taken way, or a jump ahead): the CR field the
+    /// compare before left in the flags (`pending`; unless the join's code sets it first)
+    /// or deferred is stored, the copies moved to the join's, the skipped instructions
+    /// given back to the budget. The copies of the way on stay as they were.
     pub(super) fn jump_forward(&mut self, j: usize, pending: Option<(u32, bool)>) {
-        // Not when the join's code sets the field before anything could read it.
         if let Some((bf, signed)) = pending
             && !fixed::field_set_first(&self.words[j..], bf)
         {
