@@ -338,8 +338,8 @@ struct Em {
     ctr_copy: Option<u8>,
     /// The block's instructions.
     words: Vec<u32>,
-    /// Per instruction: whether a side exit targets it (`forward`), and once one jumps
-    /// there, the join.
+    /// Per instruction: whether a side exit or a jump ahead targets it (`forward`), and once
+    /// one jumps there, the join.
     join_at: Vec<bool>,
     joins: Vec<Option<forward::Join>>,
 }
@@ -470,9 +470,8 @@ pub fn emit(
         }
         e.handoff.prev_flags = e.handoff.crf_flags.take();
         e.handoff.prev_spr = e.handoff.spr_rax.take();
-        // In host-guarded memory each access of a run has a cold path of its own (where a
-        // host fault resumes): runs are kept short there.
-        // A run ends before a join (`forward`).
+        // A run ends before a join (`forward`). In host-guarded memory each access of a run
+        // has a cold path of its own (where a host fault resumes): runs are kept short there.
         let end = e.next_join(k);
         let run = match (native_ok, e.guarded) {
             (false, _) => 0,
@@ -491,10 +490,8 @@ pub fn emit(
         e.write_back = native_ok && run < 2 && table::WRITE_BACK[op as usize];
         // A side exit stores the dirty copies on its taken way only (`Em::leaving_with_homes`);
         // a jump within the block moves them to the join's (`forward`).
-        let side = native_ok
-            && run < 2
-            && (side_exit(op, Insn(w))
-                || forward_jump(op, Insn(w)) && e.forward_target(Insn(w)).is_some());
+        let side =
+            native_ok && run < 2 && (side_exit(op, Insn(w)) || e.forward_target(Insn(w)).is_some());
         debug_assert!(
             side || e.handoff.crf_pending.is_none(),
             "a CR field left in the flags at {:#x} without the side exit to store it",
