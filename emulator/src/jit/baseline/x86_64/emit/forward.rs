@@ -111,9 +111,7 @@ impl Em {
         let Some(join) = self.joins[k] else {
             return false;
         };
-        self.handoff = Handoff::default();
-        self.cache = join.copies;
-        asm!(self.ops ; =>join.label);
+        self.enter_join(join);
         true
     }
 
@@ -131,10 +129,14 @@ impl Em {
             let held = self.cache;
             self.crf_again(c, &held);
         }
-        self.handoff.crf_flags = None;
-        self.handoff.cmp_src = None;
-        self.handoff.spr_rax = None;
         self.become_copies(&join.copies);
+        self.enter_join(join);
+    }
+
+    /// Marks `join` here: the code after it starts with the join's copies and nothing
+    /// left by the instructions before (a jumping path has none of it).
+    fn enter_join(&mut self, join: Join) {
+        self.handoff = Handoff::default();
         self.cache = join.copies;
         asm!(self.ops ; =>join.label);
     }
