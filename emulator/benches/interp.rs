@@ -82,8 +82,17 @@ fn bench(crit: &mut Criterion) {
         tier: ppc64emu::engine::TierKind::Interp,
         ..Default::default()
     };
-    let load =
-        || ppc64emu::user::Runner::new(&image, &exe, &argv, &[], &config, true).expect("load sys");
+    let load = || {
+        ppc64emu::user::Runner::new(
+            &image,
+            &exe,
+            &argv,
+            &[],
+            &config,
+            ppc64emu::user::JitMemory::Guarded,
+        )
+        .expect("load sys")
+    };
     let per_run = load().run().instructions;
     g.throughput(Throughput::Elements(per_run));
     g.bench_function("user_sys_bench", |b| b.iter(|| load().run()));

@@ -15,7 +15,15 @@ fn bench(crit: &mut Criterion) {
             tier: if jit { TierKind::Jit } else { TierKind::Interp },
             ..EngineConfig::default()
         };
-        ppc64emu::user::Runner::new(&image, &exe, &argv, &[], &config, true).expect("load sys")
+        ppc64emu::user::Runner::new(
+            &image,
+            &exe,
+            &argv,
+            &[],
+            &config,
+            ppc64emu::user::JitMemory::Guarded,
+        )
+        .expect("load sys")
     };
     let per_run = load(false).run().instructions;
     let mut g = crit.benchmark_group("user_sys_bench");

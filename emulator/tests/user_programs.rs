@@ -282,13 +282,15 @@ fn self_tests_match_qemu_interpreted() {
 
 /// The self-test cases on each translating tier alone, every block translated at once (the
 /// default runs both tiers, baseline first), and the baseline tier with the TLB instead of
-/// host-guarded memory (faults, `munmap`, `mprotect` and self-modifying code take either).
+/// host-guarded memory (faults, `munmap`, `mprotect` and self-modifying code take either),
+/// and with the guarded pages placed high (the base loaded per access, not a displacement).
 #[test]
 fn self_tests_match_qemu_on_each_tier() {
     for opts in [
         &["--jit-tiers", "baseline"][..],
         &["--jit-tiers", "cranelift"],
         &["--jit-tiers", "baseline", "--jit-memory", "tlb"],
+        &["--jit-tiers", "baseline", "--jit-memory", "guarded-high"],
     ] {
         let opts = [opts, &["--jit-threshold", "0"]].concat();
         let failures: Vec<String> = cases()

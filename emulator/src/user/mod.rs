@@ -38,9 +38,23 @@ pub struct Options {
     pub jit_tiers: Option<crate::jit::Tiers>,
     /// `--jit-promote`; `None` keeps the JIT's default.
     pub jit_promote: Option<u32>,
-    /// `--jit-memory tlb`: translated loads and stores look up the TLB even where the host
-    /// can guard the guest's pages (for comparison; see `mem`'s host protections).
-    pub tlb_memory: bool,
+    /// `--jit-memory`.
+    pub memory: JitMemory,
+}
+
+/// How translated loads and stores reach the guest's pages (`--jit-memory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JitMemory {
+    /// The host guards the guest's pages as the guest protects them (see `mem`'s host
+    /// protections) and translated code uses them directly; the range is reserved low, so
+    /// that its base is a displacement of each access.
+    #[default]
+    Guarded,
+    /// As `Guarded`, the range wherever the host puts it: its base loaded for each access
+    /// (what a host without the low range gets; for comparison).
+    GuardedHigh,
+    /// The software TLB even where the host could guard the pages (for comparison).
+    Tlb,
 }
 
 /// How a guest run ended.
@@ -60,17 +74,16 @@ pub struct Runner {
 
 impl Runner {
     /// Loads the ELF file `image` (found at `exe`) with `argv` and `envp`, to run on an
-    /// engine built with `config`; `guarded`: let the host guard the guest's pages where it
-    /// can, so that translated loads and stores skip the TLB.
+    /// engine built with `config`, translated code reaching memory as `memory` says.
     pub fn new(
         image: &[u8],
         exe: &Path,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
         config: &EngineConfig,
-        guarded: bool,
+        memory: JitMemory,
     ) -> Result<Self, String> {
-        Self::load(image, None, exe, argv, envp, config, guarded)
+        Self::load(image, None, exe, argv, envp, config, memory)
     }
 
     /// As [`Runner::new`], with `file`, the open file `image` was mapped from: the loader maps
@@ -82,9 +95,12 @@ impl Runner {
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
         config: &EngineConfig,
-        guarded: bool,
+        memory: JitMemory,
     ) -> Result<Self, String> {
-        let mem = Arc::new(Mutex::new(ProcessMemory::new()));
+        let mem = Arc::new(Mutex::new(match memory {
+            JitMemory::GuardedHigh => ProcessMemory::new_high(),
+            _ => ProcessMemory::new(),
+        }));
         let mut random = [0u8; 16];
         syscall::fill_random(&mut random);
         let execfn = argv
@@ -113,7 +129,7 @@ impl Runner {
         let engine = Engine::new(cpu, config, None);
         if let Some(cache) = engine.code_cache() {
             // Code changed by system calls or unmapping bypasses the JIT's store watch.
-            let guard = guarded.then(|| {
+            let guard = (memory != JitMemory::Tlb).then(|| {
                 let mem = process.mem.clone();
                 Box::new(move |page| mem.lock().guard_code(page)) as crate::jit::CodeGuard
             });
@@ -297,7 +313,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
         &argv,
         &envp,
         &config,
-        !opts.tlb_memory,
+        opts.memory,
     )
     .map_err(|e| (126, e))?;
     // The loader copied or mapped what it needs (a private mapping outlives its file's).
@@ -341,7 +357,7 @@ pub fn run_file(exe: &Path, args: &[OsString], opts: &Options) -> Result<Outcome
     Ok(out)
 }
 
-const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-tiers T] [--jit-threshold N] [--jit-promote N] [--jit-cache-limit BYTES] [--jit-memory guarded|tlb] [--trace] ELF [ARGS...]
+const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|interp] [--jit-tiers T] [--jit-threshold N] [--jit-promote N] [--jit-cache-limit BYTES] [--jit-memory guarded|guarded-high|tlb] [--trace] ELF [ARGS...]
   --jit-tiers T       baseline, cranelift or both, comma-separated (default baseline
                       where the host has it, x86-64; else cranelift)
   --jit-threshold N   run a block N times in the interpreter before translating it
@@ -351,8 +367,10 @@ const USAGE: &str = "usage: ppc64emu user [--strace] [--stats] [--accel jit|inte
   --jit-cache-limit BYTES   flush the code cache when the translated code passes BYTES
                       (suffixes K, M, G: KiB, MiB, GiB; default 1G)
   --jit-memory M      guarded (default): the host protects the guest's pages as the guest
-                      does and translated loads and stores use them directly; tlb: they
-                      look up the software TLB (as a full system does)";
+                      does and translated loads and stores use them directly, the pages
+                      reserved low in the host's address space; guarded-high: the same,
+                      the pages wherever the host puts them; tlb: they look up the
+                      software TLB (as a full system does)";
 
 /// The count at `raw[k]`, if there is one.
 fn count_arg(raw: &[OsString], k: usize) -> Option<u32> {
@@ -397,12 +415,13 @@ pub fn main(args: &[String]) -> i32 {
             Some("--jit-memory") => {
                 k += 1;
                 match raw.get(k).and_then(|a| a.to_str()) {
-                    Some("guarded") => opts.tlb_memory = false,
-                    Some("tlb") => opts.tlb_memory = true,
+                    Some("guarded") => opts.memory = JitMemory::Guarded,
+                    Some("guarded-high") => opts.memory = JitMemory::GuardedHigh,
+                    Some("tlb") => opts.memory = JitMemory::Tlb,
                     v => {
                         let v = v.unwrap_or("");
                         eprintln!(
-                            "ppc64emu user: --jit-memory {v}: expected guarded or tlb\n{USAGE}"
+                            "ppc64emu user: --jit-memory {v}: expected guarded, guarded-high or tlb\n{USAGE}"
                         );
                         return 2;
                     }

@@ -95,6 +95,12 @@ impl ProcessMemory {
         Self::with_span(Span::reserve())
     }
 
+    /// As [`ProcessMemory::new`], the reserved range wherever the host puts it rather than
+    /// low (`--jit-memory guarded-high`).
+    pub fn new_high() -> Self {
+        Self::with_span(Span::reserve_at(false))
+    }
+
     /// Pages in the reserved range `span` when there is one, else separate allocations.
     fn with_span(span: Option<Span>) -> Self {
         Self {
@@ -675,6 +681,34 @@ mod tests {
             v.push(ProcessMemory::with_span(Some(span)));
         }
         v
+    }
+
+    /// The low place is taken once: a second range, or one asked for high, goes elsewhere
+    /// (MAP_FIXED_NOREPLACE never replaces a range already there).
+    #[test]
+    fn ranges_never_share_the_low_place() {
+        let spans = [Span::reserve(), Span::reserve(), Span::reserve_at(false)];
+        let bases: Vec<u64> = spans.iter().flatten().map(|s| s.base()).collect();
+        let low = bases
+            .iter()
+            .filter(|&&b| b == span::LOW_BASE as u64)
+            .count();
+        assert!(low <= 1, "{bases:x?}");
+        if let Some(high) = spans[2] {
+            assert_ne!(high.base(), span::LOW_BASE as u64);
+        }
+        for (k, a) in bases.iter().enumerate() {
+            for b in &bases[k + 1..] {
+                assert!(
+                    a.abs_diff(*b) >= crate::jit::USER_SPAN,
+                    "{bases:x?} overlap"
+                );
+            }
+        }
+        for s in spans.into_iter().flatten() {
+            // SAFETY: reserved here, released once, nothing points into them.
+            unsafe { s.release() };
+        }
     }
 
     #[test]

@@ -6,6 +6,11 @@
 use super::{PROT_EXEC, PROT_READ, PROT_WRITE, USER_SPAN, page_up};
 use crate::softmmu::PAGE_MASK;
 
+/// Where the reserved range goes when the host has it free: above the first GiB (a host
+/// binary loaded low and its heap stay below) and below 2 GiB, so that the base is a
+/// positive 32-bit displacement (`jit::baseline`'s guarded accesses).
+pub const LOW_BASE: usize = 1 << 30;
+
 /// The reserved range. A copyable handle: its owner, `ProcessMemory`, releases it once.
 #[derive(Clone, Copy, Debug)]
 pub struct Span(*mut u8);
@@ -16,18 +21,38 @@ impl Span {
     /// writable first, so that the host must accept writable pages there without accounting
     /// for them (`MAP_NORESERVE` is ignored under strict accounting, and this mapping then
     /// fails), then made inaccessible until the guest maps pages.
+    ///
+    /// The range goes at [`LOW_BASE`] when that is free, so that translated code reaches a
+    /// guest byte as `[address + base]` with the base as a displacement (no register, no
+    /// 64-bit constant per access); elsewhere when it is not (a second process's range).
     pub fn reserve() -> Option<Span> {
-        // SAFETY: a fresh anonymous mapping at an address the host picks; it replaces nothing.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                USER_SPAN as usize,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
+        Self::reserve_at(true)
+    }
+
+    /// As [`Span::reserve`], `low` false: wherever the host puts it.
+    pub fn reserve_at(low: bool) -> Option<Span> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let map = |at: usize, extra: libc::c_int| {
+            // SAFETY: a fresh anonymous mapping; with MAP_FIXED_NOREPLACE the host refuses
+            // rather than replace anything already at `at`, and without it the host picks
+            // a free place.
+            unsafe { libc::mmap(at as *mut _, USER_SPAN as usize, prot, flags | extra, -1, 0) }
         };
+        let mut p = if low {
+            map(LOW_BASE, libc::MAP_FIXED_NOREPLACE)
+        } else {
+            libc::MAP_FAILED
+        };
+        if p != libc::MAP_FAILED && p as usize != LOW_BASE {
+            // A kernel older than MAP_FIXED_NOREPLACE takes the address as a hint only.
+            // SAFETY: the mapping just made, which nothing uses.
+            unsafe { libc::munmap(p, USER_SPAN as usize) };
+            p = libc::MAP_FAILED;
+        }
+        if p == libc::MAP_FAILED {
+            p = map(0, 0);
+        }
         if p == libc::MAP_FAILED {
             return None;
         }

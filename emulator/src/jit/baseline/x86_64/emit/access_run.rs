@@ -16,7 +16,7 @@
 //! resumes at a cold path of its own that runs the run from that access on, one
 //! instruction at a time (what ran before it ran once).
 
-use super::memory::Fit;
+use super::memory::{Fit, HostAt};
 use super::*;
 
 /// The widest span a run covers: wider ones cross a page more often than they save.
@@ -149,8 +149,8 @@ impl Em {
         let (miss, back) = (self.label(), self.label());
         let span = (end - lo) as u32;
         self.base_plus(base, lo);
-        if self.guarded {
-            self.guarded_span(span, miss);
+        let at = if self.guarded {
+            self.guarded_span(span, miss)
         } else {
             // Data accesses share one MMU index: a store's write tag is in the same entry as
             // a load's read tag, with the same addend.
@@ -161,10 +161,14 @@ impl Em {
                 _ => &[offset_of!(TlbEntry, write)],
             };
             self.tlb_test(self.idx_read, tags, span, Fit::InPage, miss);
-        }
+            HostAt::Rcx
+        };
         // `r13` = the host address of the base plus `lo`: the instructions between the
         // accesses may use `rcx`.
-        asm!(self.ops ; add r13, rcx);
+        match at {
+            HostAt::Rcx => asm!(self.ops ; add r13, rcx),
+            HostAt::Base(d) => asm!(self.ops ; add r13, d),
+        }
         // Where a host fault on each access resumes (host-guarded memory): the run from
         // that access on, one instruction at a time.
         let mut resumes = Vec::new();
@@ -204,12 +208,12 @@ impl Em {
     /// Host-guarded memory's test for a run: every byte of the `span` bytes at `r13` is in
     /// the process's range (the first and the last are: the span is short); see
     /// [`Em::guarded_address`]. A fault resumes at the faulting access's own cold path.
-    fn guarded_span(&mut self, span: u32, miss: DynamicLabel) {
+    fn guarded_span(&mut self, span: u32, miss: DynamicLabel) -> HostAt {
         asm!(self.ops
             ; lea rdx, [r13 + (span - 1) as i32]
             ; or rdx, r13
         );
-        self.guarded_address(RDX, miss);
+        self.guarded_address(RDX, miss)
     }
 
     /// One access of a run's fast path, at host address `r13 + off`; in host-guarded

@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// Where a fast access finds the host bytes of guest address `r13` after its hit test.
+#[derive(Clone, Copy)]
+pub(super) enum HostAt {
+    /// At `rcx + r13`: `rcx` holds the page's addend (the TLB's, or a flat base too far
+    /// from 0 for a displacement).
+    Rcx,
+    /// At `r13 + base`: host-guarded memory reserved below 2 GiB.
+    Base(i32),
+}
+
 impl Em {
     /// The `memory` family's translator: false leaves the instruction to the interpreter.
     pub(super) fn memory(&mut self, op: Op, i: Insn, _ended: &mut bool) -> bool {
@@ -252,28 +262,42 @@ impl Em {
     /// allows): the TLB's, or host-guarded memory's. Plain loads and stores raise no
     /// alignment interrupt, so an unaligned one inside a page takes the fast path: on a
     /// Linux build 4.2 M of 10 M slow-path accesses were unaligned hits (linux-make N = 1).
-    pub(super) fn host_address(&mut self, idx: i32, tag: usize, size: u32, miss: DynamicLabel) {
+    pub(super) fn host_address(
+        &mut self,
+        idx: i32,
+        tag: usize,
+        size: u32,
+        miss: DynamicLabel,
+    ) -> HostAt {
         if self.guarded {
-            self.guarded_address(R13, miss);
+            self.guarded_address(R13, miss)
         } else {
             self.tlb_test(idx, &[tag], size, Fit::InPage, miss);
+            HostAt::Rcx
         }
     }
 
-    /// Host-guarded memory's hit test: `rcx` = the range's addend when the address in
-    /// `tested` (`r13`, or for a run the OR of its first and last byte's) is in the
-    /// process's range (jumps to `miss` otherwise). The caller marks its access instructions
-    /// with [`Em::fault_site`]; page protections do the rest.
-    pub(super) fn guarded_address(&mut self, tested: u8, miss: DynamicLabel) {
+    /// Host-guarded memory's hit test: jumps to `miss` unless the address in `tested`
+    /// (`r13`, or for a run the OR of its first and last byte's) is in the process's range.
+    /// The range's base is a displacement when it fits one (the range was reserved low,
+    /// `user::mem::span::LOW_BASE`), else loaded into `rcx`. The caller marks its access
+    /// instructions with [`Em::fault_site`]; page protections do the rest.
+    pub(super) fn guarded_address(&mut self, tested: u8, miss: DynamicLabel) -> HostAt {
         let base = self.flat.expect("guarded memory is flat");
         asm!(self.ops
             ; test Rq(tested), QWORD [r12 + BEYOND_USER_SPAN]
             ; jnz =>miss
-            ; mov rcx, QWORD base as i64
         );
+        match i32::try_from(base) {
+            Ok(d) => HostAt::Base(d),
+            Err(_) => {
+                asm!(self.ops ; mov rcx, QWORD base as i64);
+                HostAt::Rcx
+            }
+        }
     }
 
-    /// The next instruction accesses guest memory at `[rcx + r13]` after [`Em::tlb_hit`]: with
+    /// The next instruction accesses guest memory after [`Em::host_address`]: with
     /// host-guarded memory, a host fault on it resumes at `miss`.
     pub(super) fn fault_site(&mut self, miss: DynamicLabel) {
         if self.guarded {
@@ -286,9 +310,10 @@ impl Em {
     pub(super) fn cache_flush(&mut self, op: Op, i: Insn) {
         let (slow, back) = (self.label(), self.label());
         self.ea(op, i, false);
-        self.host_address(self.idx_read, offset_of!(TlbEntry, read), 1, slow);
+        let at = self.host_address(self.idx_read, offset_of!(TlbEntry, read), 1, slow);
         self.fault_site(slow);
-        asm!(self.ops ; movzx eax, BYTE [rcx + r13] ; =>back);
+        self.read_host(1, at);
+        asm!(self.ops ; =>back);
         self.interp_slow(slow, back, op, i);
     }
 
@@ -316,7 +341,7 @@ impl Em {
         let (slow, back) = (self.label(), self.label());
         self.ea(op, i, false);
         self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, slow);
-        self.read_host(size);
+        self.read_host(size, HostAt::Rcx);
         asm!(self.ops
             ; mov QWORD [rbx + RESERVE_VAL], rax
             ; mov QWORD [rbx + RESERVE_VAL + 8], 0
@@ -380,14 +405,32 @@ impl Em {
         self.interp_slow(slow, back, op, i);
     }
 
-    /// `rax` = the `size` bytes at host address `rcx + r13`, zero-extended, in memory byte
-    /// order.
-    pub(super) fn read_host(&mut self, size: u32) {
-        match size {
-            1 => asm!(self.ops ; movzx eax, BYTE [rcx + r13]),
-            2 => asm!(self.ops ; movzx eax, WORD [rcx + r13]),
-            4 => asm!(self.ops ; mov eax, DWORD [rcx + r13]),
-            _ => asm!(self.ops ; mov rax, QWORD [rcx + r13]),
+    /// `rax` = the `size` bytes of guest memory at `r13` (found as `at` says),
+    /// zero-extended, in memory byte order.
+    pub(super) fn read_host(&mut self, size: u32, at: HostAt) {
+        match (at, size) {
+            (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + r13]),
+            (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + r13]),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov eax, DWORD [rcx + r13]),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov rax, QWORD [rcx + r13]),
+            (HostAt::Base(d), 1) => asm!(self.ops ; movzx eax, BYTE [r13 + d]),
+            (HostAt::Base(d), 2) => asm!(self.ops ; movzx eax, WORD [r13 + d]),
+            (HostAt::Base(d), 4) => asm!(self.ops ; mov eax, DWORD [r13 + d]),
+            (HostAt::Base(d), _) => asm!(self.ops ; mov rax, QWORD [r13 + d]),
+        }
+    }
+
+    /// Stores `rax`'s low `size` bytes at guest memory `r13` (found as `at` says).
+    fn write_host(&mut self, size: u32, at: HostAt) {
+        match (at, size) {
+            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + r13], al),
+            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + r13], ax),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + r13], eax),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + r13], rax),
+            (HostAt::Base(d), 1) => asm!(self.ops ; mov BYTE [r13 + d], al),
+            (HostAt::Base(d), 2) => asm!(self.ops ; mov WORD [r13 + d], ax),
+            (HostAt::Base(d), 4) => asm!(self.ops ; mov DWORD [r13 + d], eax),
+            (HostAt::Base(d), _) => asm!(self.ops ; mov QWORD [r13 + d], rax),
         }
     }
 
@@ -456,19 +499,25 @@ impl Em {
         } else {
             (self.idx_read, offset_of!(TlbEntry, read))
         };
-        self.host_address(idx, tag, 16, slow);
+        let at = self.host_address(idx, tag, 16, slow);
         if store {
             asm!(self.ops ; movups xmm0, [rbx + home]);
         } else {
             self.fault_site(slow);
-            asm!(self.ops ; movups xmm0, [rcx + r13]);
+            match at {
+                HostAt::Rcx => asm!(self.ops ; movups xmm0, [rcx + r13]),
+                HostAt::Base(d) => asm!(self.ops ; movups xmm0, [r13 + d]),
+            }
         }
         if !vmx {
             asm!(self.ops ; pshufd xmm0, xmm0, 0x4e);
         }
         if store {
             self.fault_site(slow);
-            asm!(self.ops ; movups [rcx + r13], xmm0);
+            match at {
+                HostAt::Rcx => asm!(self.ops ; movups [rcx + r13], xmm0),
+                HostAt::Base(d) => asm!(self.ops ; movups [r13 + d], xmm0),
+            }
         } else {
             asm!(self.ops ; movups [rbx + home], xmm0);
         }
@@ -479,9 +528,9 @@ impl Em {
     /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
     pub(super) fn load(&mut self, size: u32, le: bool) {
         let (miss, done) = (self.label(), self.label());
-        self.host_address(self.idx_read, offset_of!(TlbEntry, read), size, miss);
+        let at = self.host_address(self.idx_read, offset_of!(TlbEntry, read), size, miss);
         self.fault_site(miss);
-        self.read_host(size);
+        self.read_host(size, at);
         self.swap_if_big_endian(size, le);
         let fault = self.label();
         let cold = Cold::LoadMiss {
@@ -531,19 +580,14 @@ impl Em {
         if let StoreSrc::Gpr(r) = src {
             self.copy_for(r);
         }
-        self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
+        let at = self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
         self.store_src(RAX, src);
         // The same swap as a load's: guest byte order to memory order.
         self.swap_if_big_endian(size, le);
         // Pages holding translated code have no fast write entry (with host-guarded memory,
         // no host write permission): a fast store never needs the block to stop.
         self.fault_site(miss);
-        match size {
-            1 => asm!(self.ops ; mov BYTE [rcx + r13], al),
-            2 => asm!(self.ops ; mov WORD [rcx + r13], ax),
-            4 => asm!(self.ops ; mov DWORD [rcx + r13], eax),
-            _ => asm!(self.ops ; mov QWORD [rcx + r13], rax),
-        }
+        self.write_host(size, at);
         let fault = self.label();
         let cold = Cold::StoreMiss {
             at: miss,
