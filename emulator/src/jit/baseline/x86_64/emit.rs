@@ -120,9 +120,6 @@ const FAULT: i32 = offset_of!(JitCtx, fault) as i32;
 const LINK: i32 = offset_of!(JitCtx, link) as i32;
 const OPTIMIZED: i32 = offset_of!(JitCtx, optimized_entry) as i32;
 const BEYOND_USER_SPAN: i32 = offset_of!(JitCtx, beyond_user_span) as i32;
-/// The longest access run in host-guarded memory, in instructions (its cold code grows as
-/// the square of its length).
-const GUARDED_RUN_MAX: usize = 12;
 const CODE_HOSTS: i32 = offset_of!(JitCtx, code_hosts) as i32;
 const RSP_BASE: i32 = offset_of!(JitCtx, rsp_base) as i32;
 const RSP_LIMIT: i32 = offset_of!(JitCtx, rsp_limit) as i32;
@@ -470,13 +467,12 @@ pub fn emit(
         }
         e.handoff.prev_flags = e.handoff.crf_flags.take();
         e.handoff.prev_spr = e.handoff.spr_rax.take();
-        // A run ends before a join (`forward`). In host-guarded memory each access of a run
-        // has a cold path of its own (where a host fault resumes): runs are kept short there.
+        // A run ends before a join (`forward`); host-guarded memory has none (`access_run`).
         let end = e.next_join(k);
-        let run = match (native_ok, e.guarded) {
-            (false, _) => 0,
-            (true, false) => access_run::run_len(&words[k..end]),
-            (true, true) => access_run::run_len(&words[k..end.min(k + GUARDED_RUN_MAX)]),
+        let run = if native_ok && !e.guarded {
+            access_run::run_len(&words[k..end])
+        } else {
+            0
         };
         if e.handoff
             .crf_deferred

@@ -11,12 +11,12 @@
 //! translated code happens at the instruction it belongs to. The fast path does nothing
 //! before its one test, so the cold path starts from the run's first instruction.
 //!
-//! In host-guarded memory (user mode) the one test is that the span lies in the process's
-//! range, and the host's page protections check each access: a host fault on an access
-//! resumes at a cold path of its own that runs the run from that access on, one
-//! instruction at a time (what ran before it ran once).
+//! Host-guarded memory (user mode) has no runs: an access's own test is one instruction
+//! there, and a run, which writes its results through to the homes and starts with the
+//! dirty copies stored, cost more than it saved (sha256sum ran 0.92 of the time without
+//! runs, gzip and bzip2 0.98–0.99, md5sum 1.005).
 
-use super::memory::{Fit, HostAt};
+use super::memory::Fit;
 use super::*;
 
 /// The widest span a run covers: wider ones cross a page more often than they save.
@@ -149,29 +149,19 @@ impl Em {
         let (miss, back) = (self.label(), self.label());
         let span = (end - lo) as u32;
         self.base_plus(base, lo);
-        let at = if self.guarded {
-            self.guarded_span(span, miss)
-        } else {
-            // Data accesses share one MMU index: a store's write tag is in the same entry as
-            // a load's read tag, with the same addend.
-            debug_assert_eq!(self.idx_read, self.idx_write);
-            let tags = match (loads, stores) {
-                (true, true) => &[offset_of!(TlbEntry, read), offset_of!(TlbEntry, write)][..],
-                (true, false) => &[offset_of!(TlbEntry, read)],
-                _ => &[offset_of!(TlbEntry, write)],
-            };
-            self.tlb_test(self.idx_read, tags, span, Fit::InPage, miss);
-            HostAt::Rcx
+        debug_assert!(!self.guarded, "no access runs in host-guarded memory");
+        // Data accesses share one MMU index: a store's write tag is in the same entry as a
+        // load's read tag, with the same addend.
+        debug_assert_eq!(self.idx_read, self.idx_write);
+        let tags = match (loads, stores) {
+            (true, true) => &[offset_of!(TlbEntry, read), offset_of!(TlbEntry, write)][..],
+            (true, false) => &[offset_of!(TlbEntry, read)],
+            _ => &[offset_of!(TlbEntry, write)],
         };
+        self.tlb_test(self.idx_read, tags, span, Fit::InPage, miss);
         // `r13` = the host address of the base plus `lo`: the instructions between the
         // accesses may use `rcx`.
-        match at {
-            HostAt::Rcx => asm!(self.ops ; add r13, rcx),
-            HostAt::Base(d) => asm!(self.ops ; add r13, d),
-        }
-        // Where a host fault on each access resumes (host-guarded memory): the run from
-        // that access on, one instruction at a time.
-        let mut resumes = Vec::new();
+        asm!(self.ops ; add r13, rcx);
         for (j, s) in steps.iter().enumerate() {
             (self.k, self.pc) = (k0 + j as u32, pc0.wrapping_add(4 * j as u64));
             match *s {
@@ -185,54 +175,25 @@ impl Em {
                     disp,
                     size,
                     store,
-                } => {
-                    let resume = self.guarded.then(|| self.label());
-                    resumes.extend(resume.map(|l| (l, j)));
-                    self.run_access(op, i, (disp - lo) as i32, size, store, resume);
-                }
+                } => self.run_access(op, i, (disp - lo) as i32, size, store),
             }
         }
         asm!(self.ops ; =>back);
-        for (at, j) in std::iter::once((miss, 0)).chain(resumes) {
-            self.push_slow(Cold::AccessRun {
-                at,
-                back,
-                held: self.cache,
-                k: k0 + j as u32,
-                pc: pc0.wrapping_add(4 * j as u64),
-                words: words[j..].to_vec(),
-            });
-        }
+        self.push_slow(Cold::AccessRun {
+            at: miss,
+            back,
+            held: self.cache,
+            k: k0,
+            pc: pc0,
+            words: words.to_vec(),
+        });
     }
 
-    /// Host-guarded memory's test for a run: every byte of the `span` bytes at `r13` is in
-    /// the process's range (the first and the last are: the span is short); see
-    /// [`Em::guarded_address`]. A fault resumes at the faulting access's own cold path.
-    fn guarded_span(&mut self, span: u32, miss: DynamicLabel) -> HostAt {
-        asm!(self.ops
-            ; lea rdx, [r13 + (span - 1) as i32]
-            ; or rdx, r13
-        );
-        self.guarded_address(RDX, miss)
-    }
-
-    /// One access of a run's fast path, at host address `r13 + off`; in host-guarded
-    /// memory a host fault on it resumes at `resume`.
-    fn run_access(
-        &mut self,
-        op: Op,
-        i: Insn,
-        off: i32,
-        size: u32,
-        store: bool,
-        resume: Option<DynamicLabel>,
-    ) {
+    /// One access of a run's fast path, at host address `r13 + off`.
+    fn run_access(&mut self, op: Op, i: Insn, off: i32, size: u32, store: bool) {
         if store {
             self.store_src(RAX, StoreSrc::Gpr(i.rt()));
             self.swap_if_big_endian(size, self.le);
-            if let Some(l) = resume {
-                self.fault_site(l);
-            }
             match size {
                 1 => asm!(self.ops ; mov BYTE [r13 + off], al),
                 2 => asm!(self.ops ; mov WORD [r13 + off], ax),
@@ -240,9 +201,6 @@ impl Em {
                 _ => asm!(self.ops ; mov QWORD [r13 + off], rax),
             }
             return;
-        }
-        if let Some(l) = resume {
-            self.fault_site(l);
         }
         match size {
             1 => asm!(self.ops ; movzx eax, BYTE [r13 + off]),
