@@ -242,6 +242,23 @@ void cmain(u64 *sp)
         u64 a = q[0], b = q[1];
         kv("not reached", a + b);
     }
+    /* A load at its base register (displacement 0) from an unmapped page, right after a
+     * load at a displacement from a mapped one: the load's miss path must take the address
+     * from the base (the process dies of SIGSEGV there), not from the last one computed.
+     * The base is read again after it (`mr`), so that translated code keeps it in a host
+     * register. */
+    if (argc > 1 && seq(argv[1], "loadfault")) {
+        u64 *m = (u64 *)sc(SYS_mmap, 0x63000000, 8192, 3, 0x22, -1, 0);
+        m[1] = 11;
+        u64 *gone = m + 512;
+        sc(SYS_munmap, (i64)gone, 4096, 0, 0, 0, 0);
+        u64 a, b, c;
+        __asm__ volatile("ld %0, 8(%3)\n\tld %1, 0(%4)\n\tmr %2, %4"
+                         : "=&r"(a), "=&r"(b), "=&r"(c)
+                         : "b"(m), "b"(gone)
+                         : "memory");
+        kv("not reached", a + b + c);
+    }
     /* `sys bench`: a silent compute loop for the interpreter benchmark. */
     if (argc > 1 && seq(argv[1], "bench")) sc(SYS_exit_group, mix(1, 100000) & 1, 0, 0, 0, 0, 0);
     kv("argc", argc);

@@ -225,6 +225,8 @@ enum Cold {
         at: DynamicLabel,
         back: DynamicLabel,
         held: RegCache,
+        /// The register holding the address (`Em::load_ea`).
+        ea: u8,
         size: u32,
         le: bool,
         fault: DynamicLabel,

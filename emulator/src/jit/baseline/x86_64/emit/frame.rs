@@ -608,13 +608,14 @@ impl Em {
                     at,
                     back,
                     held,
+                    ea,
                     size,
                     le,
                     fault,
                 } => {
                     asm!(self.ops ; =>at);
                     self.flush_held(&held);
-                    asm!(self.ops ; mov rdx, r13 ; mov ecx, size as i32 ; mov r8d, le as i32);
+                    asm!(self.ops ; mov rdx, Rq(ea) ; mov ecx, size as i32 ; mov r8d, le as i32);
                     self.call(Helper::Load);
                     asm!(self.ops
                         ; cmp DWORD [r12 + FAULT], 0

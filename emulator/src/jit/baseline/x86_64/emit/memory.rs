@@ -28,8 +28,8 @@ impl Em {
                 }
                 let size = info.size as u32;
                 let reversed = matches!(op, Lhbrx | Lwbrx | Ldbrx);
-                self.ea(op, i, update);
-                self.load(size, self.le != reversed);
+                let ea = self.load_ea(op, i, update);
+                self.load(size, self.le != reversed, ea);
                 self.extend_algebraic(op, size);
                 self.set_gpr(rt);
                 if update {
@@ -148,17 +148,9 @@ pub(super) const fn gpr_access(op: Op) -> bool {
 impl Em {
     /// Effective address into `r13`: `D(RA|0)`, `DS(RA|0)`, `(RA|0)+RB` (RA for updates).
     pub(super) fn ea(&mut self, op: Op, i: Insn, update: bool) {
-        let ops = op.info().operands;
         let ra = i.ra();
         let base = update || ra != 0;
-        let disp = if ops.contains(&Operand::DRa) {
-            Some(i.si())
-        } else if ops.contains(&Operand::DsRa) {
-            Some(i.ds())
-        } else {
-            None
-        };
-        match (disp, base) {
+        match (displacement(op, i), base) {
             (Some(d), true) => self.base_plus(ra, d),
             (Some(d), false) => asm!(self.ops ; mov r13, d as i32),
             (None, true) => {
@@ -169,6 +161,20 @@ impl Em {
                 self.gpr_rm(GprOp::Load64, R13, i.rb());
             }
         }
+    }
+
+    /// The register holding a GPR load's EA: in host-guarded memory, for an access at its
+    /// base register (D or DS form, displacement 0, not an update form), the base's copy
+    /// itself, which the test and the access read directly (the miss path takes the address
+    /// from it); else `r13` ([`Em::ea`]).
+    fn load_ea(&mut self, op: Op, i: Insn, update: bool) -> u8 {
+        if self.guarded && !update && i.ra() != 0 && displacement(op, i) == Some(0) {
+            if let Some(h) = self.copy_for(i.ra()) {
+                return h;
+            }
+        }
+        self.ea(op, i, update);
+        R13
     }
 
     /// `r13` = GPR `ra` + `d` (a 16-bit displacement).
@@ -269,9 +275,22 @@ impl Em {
         size: u32,
         miss: DynamicLabel,
     ) -> HostAt {
+        self.host_address_of(R13, idx, tag, size, miss)
+    }
+
+    /// [`Em::host_address`] of the address in `ea` (`r13` unless host-guarded).
+    fn host_address_of(
+        &mut self,
+        ea: u8,
+        idx: i32,
+        tag: usize,
+        size: u32,
+        miss: DynamicLabel,
+    ) -> HostAt {
         if self.guarded {
-            self.guarded_address(R13, miss)
+            self.guarded_address(ea, miss)
         } else {
+            debug_assert_eq!(ea, R13, "the TLB test reads r13");
             self.tlb_test(idx, &[tag], size, Fit::InPage, miss);
             HostAt::Rcx
         }
@@ -312,7 +331,7 @@ impl Em {
         self.ea(op, i, false);
         let at = self.host_address(self.idx_read, offset_of!(TlbEntry, read), 1, slow);
         self.fault_site(slow);
-        self.read_host(1, at);
+        self.read_host(1, at, R13);
         asm!(self.ops ; =>back);
         self.interp_slow(slow, back, op, i);
     }
@@ -341,7 +360,7 @@ impl Em {
         let (slow, back) = (self.label(), self.label());
         self.ea(op, i, false);
         self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, slow);
-        self.read_host(size, HostAt::Rcx);
+        self.read_host(size, HostAt::Rcx, R13);
         asm!(self.ops
             ; mov QWORD [rbx + RESERVE_VAL], rax
             ; mov QWORD [rbx + RESERVE_VAL + 8], 0
@@ -405,18 +424,18 @@ impl Em {
         self.interp_slow(slow, back, op, i);
     }
 
-    /// `rax` = the `size` bytes of guest memory at `r13` (found as `at` says),
-    /// zero-extended, in memory byte order.
-    pub(super) fn read_host(&mut self, size: u32, at: HostAt) {
+    /// `rax` = the `size` bytes of guest memory at the address in `ea` (found as `at`
+    /// says), zero-extended, in memory byte order.
+    pub(super) fn read_host(&mut self, size: u32, at: HostAt, ea: u8) {
         match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + r13]),
-            (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + r13]),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov eax, DWORD [rcx + r13]),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov rax, QWORD [rcx + r13]),
-            (HostAt::Base(d), 1) => asm!(self.ops ; movzx eax, BYTE [r13 + d]),
-            (HostAt::Base(d), 2) => asm!(self.ops ; movzx eax, WORD [r13 + d]),
-            (HostAt::Base(d), 4) => asm!(self.ops ; mov eax, DWORD [r13 + d]),
-            (HostAt::Base(d), _) => asm!(self.ops ; mov rax, QWORD [r13 + d]),
+            (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(ea)]),
+            (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + Rq(ea)]),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov eax, DWORD [rcx + Rq(ea)]),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov rax, QWORD [rcx + Rq(ea)]),
+            (HostAt::Base(d), 1) => asm!(self.ops ; movzx eax, BYTE [Rq(ea) + d]),
+            (HostAt::Base(d), 2) => asm!(self.ops ; movzx eax, WORD [Rq(ea) + d]),
+            (HostAt::Base(d), 4) => asm!(self.ops ; mov eax, DWORD [Rq(ea) + d]),
+            (HostAt::Base(d), _) => asm!(self.ops ; mov rax, QWORD [Rq(ea) + d]),
         }
     }
 
@@ -466,7 +485,7 @@ impl Em {
         self.ea(op, i, update);
         let home = vsr(x);
         if op.info().flags.contains(InsnFlags::LOAD) {
-            self.load(8, self.le);
+            self.load(8, self.le, R13);
             asm!(self.ops ; mov QWORD [rbx + home + 8], rax);
             if op != Op::Lxsdx {
                 asm!(self.ops ; mov QWORD [rbx + home], 0);
@@ -525,18 +544,20 @@ impl Em {
         self.interp_slow(slow, back, op, i);
     }
 
-    /// Loads `size` bytes at `r13` in byte order `le` into `rax` (zero-extended).
-    pub(super) fn load(&mut self, size: u32, le: bool) {
+    /// Loads `size` bytes at the address in `ea` (see [`Em::load_ea`]) in byte order `le`
+    /// into `rax` (zero-extended).
+    pub(super) fn load(&mut self, size: u32, le: bool, ea: u8) {
         let (miss, done) = (self.label(), self.label());
-        let at = self.host_address(self.idx_read, offset_of!(TlbEntry, read), size, miss);
+        let at = self.host_address_of(ea, self.idx_read, offset_of!(TlbEntry, read), size, miss);
         self.fault_site(miss);
-        self.read_host(size, at);
+        self.read_host(size, at, ea);
         self.swap_if_big_endian(size, le);
         let fault = self.label();
         let cold = Cold::LoadMiss {
             at: miss,
             back: done,
             held: self.cache,
+            ea,
             size,
             le,
             fault,
@@ -612,4 +633,16 @@ pub(super) enum Fit {
     Aligned,
     /// Inside the page.
     InPage,
+}
+
+/// The displacement of a D- or DS-form access; `None` for the X forms.
+fn displacement(op: Op, i: Insn) -> Option<i64> {
+    let ops = op.info().operands;
+    if ops.contains(&Operand::DRa) {
+        Some(i.si())
+    } else if ops.contains(&Operand::DsRa) {
+        Some(i.ds())
+    } else {
+        None
+    }
 }
