@@ -168,10 +168,13 @@ impl Em {
     /// itself, which the test and the access read directly (the miss path takes the address
     /// from it); else `r13` ([`Em::ea`]).
     fn load_ea(&mut self, op: Op, i: Insn, update: bool) -> u8 {
-        if self.guarded && !update && i.ra() != 0 && displacement(op, i) == Some(0) {
-            if let Some(h) = self.copy_for(i.ra()) {
-                return h;
-            }
+        if self.guarded
+            && !update
+            && i.ra() != 0
+            && displacement(op, i) == Some(0)
+            && let Some(h) = self.copy_for(i.ra())
+        {
+            return h;
         }
         self.ea(op, i, update);
         R13
