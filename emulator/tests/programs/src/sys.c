@@ -259,6 +259,19 @@ void cmain(u64 *sp)
                          : "memory");
         kv("not reached", a + b + c);
     }
+    /* The same for a store at its base register (read before it too: a store addresses
+     * the base's copy only when the base already has one). */
+    if (argc > 1 && seq(argv[1], "storefault")) {
+        u64 *m = (u64 *)sc(SYS_mmap, 0x64000000, 8192, 3, 0x22, -1, 0);
+        u64 *gone = m + 512;
+        sc(SYS_munmap, (i64)gone, 4096, 0, 0, 0, 0);
+        u64 c, v = 5;
+        __asm__ volatile("mr %0, %3\n\tstd %1, 8(%2)\n\tstd %1, 0(%3)\n\tadd %0, %0, %3"
+                         : "=&r"(c)
+                         : "r"(v), "b"(m), "b"(gone)
+                         : "memory");
+        kv("not reached", (i64)(c + m[1]));
+    }
     /* `sys bench`: a silent compute loop for the interpreter benchmark. */
     if (argc > 1 && seq(argv[1], "bench")) sc(SYS_exit_group, mix(1, 100000) & 1, 0, 0, 0, 0, 0);
     kv("argc", argc);

@@ -238,6 +238,8 @@ enum Cold {
         at: DynamicLabel,
         back: DynamicLabel,
         held: RegCache,
+        /// The register holding the address (`r13`, or a base register's copy).
+        ea: u8,
         src: StoreSrc,
         size: u32,
         le: bool,

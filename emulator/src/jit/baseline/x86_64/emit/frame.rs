@@ -631,6 +631,7 @@ impl Em {
                     at,
                     back,
                     held,
+                    ea,
                     src,
                     size,
                     le,
@@ -642,7 +643,7 @@ impl Em {
                     let wrote_code = self.label();
                     asm!(self.ops ; =>at);
                     self.flush_held(&held);
-                    asm!(self.ops ; mov rdx, r13);
+                    asm!(self.ops ; mov rdx, Rq(ea));
                     self.store_src(RCX, src);
                     asm!(self.ops ; mov r8d, (size | (le as u32) << 8) as i32);
                     self.call(Helper::Store);

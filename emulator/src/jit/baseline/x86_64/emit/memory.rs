@@ -42,13 +42,17 @@ impl Em {
                     return false;
                 }
                 let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
-                self.ea(op, i, update);
+                let at_base = self.guarded && !update && ra != 0 && displacement(op, i) == Some(0);
+                if !at_base {
+                    self.ea(op, i, update);
+                }
                 let update_ra = update.then_some(ra);
                 self.store(
                     StoreSrc::Gpr(rt),
                     info.size as u32,
                     self.le != reversed,
                     update_ra,
+                    at_base.then_some(ra),
                 );
                 if update {
                     self.gpr_rm(GprOp::Store64, R13, ra);
@@ -442,17 +446,17 @@ impl Em {
         }
     }
 
-    /// Stores `rax`'s low `size` bytes at guest memory `r13` (found as `at` says).
-    fn write_host(&mut self, size: u32, at: HostAt) {
+    /// Stores `rax`'s low `size` bytes at the guest address in `ea` (found as `at` says).
+    fn write_host(&mut self, size: u32, at: HostAt, ea: u8) {
         match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + r13], al),
-            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + r13], ax),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + r13], eax),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + r13], rax),
-            (HostAt::Base(d), 1) => asm!(self.ops ; mov BYTE [r13 + d], al),
-            (HostAt::Base(d), 2) => asm!(self.ops ; mov WORD [r13 + d], ax),
-            (HostAt::Base(d), 4) => asm!(self.ops ; mov DWORD [r13 + d], eax),
-            (HostAt::Base(d), _) => asm!(self.ops ; mov QWORD [r13 + d], rax),
+            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(ea)], al),
+            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(ea)], ax),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + Rq(ea)], eax),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + Rq(ea)], rax),
+            (HostAt::Base(d), 1) => asm!(self.ops ; mov BYTE [Rq(ea) + d], al),
+            (HostAt::Base(d), 2) => asm!(self.ops ; mov WORD [Rq(ea) + d], ax),
+            (HostAt::Base(d), 4) => asm!(self.ops ; mov DWORD [Rq(ea) + d], eax),
+            (HostAt::Base(d), _) => asm!(self.ops ; mov QWORD [Rq(ea) + d], rax),
         }
     }
 
@@ -494,7 +498,7 @@ impl Em {
                 asm!(self.ops ; mov QWORD [rbx + home], 0);
             }
         } else {
-            self.store(StoreSrc::Dw0(x), 8, self.le, update.then_some(ra));
+            self.store(StoreSrc::Dw0(x), 8, self.le, update.then_some(ra), None);
         }
         if update {
             self.gpr_rm(GprOp::Store64, R13, ra);
@@ -597,26 +601,44 @@ impl Em {
     /// Stores the low `size` bytes of `src` at `r13`. `update_ra`: the update form's RA
     /// (set to `r13` after the store by the caller, and by the slow path when the store
     /// wrote translated code and the block stops after it).
-    pub(super) fn store(&mut self, src: StoreSrc, size: u32, le: bool, update_ra: Option<u32>) {
+    pub(super) fn store(
+        &mut self,
+        src: StoreSrc,
+        size: u32,
+        le: bool,
+        update_ra: Option<u32>,
+        at_base: Option<u32>,
+    ) {
         let (miss, done) = (self.label(), self.label());
         // The source's copy, if it gets one, is taken before the miss test: the miss path
         // (and a host fault on the store) must find the cache as the cold path records it.
         if let StoreSrc::Gpr(r) = src {
             self.copy_for(r);
         }
-        let at = self.host_address(self.idx_write, offset_of!(TlbEntry, write), size, miss);
+        // A store at its base register `at_base` in host-guarded memory addresses the base's
+        // copy, as a load does (`Em::load_ea`), when it has one after the source's was taken.
+        let ea = match at_base.map(|ra| (ra, self.cache_peek(ra))) {
+            None => R13,
+            Some((_, Some(h))) => h,
+            Some((ra, None)) => {
+                self.base_plus(ra, 0);
+                R13
+            }
+        };
+        let at = self.host_address_of(ea, self.idx_write, offset_of!(TlbEntry, write), size, miss);
         self.store_src(RAX, src);
         // The same swap as a load's: guest byte order to memory order.
         self.swap_if_big_endian(size, le);
         // Pages holding translated code have no fast write entry (with host-guarded memory,
         // no host write permission): a fast store never needs the block to stop.
         self.fault_site(miss);
-        self.write_host(size, at);
+        self.write_host(size, at, ea);
         let fault = self.label();
         let cold = Cold::StoreMiss {
             at: miss,
             back: done,
             held: self.cache,
+            ea,
             src,
             size,
             le,
