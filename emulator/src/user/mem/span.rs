@@ -11,12 +11,22 @@ use crate::softmmu::PAGE_MASK;
 /// positive 32-bit displacement (`jit::baseline`'s guarded accesses).
 pub const LOW_BASE: usize = 1 << 30;
 
+/// Inaccessible host pages on each side of the range: translated code tests a base
+/// register against the range and adds a 16-bit displacement in the access itself, so an
+/// address up to 32 KiB outside the range must fault on the host too (and take the
+/// access's miss path), never reach another mapping.
+pub const GUARD: usize = 64 << 10;
+
+/// Bytes reserved: the range and its guards.
+const RESERVED: usize = USER_SPAN as usize + 2 * GUARD;
+
 /// The reserved range. A copyable handle: its owner, `ProcessMemory`, releases it once.
 #[derive(Clone, Copy, Debug)]
 pub struct Span(*mut u8);
 
 impl Span {
-    /// Reserves `USER_SPAN` bytes of host address space for the guest's pages; `None` when
+    /// Reserves `USER_SPAN` bytes of host address space for the guest's pages, between two
+    /// [`GUARD`]s; `None` when
     /// the host refuses (an address-space limit, or strict overcommit accounting). Mapped
     /// writable first, so that the host must accept writable pages there without accounting
     /// for them (`MAP_NORESERVE` is ignored under strict accounting, and this mapping then
@@ -37,17 +47,18 @@ impl Span {
             // SAFETY: a fresh anonymous mapping; with MAP_FIXED_NOREPLACE the host refuses
             // rather than replace anything already at `at`, and without it the host picks
             // a free place.
-            unsafe { libc::mmap(at as *mut _, USER_SPAN as usize, prot, flags | extra, -1, 0) }
+            unsafe { libc::mmap(at as *mut _, RESERVED, prot, flags | extra, -1, 0) }
         };
+        let low_start = LOW_BASE - GUARD;
         let mut p = if low {
-            map(LOW_BASE, libc::MAP_FIXED_NOREPLACE)
+            map(low_start, libc::MAP_FIXED_NOREPLACE)
         } else {
             libc::MAP_FAILED
         };
-        if p != libc::MAP_FAILED && p as usize != LOW_BASE {
+        if p != libc::MAP_FAILED && p as usize != low_start {
             // A kernel older than MAP_FIXED_NOREPLACE takes the address as a hint only.
             // SAFETY: the mapping just made, which nothing uses.
-            unsafe { libc::munmap(p, USER_SPAN as usize) };
+            unsafe { libc::munmap(p, RESERVED) };
             p = libc::MAP_FAILED;
         }
         if p == libc::MAP_FAILED {
@@ -57,12 +68,13 @@ impl Span {
             return None;
         }
         // SAFETY: the mapping just made, which nothing uses yet.
-        if unsafe { libc::mprotect(p, USER_SPAN as usize, libc::PROT_NONE) } != 0 {
+        if unsafe { libc::mprotect(p, RESERVED, libc::PROT_NONE) } != 0 {
             // SAFETY: as above.
-            unsafe { libc::munmap(p, USER_SPAN as usize) };
+            unsafe { libc::munmap(p, RESERVED) };
             return None;
         }
-        Some(Span(p.cast()))
+        // SAFETY: `GUARD` bytes into the mapping of `RESERVED` bytes.
+        Some(Span(unsafe { p.cast::<u8>().add(GUARD) }))
     }
 
     /// Gives the range back to the host.
@@ -70,8 +82,9 @@ impl Span {
     /// # Safety
     /// Called once, by the owner, when no host pointer into the range is used any more.
     pub unsafe fn release(self) {
-        // SAFETY: the range `reserve` mapped, not released before (the caller's promise).
-        unsafe { libc::munmap(self.0.cast(), USER_SPAN as usize) };
+        // SAFETY: the range `reserve` mapped with its guards, not released before (the
+        // caller's promise).
+        unsafe { libc::munmap(self.0.sub(GUARD).cast(), RESERVED) };
     }
 
     /// Host address of guest address 0.

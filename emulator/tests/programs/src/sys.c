@@ -242,20 +242,20 @@ void cmain(u64 *sp)
         u64 a = q[0], b = q[1];
         kv("not reached", a + b);
     }
-    /* A load at its base register (displacement 0) from an unmapped page, right after a
-     * load at a displacement from a mapped one: the load's miss path must take the address
-     * from the base (the process dies of SIGSEGV there), not from the last one computed.
-     * The base is read again after it (`mr`), so that translated code keeps it in a host
-     * register. */
+    /* A load off a base register in a mapped page whose displacement reaches into an
+     * unmapped one, right after a load from a mapped page: the load's miss path must take
+     * the address from the base and the displacement (the process dies of SIGSEGV there),
+     * neither the last address computed nor the base alone. The base is read again after
+     * it (`mr`), so that translated code keeps it in a host register. */
     if (argc > 1 && seq(argv[1], "loadfault")) {
         u64 *m = (u64 *)sc(SYS_mmap, 0x63000000, 8192, 3, 0x22, -1, 0);
         m[1] = 11;
         u64 *gone = m + 512;
         sc(SYS_munmap, (i64)gone, 4096, 0, 0, 0, 0);
         u64 a, b, c;
-        __asm__ volatile("ld %0, 8(%3)\n\tld %1, 0(%4)\n\tmr %2, %4"
+        __asm__ volatile("ld %0, 8(%3)\n\tld %1, 16(%4)\n\tmr %2, %4"
                          : "=&r"(a), "=&r"(b), "=&r"(c)
-                         : "b"(m), "b"(gone)
+                         : "b"(m), "b"(gone - 1)
                          : "memory");
         kv("not reached", a + b + c);
     }
@@ -266,9 +266,9 @@ void cmain(u64 *sp)
         u64 *gone = m + 512;
         sc(SYS_munmap, (i64)gone, 4096, 0, 0, 0, 0);
         u64 c, v = 5;
-        __asm__ volatile("mr %0, %3\n\tstd %1, 8(%2)\n\tstd %1, 0(%3)\n\tadd %0, %0, %3"
+        __asm__ volatile("mr %0, %3\n\tstd %1, 8(%2)\n\tstd %1, 16(%3)\n\tadd %0, %0, %3"
                          : "=&r"(c)
-                         : "r"(v), "b"(m), "b"(gone)
+                         : "r"(v), "b"(m), "b"(gone - 1)
                          : "memory");
         kv("not reached", (i64)(c + m[1]));
     }

@@ -225,8 +225,8 @@ enum Cold {
         at: DynamicLabel,
         back: DynamicLabel,
         held: RegCache,
-        /// The register holding the address (`Em::load_ea`).
-        ea: u8,
+        /// Where the address is (`Em::load_ea`).
+        ea: memory::Ea,
         size: u32,
         le: bool,
         fault: DynamicLabel,
@@ -238,8 +238,8 @@ enum Cold {
         at: DynamicLabel,
         back: DynamicLabel,
         held: RegCache,
-        /// The register holding the address (`r13`, or a base register's copy).
-        ea: u8,
+        /// Where the address is (`r13`, or a base register's copy and a displacement).
+        ea: memory::Ea,
         src: StoreSrc,
         size: u32,
         le: bool,

@@ -615,7 +615,7 @@ impl Em {
                 } => {
                     asm!(self.ops ; =>at);
                     self.flush_held(&held);
-                    asm!(self.ops ; mov rdx, Rq(ea) ; mov ecx, size as i32 ; mov r8d, le as i32);
+                    asm!(self.ops ; lea rdx, [Rq(ea.reg) + ea.disp] ; mov ecx, size as i32 ; mov r8d, le as i32);
                     self.call(Helper::Load);
                     asm!(self.ops
                         ; cmp DWORD [r12 + FAULT], 0
@@ -643,7 +643,7 @@ impl Em {
                     let wrote_code = self.label();
                     asm!(self.ops ; =>at);
                     self.flush_held(&held);
-                    asm!(self.ops ; mov rdx, Rq(ea));
+                    asm!(self.ops ; lea rdx, [Rq(ea.reg) + ea.disp]);
                     self.store_src(RCX, src);
                     asm!(self.ops ; mov r8d, (size | (le as u32) << 8) as i32);
                     self.call(Helper::Store);

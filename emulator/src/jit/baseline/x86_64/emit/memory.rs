@@ -3,14 +3,36 @@
 
 use super::*;
 
-/// Where a fast access finds the host bytes of guest address `r13` after its hit test.
+/// Where a fast access finds the host bytes of its guest address after its hit test.
 #[derive(Clone, Copy)]
 pub(super) enum HostAt {
-    /// At `rcx + r13`: `rcx` holds the page's addend (the TLB's, or a flat base too far
-    /// from 0 for a displacement).
+    /// At `rcx` + the address: `rcx` holds the page's addend (the TLB's, or a flat base too
+    /// far from 0 for a displacement).
     Rcx,
-    /// At `r13 + base`: host-guarded memory reserved below 2 GiB.
+    /// At the address + `base`: host-guarded memory reserved below 2 GiB.
     Base(i32),
+}
+
+impl HostAt {
+    /// The displacement of an access to `ea`.
+    fn disp(self, ea: Ea) -> i32 {
+        match self {
+            HostAt::Rcx => ea.disp,
+            HostAt::Base(b) => b + ea.disp,
+        }
+    }
+}
+
+/// A guest address as a register plus a displacement (`r13` + 0 unless
+/// [`Em::load_ea`] says otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Ea {
+    pub reg: u8,
+    pub disp: i32,
+}
+
+impl Ea {
+    pub const R13: Ea = Ea { reg: R13, disp: 0 };
 }
 
 impl Em {
@@ -42,8 +64,11 @@ impl Em {
                     return false;
                 }
                 let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
-                let at_base = self.guarded && !update && ra != 0 && displacement(op, i) == Some(0);
-                if !at_base {
+                let off_base = match displacement(op, i) {
+                    Some(d) if self.guarded && !update && ra != 0 => Some((ra, d as i32)),
+                    _ => None,
+                };
+                if off_base.is_none() {
                     self.ea(op, i, update);
                 }
                 let update_ra = update.then_some(ra);
@@ -52,7 +77,7 @@ impl Em {
                     info.size as u32,
                     self.le != reversed,
                     update_ra,
-                    at_base.then_some(ra),
+                    off_base,
                 );
                 if update {
                     self.gpr_rm(GprOp::Store64, R13, ra);
@@ -167,21 +192,25 @@ impl Em {
         }
     }
 
-    /// The register holding a GPR load's EA: in host-guarded memory, for an access at its
-    /// base register (D or DS form, displacement 0, not an update form), the base's copy
-    /// itself, which the test and the access read directly (the miss path takes the address
-    /// from it); else `r13` ([`Em::ea`]).
-    fn load_ea(&mut self, op: Op, i: Insn, update: bool) -> u8 {
+    /// Where a GPR load's EA is: in host-guarded memory, for a D- or DS-form access off a
+    /// base register (not an update form), the base's copy itself and the displacement,
+    /// which the test (of the base: an EA up to 32 KiB outside the range faults in its
+    /// guards, `user::mem`'s `GUARD`) and the access use directly (the miss path adds them);
+    /// else `r13` ([`Em::ea`]).
+    fn load_ea(&mut self, op: Op, i: Insn, update: bool) -> Ea {
         if self.guarded
             && !update
             && i.ra() != 0
-            && displacement(op, i) == Some(0)
+            && let Some(d) = displacement(op, i)
             && let Some(h) = self.copy_for(i.ra())
         {
-            return h;
+            return Ea {
+                reg: h,
+                disp: d as i32,
+            };
         }
         self.ea(op, i, update);
-        R13
+        Ea::R13
     }
 
     /// `r13` = GPR `ra` + `d` (a 16-bit displacement).
@@ -282,22 +311,22 @@ impl Em {
         size: u32,
         miss: DynamicLabel,
     ) -> HostAt {
-        self.host_address_of(R13, idx, tag, size, miss)
+        self.host_address_of(Ea::R13, idx, tag, size, miss)
     }
 
-    /// [`Em::host_address`] of the address in `ea` (`r13` unless host-guarded).
+    /// [`Em::host_address`] of the address at `ea` (`r13` unless host-guarded).
     fn host_address_of(
         &mut self,
-        ea: u8,
+        ea: Ea,
         idx: i32,
         tag: usize,
         size: u32,
         miss: DynamicLabel,
     ) -> HostAt {
         if self.guarded {
-            self.guarded_address(ea, miss)
+            self.guarded_address(ea.reg, miss)
         } else {
-            debug_assert_eq!(ea, R13, "the TLB test reads r13");
+            debug_assert!(ea == Ea::R13, "the TLB test reads r13");
             self.tlb_test(idx, &[tag], size, Fit::InPage, miss);
             HostAt::Rcx
         }
@@ -338,7 +367,7 @@ impl Em {
         self.ea(op, i, false);
         let at = self.host_address(self.idx_read, offset_of!(TlbEntry, read), 1, slow);
         self.fault_site(slow);
-        self.read_host(1, at, R13);
+        self.read_host(1, at, Ea::R13);
         asm!(self.ops ; =>back);
         self.interp_slow(slow, back, op, i);
     }
@@ -367,7 +396,7 @@ impl Em {
         let (slow, back) = (self.label(), self.label());
         self.ea(op, i, false);
         self.tlb_hit(self.idx_read, offset_of!(TlbEntry, read), size, slow);
-        self.read_host(size, HostAt::Rcx, R13);
+        self.read_host(size, HostAt::Rcx, Ea::R13);
         asm!(self.ops
             ; mov QWORD [rbx + RESERVE_VAL], rax
             ; mov QWORD [rbx + RESERVE_VAL + 8], 0
@@ -431,32 +460,34 @@ impl Em {
         self.interp_slow(slow, back, op, i);
     }
 
-    /// `rax` = the `size` bytes of guest memory at the address in `ea` (found as `at`
-    /// says), zero-extended, in memory byte order.
-    pub(super) fn read_host(&mut self, size: u32, at: HostAt, ea: u8) {
+    /// `rax` = the `size` bytes of guest memory at `ea` (found as `at` says),
+    /// zero-extended, in memory byte order.
+    pub(super) fn read_host(&mut self, size: u32, at: HostAt, ea: Ea) {
+        let (r, d) = (ea.reg, at.disp(ea));
         match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(ea)]),
-            (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + Rq(ea)]),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov eax, DWORD [rcx + Rq(ea)]),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov rax, QWORD [rcx + Rq(ea)]),
-            (HostAt::Base(d), 1) => asm!(self.ops ; movzx eax, BYTE [Rq(ea) + d]),
-            (HostAt::Base(d), 2) => asm!(self.ops ; movzx eax, WORD [Rq(ea) + d]),
-            (HostAt::Base(d), 4) => asm!(self.ops ; mov eax, DWORD [Rq(ea) + d]),
-            (HostAt::Base(d), _) => asm!(self.ops ; mov rax, QWORD [Rq(ea) + d]),
+            (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(r) + d]),
+            (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + Rq(r) + d]),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov eax, DWORD [rcx + Rq(r) + d]),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov rax, QWORD [rcx + Rq(r) + d]),
+            (HostAt::Base(_), 1) => asm!(self.ops ; movzx eax, BYTE [Rq(r) + d]),
+            (HostAt::Base(_), 2) => asm!(self.ops ; movzx eax, WORD [Rq(r) + d]),
+            (HostAt::Base(_), 4) => asm!(self.ops ; mov eax, DWORD [Rq(r) + d]),
+            (HostAt::Base(_), _) => asm!(self.ops ; mov rax, QWORD [Rq(r) + d]),
         }
     }
 
-    /// Stores `rax`'s low `size` bytes at the guest address in `ea` (found as `at` says).
-    fn write_host(&mut self, size: u32, at: HostAt, ea: u8) {
+    /// Stores `rax`'s low `size` bytes at guest `ea` (found as `at` says).
+    fn write_host(&mut self, size: u32, at: HostAt, ea: Ea) {
+        let (r, d) = (ea.reg, at.disp(ea));
         match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(ea)], al),
-            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(ea)], ax),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + Rq(ea)], eax),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + Rq(ea)], rax),
-            (HostAt::Base(d), 1) => asm!(self.ops ; mov BYTE [Rq(ea) + d], al),
-            (HostAt::Base(d), 2) => asm!(self.ops ; mov WORD [Rq(ea) + d], ax),
-            (HostAt::Base(d), 4) => asm!(self.ops ; mov DWORD [Rq(ea) + d], eax),
-            (HostAt::Base(d), _) => asm!(self.ops ; mov QWORD [Rq(ea) + d], rax),
+            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(r) + d], al),
+            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(r) + d], ax),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + Rq(r) + d], eax),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + Rq(r) + d], rax),
+            (HostAt::Base(_), 1) => asm!(self.ops ; mov BYTE [Rq(r) + d], al),
+            (HostAt::Base(_), 2) => asm!(self.ops ; mov WORD [Rq(r) + d], ax),
+            (HostAt::Base(_), 4) => asm!(self.ops ; mov DWORD [Rq(r) + d], eax),
+            (HostAt::Base(_), _) => asm!(self.ops ; mov QWORD [Rq(r) + d], rax),
         }
     }
 
@@ -492,7 +523,7 @@ impl Em {
         self.ea(op, i, update);
         let home = vsr(x);
         if op.info().flags.contains(InsnFlags::LOAD) {
-            self.load(8, self.le, R13);
+            self.load(8, self.le, Ea::R13);
             asm!(self.ops ; mov QWORD [rbx + home + 8], rax);
             if op != Op::Lxsdx {
                 asm!(self.ops ; mov QWORD [rbx + home], 0);
@@ -553,7 +584,7 @@ impl Em {
 
     /// Loads `size` bytes at the address in `ea` (see [`Em::load_ea`]) in byte order `le`
     /// into `rax` (zero-extended).
-    pub(super) fn load(&mut self, size: u32, le: bool, ea: u8) {
+    pub(super) fn load(&mut self, size: u32, le: bool, ea: Ea) {
         let (miss, done) = (self.label(), self.label());
         let at = self.host_address_of(ea, self.idx_read, offset_of!(TlbEntry, read), size, miss);
         self.fault_site(miss);
@@ -607,7 +638,7 @@ impl Em {
         size: u32,
         le: bool,
         update_ra: Option<u32>,
-        at_base: Option<u32>,
+        off_base: Option<(u32, i32)>,
     ) {
         let (miss, done) = (self.label(), self.label());
         // The source's copy, if it gets one, is taken before the miss test: the miss path
@@ -615,14 +646,15 @@ impl Em {
         if let StoreSrc::Gpr(r) = src {
             self.copy_for(r);
         }
-        // A store at its base register `at_base` in host-guarded memory addresses the base's
-        // copy, as a load does (`Em::load_ea`), when it has one after the source's was taken.
-        let ea = match at_base.map(|ra| (ra, self.cache_peek(ra))) {
-            None => R13,
-            Some((_, Some(h))) => h,
-            Some((ra, None)) => {
-                self.base_plus(ra, 0);
-                R13
+        // A store off a base register (`off_base`: the GPR and the displacement) in
+        // host-guarded memory addresses the base's copy, as a load does (`Em::load_ea`), when
+        // it has one after the source's was taken (a copy taken now could evict that).
+        let ea = match off_base.map(|(ra, d)| (ra, d, self.cache_peek(ra))) {
+            None => Ea::R13,
+            Some((_, d, Some(h))) => Ea { reg: h, disp: d },
+            Some((ra, d, None)) => {
+                self.base_plus(ra, d as i64);
+                Ea::R13
             }
         };
         let at = self.host_address_of(ea, self.idx_write, offset_of!(TlbEntry, write), size, miss);
