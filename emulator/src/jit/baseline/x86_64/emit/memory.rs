@@ -464,6 +464,15 @@ impl Em {
     /// zero-extended, in memory byte order.
     pub(super) fn read_host(&mut self, size: u32, at: HostAt, ea: Ea) {
         let (r, d) = (ea.reg, at.disp(ea));
+        if d == 0 {
+            // The shorter encoding (no displacement): what the TLB's accesses use.
+            return match size {
+                1 => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(r)]),
+                2 => asm!(self.ops ; movzx eax, WORD [rcx + Rq(r)]),
+                4 => asm!(self.ops ; mov eax, DWORD [rcx + Rq(r)]),
+                _ => asm!(self.ops ; mov rax, QWORD [rcx + Rq(r)]),
+            };
+        }
         match (at, size) {
             (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(r) + d]),
             (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + Rq(r) + d]),
@@ -479,6 +488,15 @@ impl Em {
     /// Stores `rax`'s low `size` bytes at guest `ea` (found as `at` says).
     fn write_host(&mut self, size: u32, at: HostAt, ea: Ea) {
         let (r, d) = (ea.reg, at.disp(ea));
+        if d == 0 {
+            // As in `read_host`.
+            return match size {
+                1 => asm!(self.ops ; mov BYTE [rcx + Rq(r)], al),
+                2 => asm!(self.ops ; mov WORD [rcx + Rq(r)], ax),
+                4 => asm!(self.ops ; mov DWORD [rcx + Rq(r)], eax),
+                _ => asm!(self.ops ; mov QWORD [rcx + Rq(r)], rax),
+            };
+        }
         match (at, size) {
             (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(r) + d], al),
             (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(r) + d], ax),
