@@ -485,27 +485,27 @@ impl Em {
         }
     }
 
-    /// Stores `rax`'s low `size` bytes at guest `ea` (found as `at` says).
-    fn write_host(&mut self, size: u32, at: HostAt, ea: Ea) {
+    /// Stores the low `size` bytes of register `v` at guest `ea` (found as `at` says).
+    fn write_host(&mut self, size: u32, at: HostAt, ea: Ea, v: u8) {
         let (r, d) = (ea.reg, at.disp(ea));
         if d == 0 {
             // As in `read_host`.
             return match size {
-                1 => asm!(self.ops ; mov BYTE [rcx + Rq(r)], al),
-                2 => asm!(self.ops ; mov WORD [rcx + Rq(r)], ax),
-                4 => asm!(self.ops ; mov DWORD [rcx + Rq(r)], eax),
-                _ => asm!(self.ops ; mov QWORD [rcx + Rq(r)], rax),
+                1 => asm!(self.ops ; mov BYTE [rcx + Rq(r)], Rb(v)),
+                2 => asm!(self.ops ; mov WORD [rcx + Rq(r)], Rw(v)),
+                4 => asm!(self.ops ; mov DWORD [rcx + Rq(r)], Rd(v)),
+                _ => asm!(self.ops ; mov QWORD [rcx + Rq(r)], Rq(v)),
             };
         }
         match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(r) + d], al),
-            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(r) + d], ax),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + Rq(r) + d], eax),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + Rq(r) + d], rax),
-            (HostAt::Base(_), 1) => asm!(self.ops ; mov BYTE [Rq(r) + d], al),
-            (HostAt::Base(_), 2) => asm!(self.ops ; mov WORD [Rq(r) + d], ax),
-            (HostAt::Base(_), 4) => asm!(self.ops ; mov DWORD [Rq(r) + d], eax),
-            (HostAt::Base(_), _) => asm!(self.ops ; mov QWORD [Rq(r) + d], rax),
+            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(r) + d], Rb(v)),
+            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(r) + d], Rw(v)),
+            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + Rq(r) + d], Rd(v)),
+            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + Rq(r) + d], Rq(v)),
+            (HostAt::Base(_), 1) => asm!(self.ops ; mov BYTE [Rq(r) + d], Rb(v)),
+            (HostAt::Base(_), 2) => asm!(self.ops ; mov WORD [Rq(r) + d], Rw(v)),
+            (HostAt::Base(_), 4) => asm!(self.ops ; mov DWORD [Rq(r) + d], Rd(v)),
+            (HostAt::Base(_), _) => asm!(self.ops ; mov QWORD [Rq(r) + d], Rq(v)),
         }
     }
 
@@ -676,13 +676,25 @@ impl Em {
             }
         };
         let at = self.host_address_of(ea, self.idx_write, offset_of!(TlbEntry, write), size, miss);
-        self.store_src(RAX, src);
-        // The same swap as a load's: guest byte order to memory order.
-        self.swap_if_big_endian(size, le);
+        // A GPR's copy stored as it is where no swap is needed (little-endian, or a byte);
+        // else the value goes through `rax`.
+        let direct = match src {
+            StoreSrc::Gpr(r) if le || size == 1 => self.cache_peek(r),
+            _ => None,
+        };
+        let value = match direct {
+            Some(h) => h,
+            None => {
+                self.store_src(RAX, src);
+                // The same swap as a load's: guest byte order to memory order.
+                self.swap_if_big_endian(size, le);
+                RAX
+            }
+        };
         // Pages holding translated code have no fast write entry (with host-guarded memory,
         // no host write permission): a fast store never needs the block to stop.
         self.fault_site(miss);
-        self.write_host(size, at, ea);
+        self.write_host(size, at, ea, value);
         let fault = self.label();
         let cold = Cold::StoreMiss {
             at: miss,
