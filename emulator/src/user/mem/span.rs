@@ -15,7 +15,7 @@ pub const LOW_BASE: usize = 1 << 30;
 /// register against the range and adds a 16-bit displacement in the access itself, so an
 /// address up to 32 KiB outside the range must fault on the host too (and take the
 /// access's miss path), never reach another mapping.
-pub const GUARD: usize = 64 << 10;
+const GUARD: usize = 64 << 10;
 
 /// Bytes reserved: the range and its guards.
 const RESERVED: usize = USER_SPAN as usize + 2 * GUARD;
@@ -26,11 +26,11 @@ pub struct Span(*mut u8);
 
 impl Span {
     /// Reserves `USER_SPAN` bytes of host address space for the guest's pages, between two
-    /// [`GUARD`]s; `None` when
-    /// the host refuses (an address-space limit, or strict overcommit accounting). Mapped
-    /// writable first, so that the host must accept writable pages there without accounting
-    /// for them (`MAP_NORESERVE` is ignored under strict accounting, and this mapping then
-    /// fails), then made inaccessible until the guest maps pages.
+    /// [`GUARD`]s; `None` when the host refuses (an address-space limit, or strict
+    /// overcommit accounting). Mapped writable first, so that the host must accept writable
+    /// pages there without accounting for them (`MAP_NORESERVE` is ignored under strict
+    /// accounting, and this mapping then fails), then made inaccessible until the guest maps
+    /// pages.
     ///
     /// The range goes at [`LOW_BASE`] when that is free, so that translated code reaches a
     /// guest byte as `[address + base]` with the base as a displacement (no register, no

@@ -3,6 +3,30 @@
 
 use super::*;
 
+/// `rax` = the `size` bytes at the memory operand `[$m]`, zero-extended.
+macro_rules! load_sized {
+    ($ops:expr, $size:expr, $($m:tt)*) => {
+        match $size {
+            1 => asm!($ops ; movzx eax, BYTE [$($m)*]),
+            2 => asm!($ops ; movzx eax, WORD [$($m)*]),
+            4 => asm!($ops ; mov eax, DWORD [$($m)*]),
+            _ => asm!($ops ; mov rax, QWORD [$($m)*]),
+        }
+    };
+}
+
+/// The low `size` bytes of register `$v` stored at the memory operand `[$m]`.
+macro_rules! store_sized {
+    ($ops:expr, $size:expr, $v:expr, $($m:tt)*) => {
+        match $size {
+            1 => asm!($ops ; mov BYTE [$($m)*], Rb($v)),
+            2 => asm!($ops ; mov WORD [$($m)*], Rw($v)),
+            4 => asm!($ops ; mov DWORD [$($m)*], Rd($v)),
+            _ => asm!($ops ; mov QWORD [$($m)*], Rq($v)),
+        }
+    };
+}
+
 /// Where a fast access finds the host bytes of its guest address after its hit test.
 #[derive(Clone, Copy)]
 pub(super) enum HostAt {
@@ -23,8 +47,8 @@ impl HostAt {
     }
 }
 
-/// A guest address as a register plus a displacement (`r13` + 0 unless
-/// [`Em::load_ea`] says otherwise).
+/// A guest address as a register plus a displacement: `r13` + 0, or an access off a base
+/// register's copy ([`Em::load_ea`], [`Em::store`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Ea {
     pub reg: u8,
@@ -64,10 +88,7 @@ impl Em {
                     return false;
                 }
                 let reversed = matches!(op, Sthbrx | Stwbrx | Stdbrx);
-                let off_base = match displacement(op, i) {
-                    Some(d) if self.guarded && !update && ra != 0 => Some((ra, d as i32)),
-                    _ => None,
-                };
+                let off_base = self.off_base(op, i, update);
                 if off_base.is_none() {
                     self.ea(op, i, update);
                 }
@@ -198,19 +219,21 @@ impl Em {
     /// guards, `user::mem`'s `GUARD`) and the access use directly (the miss path adds them);
     /// else `r13` ([`Em::ea`]).
     fn load_ea(&mut self, op: Op, i: Insn, update: bool) -> Ea {
-        if self.guarded
-            && !update
-            && i.ra() != 0
-            && let Some(d) = displacement(op, i)
-            && let Some(h) = self.copy_for(i.ra())
+        if let Some((ra, disp)) = self.off_base(op, i, update)
+            && let Some(reg) = self.copy_for(ra)
         {
-            return Ea {
-                reg: h,
-                disp: d as i32,
-            };
+            return Ea { reg, disp };
         }
         self.ea(op, i, update);
         Ea::R13
+    }
+
+    /// The base GPR and displacement of a D- or DS-form access (not an update form, RA not
+    /// 0) that may address off the base's copy: in host-guarded memory only (the TLB test
+    /// needs the EA in `r13`).
+    fn off_base(&self, op: Op, i: Insn, update: bool) -> Option<(u32, i32)> {
+        let d = displacement(op, i).filter(|_| self.guarded && !update && i.ra() != 0)?;
+        Some((i.ra(), d as i32))
     }
 
     /// `r13` = GPR `ra` + `d` (a 16-bit displacement).
@@ -464,48 +487,21 @@ impl Em {
     /// zero-extended, in memory byte order.
     pub(super) fn read_host(&mut self, size: u32, at: HostAt, ea: Ea) {
         let (r, d) = (ea.reg, at.disp(ea));
-        if d == 0 {
+        match at {
             // The shorter encoding (no displacement): what the TLB's accesses use.
-            return match size {
-                1 => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(r)]),
-                2 => asm!(self.ops ; movzx eax, WORD [rcx + Rq(r)]),
-                4 => asm!(self.ops ; mov eax, DWORD [rcx + Rq(r)]),
-                _ => asm!(self.ops ; mov rax, QWORD [rcx + Rq(r)]),
-            };
-        }
-        match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; movzx eax, BYTE [rcx + Rq(r) + d]),
-            (HostAt::Rcx, 2) => asm!(self.ops ; movzx eax, WORD [rcx + Rq(r) + d]),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov eax, DWORD [rcx + Rq(r) + d]),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov rax, QWORD [rcx + Rq(r) + d]),
-            (HostAt::Base(_), 1) => asm!(self.ops ; movzx eax, BYTE [Rq(r) + d]),
-            (HostAt::Base(_), 2) => asm!(self.ops ; movzx eax, WORD [Rq(r) + d]),
-            (HostAt::Base(_), 4) => asm!(self.ops ; mov eax, DWORD [Rq(r) + d]),
-            (HostAt::Base(_), _) => asm!(self.ops ; mov rax, QWORD [Rq(r) + d]),
+            HostAt::Rcx if d == 0 => load_sized!(self.ops, size, rcx + Rq(r)),
+            HostAt::Rcx => load_sized!(self.ops, size, rcx + Rq(r) + d),
+            HostAt::Base(_) => load_sized!(self.ops, size, Rq(r) + d),
         }
     }
 
     /// Stores the low `size` bytes of register `v` at guest `ea` (found as `at` says).
     fn write_host(&mut self, size: u32, at: HostAt, ea: Ea, v: u8) {
         let (r, d) = (ea.reg, at.disp(ea));
-        if d == 0 {
-            // As in `read_host`.
-            return match size {
-                1 => asm!(self.ops ; mov BYTE [rcx + Rq(r)], Rb(v)),
-                2 => asm!(self.ops ; mov WORD [rcx + Rq(r)], Rw(v)),
-                4 => asm!(self.ops ; mov DWORD [rcx + Rq(r)], Rd(v)),
-                _ => asm!(self.ops ; mov QWORD [rcx + Rq(r)], Rq(v)),
-            };
-        }
-        match (at, size) {
-            (HostAt::Rcx, 1) => asm!(self.ops ; mov BYTE [rcx + Rq(r) + d], Rb(v)),
-            (HostAt::Rcx, 2) => asm!(self.ops ; mov WORD [rcx + Rq(r) + d], Rw(v)),
-            (HostAt::Rcx, 4) => asm!(self.ops ; mov DWORD [rcx + Rq(r) + d], Rd(v)),
-            (HostAt::Rcx, _) => asm!(self.ops ; mov QWORD [rcx + Rq(r) + d], Rq(v)),
-            (HostAt::Base(_), 1) => asm!(self.ops ; mov BYTE [Rq(r) + d], Rb(v)),
-            (HostAt::Base(_), 2) => asm!(self.ops ; mov WORD [Rq(r) + d], Rw(v)),
-            (HostAt::Base(_), 4) => asm!(self.ops ; mov DWORD [Rq(r) + d], Rd(v)),
-            (HostAt::Base(_), _) => asm!(self.ops ; mov QWORD [Rq(r) + d], Rq(v)),
+        match at {
+            HostAt::Rcx if d == 0 => store_sized!(self.ops, size, v, rcx + Rq(r)),
+            HostAt::Rcx => store_sized!(self.ops, size, v, rcx + Rq(r) + d),
+            HostAt::Base(_) => store_sized!(self.ops, size, v, Rq(r) + d),
         }
     }
 
@@ -647,9 +643,10 @@ impl Em {
         }
     }
 
-    /// Stores the low `size` bytes of `src` at `r13`. `update_ra`: the update form's RA
-    /// (set to `r13` after the store by the caller, and by the slow path when the store
-    /// wrote translated code and the block stops after it).
+    /// Stores the low `size` bytes of `src` at `r13`, or off the base register of `off_base`
+    /// ([`Em::off_base`]) when that has a copy. `update_ra`: the update form's RA (set to
+    /// `r13` after the store by the caller, and by the slow path when the store wrote
+    /// translated code and the block stops after it).
     pub(super) fn store(
         &mut self,
         src: StoreSrc,
