@@ -1,15 +1,31 @@
 //! Memory of the baseline tier: one executable code region and one counter region per
-//! machine, each a fixed virtual reservation filled by an atomic bump pointer, so that
-//! vCPUs place translations without a lock. Both are emptied only by a code cache flush,
-//! when no vCPU runs translated code.
+//! machine, each a fixed virtual reservation filled by atomic bump pointers, so that vCPUs
+//! place translations without a lock. Both are emptied only by a code cache flush, when no
+//! vCPU runs translated code.
+//!
+//! The code region is filled from both ends: blocks' hot code from the bottom, their
+//! out-of-line code from the top, so that the code a guest runs lies close together.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A reserved, lazily committed mapping with a bump allocator.
+/// A reserved, lazily committed mapping with a bump allocator at each end.
 pub struct Region {
     base: *mut u8,
     size: usize,
-    next: AtomicUsize,
+    /// The two ends in one word, so that neither can pass the other: the offset of the
+    /// bottom's next free byte (low half) and of the top's last allocation (high half).
+    ends: AtomicU64,
+}
+
+/// `Region::ends` of a region whose bottom is handed out up to `bottom` and whose top from
+/// `top` (offsets; `bottom <= top <= size`, which fits 32 bits).
+fn ends(bottom: usize, top: usize) -> u64 {
+    bottom as u64 | (top as u64) << 32
+}
+
+/// The bottom and top offsets packed by [`ends`].
+fn unpack(v: u64) -> (usize, usize) {
+    ((v & 0xffff_ffff) as usize, (v >> 32) as usize)
 }
 
 // SAFETY: the mapping lives as long as the region; allocation is atomic, and callers write
@@ -29,6 +45,7 @@ impl Region {
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
+        assert!(size <= u32::MAX as usize, "a region's offsets are 32-bit");
         if exec {
             // Translations of a real guest spread over hundreds of MiB: huge pages keep the
             // instruction TLB from missing on every block. Advice only; failure is fine.
@@ -38,7 +55,7 @@ impl Region {
         Ok(Self {
             base: p as *mut u8,
             size,
-            next: AtomicUsize::new(0),
+            ends: AtomicU64::new(ends(0, size)),
         })
     }
 
@@ -61,7 +78,7 @@ impl Region {
         let part = |base: *mut u8, size| Self {
             base,
             size,
-            next: AtomicUsize::new(0),
+            ends: AtomicU64::new(ends(0, size)),
         };
         // SAFETY: `data` is inside the mapping.
         Ok((part(base, data), part(unsafe { base.add(data) }, code)))
@@ -72,18 +89,36 @@ impl Region {
         self.base as usize
     }
 
-    /// `len` bytes aligned to `align` (a power of two), or `None` when the region is full.
+    /// `len` bytes aligned to `align` (a power of two) from the bottom, or `None` when the
+    /// region is full.
     pub fn alloc(&self, len: usize, align: usize) -> Option<*mut u8> {
-        let mut cur = self.next.load(Ordering::Relaxed);
+        self.alloc_at(len, align, false)
+    }
+
+    /// `len` bytes aligned to `align` (a power of two) from the top, below the last ones
+    /// handed out there, or `None` when the region is full.
+    pub fn alloc_top(&self, len: usize, align: usize) -> Option<*mut u8> {
+        self.alloc_at(len, align, true)
+    }
+
+    fn alloc_at(&self, len: usize, align: usize, top: bool) -> Option<*mut u8> {
+        let mut cur = self.ends.load(Ordering::Relaxed);
         loop {
-            let start = (cur + align - 1) & !(align - 1);
-            let end = start.checked_add(len)?;
-            if end > self.size {
+            let (lo, hi) = unpack(cur);
+            let (start, lo, hi) = if top {
+                let start = hi.checked_sub(len)? & !(align - 1);
+                (start, lo, start)
+            } else {
+                let start = lo.next_multiple_of(align);
+                (start, start.checked_add(len)?, hi)
+            };
+            if lo > hi {
                 return None;
             }
+            let next = ends(lo, hi);
             match self
-                .next
-                .compare_exchange_weak(cur, end, Ordering::Relaxed, Ordering::Relaxed)
+                .ends
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
             {
                 // SAFETY: `start + len <= size`, inside the mapping.
                 Ok(_) => return Some(unsafe { self.base.add(start) }),
@@ -92,26 +127,31 @@ impl Region {
         }
     }
 
-    /// Bytes handed out since the last reset.
+    /// Bytes handed out since the last reset, at both ends.
     pub fn used(&self) -> usize {
-        self.next.load(Ordering::Relaxed)
+        let (lo, hi) = unpack(self.ends.load(Ordering::Relaxed));
+        lo + (self.size - hi)
     }
 
-    /// Forgets every allocation after the first `keep` bytes; the pages after them are given
-    /// back to the host. The caller guarantees that nothing uses them any more.
+    /// Forgets every allocation after the first `keep` bytes of the bottom, and every one of
+    /// the top; their pages are given back to the host. The caller guarantees that nothing
+    /// uses them any more.
     pub fn reset(&self, keep: usize) {
-        let used = self.next.swap(keep, Ordering::AcqRel);
+        let (lo, hi) = unpack(self.ends.swap(ends(keep, self.size), Ordering::AcqRel));
         let page = 4096;
-        let from = (keep + page - 1) & !(page - 1);
-        if used > from {
-            // SAFETY: page-aligned range inside the mapping; its contents are dead.
-            unsafe {
-                libc::madvise(
-                    self.base.add(from) as *mut libc::c_void,
-                    used - from,
-                    libc::MADV_DONTNEED,
-                )
-            };
+        let from = keep.next_multiple_of(page);
+        let top = hi & !(page - 1);
+        for (start, end) in [(from, lo), (top, self.size)] {
+            if end > start {
+                // SAFETY: page-aligned range inside the mapping; its contents are dead.
+                unsafe {
+                    libc::madvise(
+                        self.base.add(start) as *mut libc::c_void,
+                        end - start,
+                        libc::MADV_DONTNEED,
+                    )
+                };
+            }
         }
     }
 
@@ -141,5 +181,26 @@ mod tests {
         assert!(r.alloc(1 << 16, 16).is_none());
         r.reset(0);
         assert_eq!(r.alloc(4, 4).unwrap() as usize, a);
+    }
+
+    #[test]
+    fn the_two_ends_fill_towards_each_other_and_never_overlap() {
+        let r = Region::new(1 << 16, false).unwrap();
+        let base = r.base();
+        let low = r.alloc(100, 16).unwrap() as usize;
+        let top = r.alloc_top(100, 16).unwrap() as usize;
+        assert_eq!(low, base);
+        assert_eq!(top, (base + (1 << 16) - 100) & !15);
+        let below = r.alloc_top(10, 16).unwrap() as usize;
+        assert!(below + 10 <= top && below.is_multiple_of(16));
+        assert_eq!(r.used(), 100 + (base + (1 << 16) - below));
+        // What is left between the ends, and not a byte more.
+        let left = below - (low + 100);
+        assert!(r.alloc(left + 1, 1).is_none() && r.alloc_top(left + 1, 1).is_none());
+        assert!(r.alloc(left, 1).is_some());
+        assert!(r.alloc(1, 1).is_none() && r.alloc_top(1, 1).is_none());
+        r.reset(16);
+        assert_eq!(r.used(), 16);
+        assert_eq!(r.alloc_top(100, 16).unwrap() as usize, top);
     }
 }

@@ -56,6 +56,7 @@ use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };
 use crate::vcpu::{Cpu, forward_jump, side_exit};
+use asm::{Asm, CrossRef};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -69,6 +70,7 @@ macro_rules! asm {
 // The native translators, one file per instruction family, and the table that says which
 // family translates each op.
 mod access_run;
+mod asm;
 mod branch;
 mod fixed;
 mod forward;
@@ -293,7 +295,7 @@ enum Cold {
 }
 
 struct Em {
-    ops: VecAssembler<X64Relocation>,
+    ops: Asm,
     key: BlockKey,
     le: bool,
     idx_read: i32,
@@ -391,15 +393,7 @@ pub fn emit(
     // Room for a typical block's code and labels up front: grown from empty, the buffers
     // were reallocated and copied a dozen times per block.
     let n = words.len();
-    let mut ops = VecAssembler::<X64Relocation>::new_with_capacity(
-        0,
-        160 * n + 256,
-        0,
-        0,
-        6 * n + 8,
-        0,
-        6 * n + 8,
-    );
+    let mut ops = Asm::with_capacity(160 * n + 256, 6 * n + 8);
     let probe = match probe {
         Some(p) => Exit::Shared {
             probe: p.probe,
@@ -553,10 +547,13 @@ pub fn emit(
             (at, miss.0 as u32)
         })
         .collect();
+    let (code, cross) = e.ops.finalize_split(cold).expect("block code");
     Emitted {
         guard,
         entry,
-        code: e.ops.finalize().expect("block code"),
+        split: cold,
+        cross,
+        code,
         native,
         fallbacks,
         sections: [body, probe, cold],

@@ -100,10 +100,7 @@ impl ProbeStubs {
         }
         // SAFETY: `[at, at + len)` is unused room of the kept prefix of the code region,
         // reserved for probe stubs and handed out only here, under the caller's lock.
-        unsafe {
-            std::ptr::copy_nonoverlapping(e.code.as_ptr(), at as *mut u8, e.code.len());
-            e.place(at as *mut u8);
-        }
+        unsafe { e.place(at as *mut u8, at as *mut u8) };
         self.next = at + e.code.len();
         Some(at)
     }
@@ -206,14 +203,21 @@ impl Shared {
             self.probe(key.flags),
             space,
         );
-        let p = self.code.alloc(e.code.len(), 16)?;
-        // SAFETY: `p` has room for the code; nothing runs it before it is published (the
-        // caller inserts it into the block map after this returns).
-        unsafe {
-            std::ptr::copy_nonoverlapping(e.code.as_ptr(), p, e.code.len());
-            e.place(p);
-        }
+        // The hot parts packed from the bottom of the region, the out-of-line parts from
+        // the top: with each block's slow paths right after its body, a Linux build's hot
+        // code spread over twice the bytes (padding every block by half its size made
+        // linux-make 16 % slower).
+        let (hot, cold) = e.parts();
+        let p = self.code.alloc(hot.len(), 16)?;
+        let c = match cold.len() {
+            0 => p,
+            n => self.code.alloc_top(n, 16)?,
+        };
+        // SAFETY: `p` and `c` have room for the parts; nothing runs them before the block is
+        // published (the caller inserts it into the block map after this returns).
+        unsafe { e.place(p, c) };
         let (start, entry) = (p as usize, p as usize + e.entry as usize);
+        let at = |off: u32| e.address(off, p as usize, c as usize);
         if !e.fault_sites.is_empty() {
             // SAFETY: guarded memory is user mode's: this thread is the one vCPU's, and it
             // is not running translated code now.
@@ -221,12 +225,12 @@ impl Shared {
                 self.sites.add(
                     e.fault_sites
                         .iter()
-                        .map(|&(at, miss)| (start + at as usize, start + miss as usize)),
+                        .map(|&(site, miss)| (at(site), at(miss))),
                 )
             };
         }
         if let Some(m) = &self.perf_map {
-            m.block(start, pc, &e);
+            m.block(start, c as usize, pc, &e);
         }
         self.blocks.lock().insert(
             entry,

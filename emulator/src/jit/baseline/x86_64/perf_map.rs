@@ -37,22 +37,23 @@ impl PerfMap {
         let _ = writeln!(self.0.lock(), "{at:x} {len:x} {name}");
     }
 
-    /// The symbols of the block whose code starts at `at`, translated from guest `pc`.
-    pub fn block(&self, at: usize, pc: u64, e: &Emitted) {
-        let [body, probe, cold] = e.sections.map(|o| o as usize);
-        let (entry, end) = (e.entry as usize, e.code.len());
+    /// The symbols of the block whose hot code starts at `hot` and whose out-of-line code
+    /// at `cold`, translated from guest `pc`.
+    pub fn block(&self, hot: usize, cold: usize, pc: u64, e: &Emitted) {
+        let [body, probe, out] = e.sections;
+        let (entry, end) = (e.entry, e.code.len() as u32);
         let mut s = String::with_capacity(200);
         for (name, from, to) in [
             ("guard", 0, entry),
             ("entry", entry, body),
             ("body", body, probe),
-            ("exit", probe, cold),
-            ("cold", cold, end),
+            ("exit", probe, out),
+            ("cold", out, end),
         ] {
             if to > from {
                 s.push_str(&format!(
                     "{:x} {:x} bl.{name}.{pc:x}\n",
-                    at + from,
+                    e.address(from, hot, cold),
                     to - from
                 ));
             }

@@ -10,7 +10,12 @@ use super::*;
 
 /// Code of one block.
 pub struct Emitted {
+    /// The hot part (`..split`: entry checks, body, exits) and the out-of-line part
+    /// (`split..`: slow paths), placed apart ([`Emitted::place`]).
     pub code: Vec<u8>,
+    pub split: u32,
+    /// The `rel32` fields of one part that reach into the other.
+    pub cross: Vec<CrossRef>,
     /// Instructions translated natively / left to the interpreter.
     pub native: u32,
     pub fallbacks: u32,
@@ -45,16 +50,49 @@ pub struct Fixup {
 }
 
 impl Emitted {
-    /// Resolves the jumps to shared stubs for the code copied to `at`.
+    /// The hot part and the out-of-line part.
+    pub fn parts(&self) -> (&[u8], &[u8]) {
+        self.code.split_at(self.split as usize)
+    }
+
+    /// Where the byte at `off` of `code` lands with the hot part at `hot` and the
+    /// out-of-line part at `cold`.
+    pub fn address(&self, off: u32, hot: usize, cold: usize) -> usize {
+        match off.checked_sub(self.split) {
+            None => hot + off as usize,
+            Some(o) => cold + o as usize,
+        }
+    }
+
+    /// Copies the two parts to `hot` and `cold` and resolves the jumps to shared stubs and
+    /// between the parts there.
     ///
     /// # Safety
-    /// `at` holds a copy of `code`, writable, not yet run.
-    pub unsafe fn place(&self, at: *mut u8) {
+    /// `hot` and `cold` have room for [`Emitted::parts`], writable, not yet run (`cold` may
+    /// be anything when the out-of-line part is empty).
+    pub unsafe fn place(&self, hot: *mut u8, cold: *mut u8) {
+        let (h, c) = self.parts();
+        // SAFETY: the caller's promise: room for each part.
+        unsafe {
+            std::ptr::copy_nonoverlapping(h.as_ptr(), hot, h.len());
+            std::ptr::copy_nonoverlapping(c.as_ptr(), cold, c.len());
+        }
+        let at = |off: u32| self.address(off, hot as usize, cold as usize) as i64;
+        let rel32 = |field: u32, next: i64, target: i64| {
+            let disp = i32::try_from(target - next).expect("target out of rel32 reach");
+            // SAFETY: `field + 4` lies inside its part (an emitted rel32 field), in the copy.
+            unsafe { (at(field) as *mut [u8; 4]).write_unaligned(disp.to_le_bytes()) };
+        };
         for &Fixup { off, tail, target } in &self.fixups {
-            let next = at as i64 + off as i64 + 4 + tail as i64;
-            let disp = i32::try_from(target as i64 - next).expect("target out of rel32 reach");
-            // SAFETY: `off + 4 <= code.len()` (an emitted rel32 field) inside the copy.
-            unsafe { (at.add(off as usize) as *mut [u8; 4]).write_unaligned(disp.to_le_bytes()) };
+            rel32(off, at(off) + 4 + tail as i64, target as i64);
+        }
+        for &CrossRef {
+            field,
+            next,
+            target,
+        } in &self.cross
+        {
+            rel32(field, at(field) + (next - field) as i64, at(target));
         }
     }
 }
@@ -146,7 +184,7 @@ pub fn thunk(h: Helper) -> Vec<u8> {
 /// same-page successor was promoted would return to the run loop on every pass (baseline
 /// jumps link only to baseline blocks).
 pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emitted {
-    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let mut ops = Asm::new();
     let probe = ops.new_dynamic_label();
     let mut e = stub_em(ops, flags, stubs, probe);
     e.emit_probe(probe, unlinked_of);
@@ -158,7 +196,7 @@ pub fn probe_stub(flags: u64, stubs: &Stubs, unlinked_of: Option<usize>) -> Emit
 /// set when `rax`'s exec TLB entry maps that page — the probe's test — and the running page
 /// set to `rax`'s. Clobbers `rcx`, `rdx` and `rsi`.
 pub fn guard_stub(flags: u64, stubs: &Stubs) -> Emitted {
-    let mut ops = VecAssembler::<X64Relocation>::new(0);
+    let mut ops = Asm::new();
     let unused = ops.new_dynamic_label();
     let mut e = stub_em(ops, flags, stubs, unused);
     let out = e.label();
@@ -177,7 +215,7 @@ pub fn guard_stub(flags: u64, stubs: &Stubs) -> Emitted {
 }
 
 /// An emitter for shared code of MSR state `flags` (no block).
-fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: DynamicLabel) -> Em {
+fn stub_em(ops: Asm, flags: u64, stubs: &Stubs, probe: DynamicLabel) -> Em {
     Em {
         ops,
         key: BlockKey::new(0, 0, flags, false),
@@ -213,10 +251,13 @@ fn stub_em(ops: VecAssembler<X64Relocation>, flags: u64, stubs: &Stubs, probe: D
 impl Em {
     /// The shared code emitted so far.
     fn stub(self, what: &str) -> Emitted {
+        let code = self.ops.finalize().expect(what);
         Emitted {
             guard: None,
             entry: 0,
-            code: self.ops.finalize().expect(what),
+            split: code.len() as u32,
+            cross: Vec::new(),
+            code,
             native: 0,
             fallbacks: 0,
             sections: [0; 3],
@@ -412,6 +453,9 @@ impl Em {
         if let Exit::Local(l) = self.probe {
             self.emit_probe(l, None);
         }
+        // Nothing falls through into the out-of-line part, which is placed elsewhere; were
+        // anything to, it would stop here rather than run what follows in memory.
+        asm!(self.ops ; int3);
         let cold = self.ops.offset().0 as u32;
         // Out-of-line code reads the homes and reloads the copies it returns to.
         (self.caching, self.cache) = (false, RegCache::default());
