@@ -83,3 +83,27 @@ fn barriers_and_trap_immediates_are_native_but_ptesync() {
         .unwrap();
     assert_eq!((t.native, t.fallbacks), (0, 1));
 }
+
+/// The out-of-line part is placed 16-byte aligned and starts so in the emitted code: the
+/// jumps it links (side exits' taken ways) keep their displacements 4-byte aligned.
+#[test]
+fn the_out_of_line_part_starts_aligned_as_it_is_placed() {
+    let s = Shared::new().unwrap();
+    let f = msr::SF | msr::LE;
+    // `cmpdi r3,0; beq +8; addi r3,r3,1; b .-12`: a side exit, a load-free body.
+    let words = [0x2c23_0000, 0x4182_0008, 0x3863_0001, 0x4bff_fff4];
+    let space = *s.space.lock();
+    let e = emit::emit(
+        0x1000,
+        key(0x1000, f),
+        &words,
+        None,
+        &s.stubs,
+        s.probe(f),
+        space,
+    );
+    let (hot, cold) = e.parts();
+    assert!(!cold.is_empty());
+    assert_eq!(hot.len() % 16, 0);
+    assert_eq!(hot.last(), Some(&0xcc), "the hot part ends in int3");
+}

@@ -454,8 +454,11 @@ impl Em {
             self.emit_probe(l, None);
         }
         // Nothing falls through into the out-of-line part, which is placed elsewhere; were
-        // anything to, it would stop here rather than run what follows in memory.
+        // anything to, it would stop here rather than run what follows in memory. The part
+        // starts 16-byte aligned, as it is placed: the jumps it links keep their
+        // displacements 4-byte aligned (`Em::exit_direct`), or they never link.
         asm!(self.ops ; int3);
+        self.ops.align(16, 0xcc);
         let cold = self.ops.offset().0 as u32;
         // Out-of-line code reads the homes and reloads the copies it returns to.
         (self.caching, self.cache) = (false, RegCache::default());
