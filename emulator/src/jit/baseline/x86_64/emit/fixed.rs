@@ -462,8 +462,8 @@ fn plain_dest(w: u32) -> Option<u32> {
 }
 
 /// Whether the compare `c` still gives its CR field after the instruction `w`: `w` sets no
-/// CR field and writes none of the compare's GPRs (a plain integer instruction, a load or
-/// store without update, a branch, which writes LR or CTR at most).
+/// CR field and writes none of the compare's GPRs (a plain integer instruction, a D- or
+/// X-form load or store without update, a branch, which writes LR or CTR at most).
 pub(super) fn keeps_compare(w: u32, c: &CmpSrc) -> bool {
     let (op, i) = (decode(w), Insn(w));
     let f = op.info().flags;
@@ -475,7 +475,7 @@ pub(super) fn keeps_compare(w: u32, c: &CmpSrc) -> bool {
     }
     let written = match plain_dest(w) {
         Some(d) => d,
-        None => match access_run::plain(op) {
+        None => match access_run::plain(op).or(memory::plain_indexed(op)) {
             Some(true) => 0,
             Some(false) => 1 << i.rt(),
             None => return false,

@@ -189,6 +189,17 @@ const fn gpr_store(op: Op) -> bool {
     )
 }
 
+/// An indexed (X-form) load or store without update (`Some(true)`: a store): what it
+/// writes is RT at most, as for a D-form one ([`super::access_run::plain`]).
+pub(super) const fn plain_indexed(op: Op) -> Option<bool> {
+    use Op::*;
+    match op {
+        Lbzx | Lhzx | Lhax | Lwzx | Lwax | Ldx | Lhbrx | Lwbrx | Ldbrx => Some(false),
+        Stbx | Sthx | Stwx | Stdx | Sthbrx | Stwbrx | Stdbrx => Some(true),
+        _ => None,
+    }
+}
+
 /// The loads into and stores from a GPR: translated by [`Em::load`] and [`Em::store`],
 /// whose out-of-line paths store dirty copies home (`table::WRITE_BACK`).
 pub(super) const fn gpr_access(op: Op) -> bool {
