@@ -556,7 +556,7 @@ pub fn emit(
         code,
         native,
         fallbacks,
-        sections: [body, probe, cold],
+        sections: [body, probe],
         fixups: e.fixups,
         fault_sites,
     }

@@ -40,7 +40,7 @@ impl PerfMap {
     /// The symbols of the block whose hot code starts at `hot` and whose out-of-line code
     /// at `cold`, translated from guest `pc`.
     pub fn block(&self, hot: usize, cold: usize, pc: u64, e: &Emitted) {
-        let [body, probe, out] = e.sections;
+        let ([body, probe], out) = (e.sections, e.split);
         let (entry, end) = (e.entry, e.code.len() as u32);
         let mut s = String::with_capacity(200);
         for (name, from, to) in [

@@ -227,7 +227,7 @@ mod tests {
             cross,
             native: 0,
             fallbacks: 0,
-            sections: [0; 3],
+            sections: [0; 2],
             fixups: Vec::new(),
             fault_sites: Vec::new(),
             guard: None,

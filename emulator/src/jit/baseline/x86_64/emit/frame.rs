@@ -19,9 +19,9 @@ pub struct Emitted {
     /// Instructions translated natively / left to the interpreter.
     pub native: u32,
     pub fallbacks: u32,
-    /// Offsets where the body, the exits and the out-of-line code start (the entry checks
-    /// come first): sections of `PPC64EMU_LOG=perfmap`.
-    pub sections: [u32; 3],
+    /// Offsets where the body and the exits start (the entry checks come first; the
+    /// out-of-line code at `split`): sections of `PPC64EMU_LOG=perfmap`.
+    pub sections: [u32; 2],
     /// `rel32` fields of jumps, calls and RIP-relative operands whose target is outside the
     /// block (shared stubs, the block's counter), resolved where the code is placed
     /// ([`Emitted::place`]).
@@ -260,7 +260,7 @@ impl Em {
             code,
             native: 0,
             fallbacks: 0,
-            sections: [0; 3],
+            sections: [0; 2],
             fixups: self.fixups,
             fault_sites: Vec::new(),
         }
