@@ -56,7 +56,7 @@ use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };
 use crate::vcpu::{Cpu, forward_jump, side_exit};
-use asm::{Asm, CrossRef};
+use asm::{AluImm, Asm, CrossRef};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
@@ -148,6 +148,7 @@ pub struct Space {
 const RAX: u8 = 0;
 const RCX: u8 = 1;
 const RDX: u8 = 2;
+const RBP: u8 = 5;
 const R13: u8 = 13;
 
 /// The instructions [`Em::gpr_rm`] encodes: `op reg, [gpr]` (`Store64`: `mov [gpr], reg`).
@@ -527,7 +528,8 @@ pub fn emit(
         let n = words.len() as u32;
         if last_fallback {
             // The interpreter left the next PC in `CpuState`.
-            asm!(e.ops ; sub rbp, n as i32 ; mov rax, QWORD [rbx + PC]);
+            e.ops.alu_imm(AluImm::Sub, RBP, true, n as i32);
+            asm!(e.ops ; mov rax, QWORD [rbx + PC]);
             e.jmp_probe();
         } else {
             e.exit_direct(n, pc.wrapping_add(4 * n as u64));
@@ -748,8 +750,9 @@ impl Em {
                 ; mov rax, QWORD [rbx + PC]
                 ; cmp rax, rcx
                 ; je =>on
-                ; sub rbp, (self.k + 1) as i32
             );
+            self.ops
+                .alu_imm(AluImm::Sub, RBP, true, (self.k + 1) as i32);
             self.jmp_probe();
             asm!(self.ops ; =>on);
         }
@@ -883,7 +886,7 @@ impl Em {
         } else if m == 0xffff_ffff {
             asm!(self.ops ; mov eax, eax);
         } else if m as i64 == m as i32 as i64 {
-            asm!(self.ops ; and rax, m as i32);
+            self.ops.alu_imm(AluImm::And, RAX, true, m as i32);
         } else {
             asm!(self.ops ; mov rdx, QWORD m as i64 ; and rax, rdx);
         }

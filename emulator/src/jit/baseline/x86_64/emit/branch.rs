@@ -270,8 +270,7 @@ impl Em {
     /// in host register `b` or else read from its home (an immediate needs neither).
     fn compare_with(&mut self, c: CmpSrc, a: u8, b: Option<u8>) {
         match (c.b, c.wide) {
-            (Operand2::Imm(v), true) => asm!(self.ops ; cmp Rq(a), v),
-            (Operand2::Imm(v), false) => asm!(self.ops ; cmp Rd(a), v),
+            (Operand2::Imm(v), wide) => self.ops.alu_imm(AluImm::Cmp, a, wide, v),
             (Operand2::Gpr(r), wide) => {
                 let cmp = if wide { GprOp::Cmp64 } else { GprOp::Cmp32 };
                 match b {

@@ -25,7 +25,7 @@ impl Em {
                     self.set_gpr(rt);
                 } else if !self.in_place(GprOp::Add64, rt, ra, Operand2::Imm(imm), false) {
                     self.gpr_rm(GprOp::Load64, RAX, ra);
-                    asm!(self.ops ; add rax, imm);
+                    self.ops.alu_imm(AluImm::Add, RAX, true, imm);
                     self.set_gpr(rt);
                 }
             }
@@ -379,8 +379,7 @@ impl Em {
                     i.ui() as i32
                 };
                 match (self.copy_of(ra), i.l10() != 0) {
-                    (Some(h), true) => asm!(self.ops ; cmp Rq(h), imm),
-                    (Some(h), false) => asm!(self.ops ; cmp Rd(h), imm),
+                    (Some(h), wide) => self.ops.alu_imm(AluImm::Cmp, h, wide, imm),
                     (None, true) => asm!(self.ops ; cmp QWORD [rbx + gpr(ra)], imm),
                     (None, false) => asm!(self.ops ; cmp DWORD [rbx + gpr(ra)], imm),
                 }
@@ -631,10 +630,10 @@ impl Em {
                 _ => self.gpr_home(op, h, r),
             },
             Operand2::Imm(v) => match op {
-                GprOp::Add64 => asm!(self.ops ; add Rq(h), v),
-                GprOp::And64 => asm!(self.ops ; and Rq(h), v),
-                GprOp::Or64 => asm!(self.ops ; or Rq(h), v),
-                GprOp::Xor64 => asm!(self.ops ; xor Rq(h), v),
+                GprOp::Add64 => self.ops.alu_imm(AluImm::Add, h, true, v),
+                GprOp::And64 => self.ops.alu_imm(AluImm::And, h, true, v),
+                GprOp::Or64 => self.ops.alu_imm(AluImm::Or, h, true, v),
+                GprOp::Xor64 => self.ops.alu_imm(AluImm::Xor, h, true, v),
                 _ => unreachable!("immediate form of {}", op.encoding().1[0]),
             },
         }
@@ -713,11 +712,13 @@ impl Em {
             }
         }
         if m == ones {
-        } else if word || m == 0xffff_ffff {
+        } else if m == 0xffff_ffff {
             // 32-bit operations zero-extend.
-            asm!(self.ops ; and Rd(h), m as i32);
+            self.reg_reg(GprOp::Load32, h, h);
+        } else if word {
+            self.ops.alu_imm(AluImm::And, h, false, m as i32);
         } else if m as i64 == m as i32 as i64 {
-            asm!(self.ops ; and Rq(h), m as i32);
+            self.ops.alu_imm(AluImm::And, h, true, m as i32);
         } else {
             asm!(self.ops ; mov rdx, QWORD m as i64 ; and Rq(h), rdx);
         }

@@ -99,7 +99,7 @@ impl Em {
         self.cache = way_on;
         let skipped = (j - self.k as usize - 1) as i32;
         if skipped > 0 {
-            asm!(self.ops ; add rbp, skipped);
+            self.ops.alu_imm(AluImm::Add, RBP, true, skipped);
         }
         asm!(self.ops ; jmp =>join.label);
     }

@@ -389,7 +389,7 @@ impl Em {
                     .expect("a relative branch reaches ±32 MiB");
                 asm!(self.ops ; mov Rq(reg), QWORD [r12 + PAGE]);
                 if d != 0 {
-                    asm!(self.ops ; add Rq(reg), d);
+                    self.ops.alu_imm(AluImm::Add, reg, true, d);
                 }
             }
             None => asm!(self.ops ; mov Rq(reg), QWORD ea as i64),
@@ -711,7 +711,7 @@ impl Em {
                         self.gpr_rm(GprOp::Store64, R13, ra);
                     }
                     self.store_pc(next);
-                    asm!(self.ops ; sub rbp, k as i32);
+                    self.ops.alu_imm(AluImm::Sub, RBP, true, k as i32);
                     self.epilogue();
                 }
                 Cold::Interp { at, k } => {
@@ -730,7 +730,7 @@ impl Em {
                 Cold::Fault { at, k, pc } => {
                     asm!(self.ops ; =>at);
                     self.store_pc(pc);
-                    asm!(self.ops ; sub rbp, k as i32);
+                    self.ops.alu_imm(AluImm::Sub, RBP, true, k as i32);
                     self.epilogue();
                 }
                 Cold::CrfFirst { at, then, held, c } => {
@@ -747,7 +747,7 @@ impl Em {
     /// block's own page gets a patchable jump (initially to the next instruction, which
     /// returns with `JitCtx::link` naming the jump); others go through the probe.
     pub(super) fn exit_direct(&mut self, retired: u32, target: u64) {
-        asm!(self.ops ; sub rbp, retired as i32);
+        self.ops.alu_imm(AluImm::Sub, RBP, true, retired as i32);
         self.jump_direct(target);
     }
 
@@ -857,7 +857,8 @@ impl Em {
         if self.page.is_none() {
             return self.exit_direct(retired, target);
         }
-        asm!(self.ops ; sub rbp, retired as i32 ; mov rax, QWORD target as i64);
+        self.ops.alu_imm(AluImm::Sub, RBP, true, retired as i32);
+        asm!(self.ops ; mov rax, QWORD target as i64);
         self.jmp_probe();
     }
 
@@ -871,8 +872,8 @@ impl Em {
     pub(super) fn exit_return(&mut self, retired: u32) {
         self.assert_homes_current();
         let (miss, drop) = (self.label(), self.label());
+        self.ops.alu_imm(AluImm::Sub, RBP, true, retired as i32);
         asm!(self.ops
-            ; sub rbp, retired as i32
             ; cmp rsp, QWORD [r12 + RSP_BASE]
             ; je =>miss
             ; cmp rax, QWORD [rsp + 8]
@@ -895,7 +896,7 @@ impl Em {
 
     /// Leaves the block for the PC in `rax` with `retired` instructions done.
     pub(super) fn exit_indirect(&mut self, retired: u32) {
-        asm!(self.ops ; sub rbp, retired as i32);
+        self.ops.alu_imm(AluImm::Sub, RBP, true, retired as i32);
         self.jmp_probe();
     }
 

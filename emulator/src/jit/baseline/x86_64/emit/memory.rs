@@ -255,7 +255,7 @@ impl Em {
             None => {
                 self.gpr_rm(GprOp::Load64, R13, ra);
                 if d != 0 {
-                    asm!(self.ops ; add r13, d as i32);
+                    self.ops.alu_imm(AluImm::Add, R13, true, d as i32);
                 }
             }
         }
