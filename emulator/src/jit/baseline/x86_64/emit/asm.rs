@@ -130,6 +130,32 @@ impl Asm {
             }
         }
     }
+
+    /// `lea dst, [base + disp]` in its shortest form: a byte displacement where it fits
+    /// (dynasm gives a runtime one 32 bits and a dynamic base a SIB byte), a `mov` without
+    /// one, nothing for `lea r, [r]`.
+    pub fn lea(&mut self, dst: u8, base: u8, disp: i32) {
+        if disp == 0 && dst == base {
+            return;
+        }
+        let rex = 0x48 | (dst >> 3) << 2 | base >> 3;
+        let (reg, rm) = ((dst & 7) << 3, base & 7);
+        if disp == 0 {
+            self.inner.extend([rex, 0x8b, 0xc0 | reg | rm]);
+            return;
+        }
+        let short = i8::try_from(disp).is_ok();
+        self.inner
+            .extend([rex, 0x8d, if short { 0x40 } else { 0x80 } | reg | rm]);
+        if rm == 4 {
+            // rsp and r12 as a base need a SIB byte (no index).
+            self.inner.push(0x24);
+        }
+        match short {
+            true => self.inner.push(disp as u8),
+            false => self.inner.extend(disp.to_le_bytes()),
+        }
+    }
 }
 
 impl Extend<u8> for Asm {
@@ -287,9 +313,10 @@ mod tests {
         assert_eq!(cold_at + 10 + rel(&cold_bytes[6..10]), hot_at + 6);
     }
     /// The byte form where the immediate fits one, no REX prefix a 32-bit low register does
-    /// not need, `test` for a compare with 0 (REX.R and REX.B for a high register).
+    /// not need, `test` for a compare with 0 (REX.R and REX.B for a high register); `lea`
+    /// with a byte displacement, a SIB byte only for rsp and r12, a `mov` for none.
     #[test]
-    fn immediates_take_their_shortest_encodings() {
+    fn immediates_and_displacements_take_their_shortest_encodings() {
         use capstone::prelude::*;
         let mut a = Asm::new();
         a.alu_imm(AluImm::Sub, 5, true, 7);
@@ -300,6 +327,12 @@ mod tests {
         a.alu_imm(AluImm::And, 0, false, -4);
         a.alu_imm(AluImm::Xor, 7, true, -129);
         a.alu_imm(AluImm::Or, 10, false, 1 << 20);
+        a.lea(1, 13, 7);
+        a.lea(13, 15, -0x50);
+        a.lea(13, 12, 0x1000);
+        a.lea(13, 4, 8);
+        a.lea(0, 13, 0);
+        a.lea(5, 5, 0);
         let end = a.offset().0 as u32;
         let (code, _) = a.finalize_split(end).unwrap();
         let cs = Capstone::new()
@@ -324,6 +357,11 @@ mod tests {
             ("and eax, 0xfffffffc", 3),
             ("xor rdi, 0xffffffffffffff7f", 7),
             ("or r10d, 0x100000", 7),
+            ("lea rcx, [r13 + 7]", 4),
+            ("lea r13, [r15 - 0x50]", 4),
+            ("lea r13, [r12 + 0x1000]", 8),
+            ("lea r13, [rsp + 8]", 5),
+            ("mov rax, r13", 3),
         ];
         let want: Vec<(String, usize)> = want.iter().map(|&(t, n)| (t.to_string(), n)).collect();
         assert_eq!(got, want);

@@ -251,7 +251,7 @@ impl Em {
     pub(super) fn base_plus(&mut self, ra: u32, d: i64) {
         match self.copy_for(ra) {
             Some(h) if d == 0 => self.reg_reg(GprOp::Load64, R13, h),
-            Some(h) => asm!(self.ops ; lea r13, [Rq(h) + d as i32]),
+            Some(h) => self.ops.lea(R13, h, d as i32),
             None => {
                 self.gpr_rm(GprOp::Load64, R13, ra);
                 if d != 0 {
@@ -298,10 +298,10 @@ impl Em {
         match fit {
             // The page of the access's last byte: a page crossing compares the next page
             // with this page's entry and misses.
-            Fit::InPage => asm!(self.ops
-                ; lea rcx, [r13 + (size - 1) as i32]
-                ; and rcx, PAGE_MASK as i32
-            ),
+            Fit::InPage => {
+                self.ops.lea(RCX, R13, size as i32 - 1);
+                asm!(self.ops ; and rcx, PAGE_MASK as i32);
+            }
             // Up to 8 bytes, the alignment bits stay in the compared address (one compare
             // for the page and the alignment); quadwords only need to stay inside the page.
             Fit::Aligned => {
