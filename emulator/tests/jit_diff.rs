@@ -1617,6 +1617,67 @@ fn jumps_ahead_match_the_interpreter() {
     assert_eq!(faults, 8);
 }
 
+/// Words after a branch that never falls through (`blr`, `bctr`, a `b` back), reached by side
+/// exits over it: the block goes on past it (`DecodedBlock::fetch`), and the baseline tier
+/// translates them from the joins. A loop calls `f`, whose `if (…) { …; return; }` ways
+/// are all one block: a return by `blr`, one through CTR, one by a `b` back to a shared
+/// tail. Also in 32-bit mode, where every instruction runs in the interpreter and each
+/// branch that never falls through leaves the block from the middle. The three starts of
+/// r11 as in the tests above.
+#[test]
+fn words_after_a_branch_that_never_falls_through_match_the_interpreter() {
+    let prog = [
+        0x3a80_0028, // li r20,40
+        0x3860_0000, // li r3,0
+        0xe94b_0000, // loop: ld r10,0(r11)
+        0x7d44_5378, // mr r4,r10
+        0x4800_0021, // bl f
+        0x7c63_2a14, // add r3,r3,r5
+        0x396b_0008, // addi r11,r11,8
+        0x3694_ffff, // addic. r20,r20,-1
+        0x4082_ffe8, // bne loop
+        0x4800_004c, // b out
+        0x7ca5_2214, // f_back: add r5,r5,r4
+        0x4e80_0020, // blr
+        0x7086_0003, // f: andi. r6,r4,3
+        0x4182_000c, // beq f_eq
+        0x38a4_0001, // addi r5,r4,1
+        0x4e80_0020, // blr
+        0x7087_0004, // f_eq: andi. r7,r4,4
+        0x4082_0014, // bne f_ne
+        0x38a0_0007, // li r5,7
+        0x7d08_02a6, // mflr r8
+        0x7d09_03a6, // mtctr r8
+        0x4e80_0420, // bctr
+        0x2c24_0000, // f_ne: cmpdi r4,0
+        0x4181_000c, // bgt f_pos
+        0x38a0_fffd, // li r5,-3
+        0x4bff_ffc4, // b f_back
+        0x38a0_0009, // f_pos: li r5,9
+        0x4e80_0020, // blr
+        0,           // out
+    ];
+    for wide in [true, false] {
+        let faults = from_r11_starts(
+            &prog,
+            |c, start| {
+                if !wide {
+                    c.st.msr &= !msr::SF;
+                }
+                c.st.gpr[11] = start;
+                for k in 0..64u64 {
+                    let v = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ k;
+                    c.mmu.store(&c.st, DATA + 8 * k, 8, v, true).unwrap();
+                }
+            },
+            |e, s| assert!(e.is_some(), "{s}"),
+        );
+        // The loads leave RAM in the middle start's ninth iteration and at once from the
+        // last: two starts in two byte orders at two thresholds.
+        assert_eq!(faults, 8, "wide={wide}");
+    }
+}
+
 /// Runs `prog` against the interpreter from three starts of r11 (in RAM; 64 bytes below its
 /// end, so that a load leaves it after a few iterations; at its end, so that the first load
 /// faults), in both byte orders, translated at once and after three runs; `init` sets up
@@ -1752,6 +1813,8 @@ mod baseline {
         side_exits_into_own_block_promoted: Tiers::BOTH, 2, side_exits_into_their_own_block_match_the_interpreter;
         jumps_ahead: Tiers::BASELINE, 0, jumps_ahead_match_the_interpreter;
         jumps_ahead_promoted: Tiers::BOTH, 2, jumps_ahead_match_the_interpreter;
+        never_falls_through: Tiers::BASELINE, 0, words_after_a_branch_that_never_falls_through_match_the_interpreter;
+        never_falls_through_promoted: Tiers::BOTH, 2, words_after_a_branch_that_never_falls_through_match_the_interpreter;
         loop_blocks_promoted: Tiers::BOTH, 3, loop_blocks_match_the_interpreter;
         compares_then_branches: Tiers::BASELINE, 0, compares_then_branches_match_the_interpreter;
         side_exits_promoted: Tiers::BOTH, 2, side_exits_match_the_interpreter;

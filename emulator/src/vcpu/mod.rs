@@ -12,7 +12,10 @@ pub mod exit;
 mod hypercall;
 mod timebase;
 
-pub use block::{DecodedBlock, MAX_BLOCK_INSNS, ends_after, forward_jump, side_exit};
+pub use block::{
+    DecodedBlock, MAX_BLOCK_INSNS, ends_after, forward_jump, forward_target_index,
+    never_falls_through, side_exit,
+};
 pub use hypercall::{SystemExit, hypercall_rule};
 pub use timebase::{HostTimeBase, TimeBase, VirtualTimeBase, ns_to_tb, tb_to_ns};
 

@@ -28,7 +28,7 @@ use super::{BlockKey, JitCtx, helpers};
 use crate::cpu::{CR_PACK, CR_SPREAD, CpuState, Exception, msr};
 use crate::isa::{Insn, InsnFlags, Op, decode};
 use crate::softmmu::{Access, mmu_idx};
-use crate::vcpu::{Cpu, DecodedBlock, forward_jump, side_exit};
+use crate::vcpu::{Cpu, DecodedBlock, forward_jump, never_falls_through, side_exit};
 use core::mem::offset_of;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I16, I32, I64};
@@ -337,15 +337,21 @@ fn compile(
     // 32-bit mode (rare: early boot) runs everything through the interpreter.
     let native_ok = m & msr::SF != 0;
     let mut last_fallback = false;
+    // Words run straight through: up to a jump ahead or a branch that never falls through,
+    // after which words run only through side exits into them (`DecodedBlock::fetch`),
+    // which leave this tier's blocks.
+    let mut n = block.words.len() as u64;
     for (k, &w) in block.words.iter().enumerate() {
         tx.n = k as u64;
         tx.pc = block.pc.wrapping_add(4 * k as u64);
         let op = decode(w);
         let done = native_ok && tx.native(op, Insn(w), k + 1 == block.words.len());
         last_fallback = !done;
-        if done && forward_jump(op, Insn(w)) {
-            // The block's words after a jump ahead run only through side exits into them,
-            // which leave this tier's blocks: nothing here reaches them.
+        if done && forward_jump(op, Insn(w)) || never_falls_through(op, Insn(w)) {
+            n = k as u64 + 1;
+            if !done {
+                tx.fallback(op, w);
+            }
             break;
         }
         if !done {
@@ -363,7 +369,6 @@ fn compile(
     }
     // Fell off the end (the last instruction was no native branch): after an interpreter
     // call the PC is in `CpuState` already.
-    let n = block.words.len() as u64;
     let r = tx.iconst(n as i64);
     let next = if last_fallback {
         tx.b.ins().load(I64, flags(), tx.cpu, PC)

@@ -55,7 +55,7 @@ use crate::jit::{
 use crate::softmmu::{
     Access, PAGE_MASK, PAGE_SIZE, TLB_ENTRIES, TlbEntry, fast_path_mask, mmu_idx,
 };
-use crate::vcpu::{Cpu, forward_jump, side_exit};
+use crate::vcpu::{Cpu, forward_jump, forward_target_index, never_falls_through, side_exit};
 use asm::{AluImm, Asm, CrossRef};
 use core::mem::offset_of;
 use dynasmrt::x64::X64Relocation;
@@ -515,6 +515,13 @@ pub fn emit(
         } else {
             fallbacks += 1;
             e.fallback(op, w);
+            if k < words.len() && never_falls_through(op, Insn(w)) {
+                // Words follow (`DecodedBlock::fetch`): leave for the PC the interpreter set.
+                e.ops.alu_imm(AluImm::Sub, RBP, true, k as i32);
+                asm!(e.ops ; mov rax, QWORD [rbx + PC]);
+                e.jmp_probe();
+                ended = true;
+            }
         }
         last_fallback = !done;
     }

@@ -25,24 +25,11 @@ use super::*;
 pub(super) fn join_targets(words: &[u32]) -> Vec<bool> {
     let mut at = vec![false; words.len()];
     for (k, &w) in words.iter().enumerate() {
-        if let Some(j) = target_index(k, w).filter(|&j| j < words.len()) {
+        if let Some(j) = forward_target_index(k, w).filter(|&j| j < words.len()) {
             at[j] = true;
         }
     }
     at
-}
-
-/// The index of the instruction the side exit or jump ahead (`vcpu::forward_jump`) `w` at
-/// index `k` targets (it may lie past the block).
-fn target_index(k: usize, w: u32) -> Option<usize> {
-    let (op, i) = (decode(w), Insn(w));
-    if side_exit(op, i) {
-        Some(k + (i.bd() / 4) as usize)
-    } else if forward_jump(op, i) {
-        Some(k + (i.li() / 4) as usize)
-    } else {
-        None
-    }
 }
 
 /// A join's label and the copies every way into it arrives with.
@@ -56,7 +43,7 @@ impl Em {
     /// The join the side exit or jump ahead `i` (the instruction being translated) goes to,
     /// if it targets its own block's tail.
     pub(super) fn forward_target(&self, i: Insn) -> Option<usize> {
-        target_index(self.k as usize, i.0).filter(|&j| j < self.words.len())
+        forward_target_index(self.k as usize, i.0).filter(|&j| j < self.words.len())
     }
 
     /// The first join after instruction `k` (the block's length if none): where an access
