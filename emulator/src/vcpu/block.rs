@@ -198,7 +198,8 @@ mod tests {
 
     /// The length of the block fetched from `start` with `words` at 0x1000.
     fn fetched(words: &[u32], start: u64) -> usize {
-        let mut c = crate::interp::test_util::cpu();
+        let mut c = Cpu::new(Box::new(crate::softmmu::FlatRam::new(1 << 16)));
+        c.st.msr = crate::cpu::msr::SF | crate::cpu::msr::LE | crate::cpu::msr::PR;
         for (k, w) in words.iter().enumerate() {
             c.mmu
                 .store(&c.st, 0x1000 + 4 * k as u64, 4, *w as u64, true)
