@@ -1,6 +1,8 @@
 //! Where a block ends: the one rule that the translating tiers (when they decode a block) and
 //! the interpreter (when it runs one) both follow, so that a block interpreted while it is
-//! cold covers exactly the instructions its translation will.
+//! cold runs exactly the instructions its translation runs straight through. A fetched block
+//! may hold more words, reached only by jumps into them ([`DecodedBlock::fetch`]); the
+//! interpreter runs those as blocks of their own.
 
 use super::Cpu;
 use crate::cpu::Exception;
