@@ -119,12 +119,12 @@ impl Asm {
             self.inner.push(rex);
         }
         let rm = reg & 7;
-        match (op, i8::try_from(v)) {
+        match i8::try_from(v) {
             _ if test => self.inner.extend([0x85, 0xc0 | rm << 3 | rm]),
-            (_, Ok(b)) => self
+            Ok(b) => self
                 .inner
                 .extend([0x83, 0xc0 | (op as u8) << 3 | rm, b as u8]),
-            (_, Err(_)) => {
+            Err(_) => {
                 self.inner.extend([0x81, 0xc0 | (op as u8) << 3 | rm]);
                 self.inner.extend(v.to_le_bytes());
             }
