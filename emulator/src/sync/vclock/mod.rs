@@ -45,10 +45,13 @@
 //!   a vCPU that was idle (halted, stopped) wakes at that stamp ([`blocking`]). A running target
 //!   is not moved. A TLB flush job that reaches a clean TLB before the target's clock reaches
 //!   the sender's waits until it does (`Accel::drain_work`), as the target would have run on
-//!   its own core meanwhile.
+//!   its own core meanwhile. The sender's stores into the target's lines (queue, flags,
+//!   stamp) are left out of its clock, as an acquisition is ([`leave_out_since`]): the line
+//!   cost's.
 //! - **Quantum.** No vCPU runs more than `quantum` ahead of the slowest runnable one; a vCPU
 //!   that gets ahead parks at its next return from guest code ([`pace`]) until it is within
-//!   half a quantum again.
+//!   half a quantum again. A vCPU waiting for a contended lock counts as runnable at its
+//!   clock (`LOCK`); one blocked in a condition variable does not (`OUT`).
 //! - **Idle.** Idle vCPUs leave the minimum (one that was sent a wake-up counts from its
 //!   stamp until its thread runs); the I/O thread fires their timers when the busy minimum
 //!   reaches the deadline, or at once when every vCPU is idle (time jumps). It sleeps
@@ -92,8 +95,8 @@ const RUN: u8 = 0;
 const LOCK: u8 = 1;
 /// Parked by the quantum: still runnable.
 const PACE: u8 = 2;
-/// Blocked in a lock or condition variable: out of the minimum the runnable vCPUs wait for
-/// (it may wait for one of them), but it comes back at its clock, so the machine's time
+/// Blocked in a condition variable: out of the minimum the runnable vCPUs wait for (it may
+/// wait for one of them, parked), but it comes back at its clock, so the machine's time
 /// (timers) waits for it.
 const OUT: u8 = 3;
 /// Halted or stopped: out of every minimum until something wakes it.
@@ -101,9 +104,9 @@ const IDLE: u8 = 4;
 
 /// How far beyond the quantum a vCPU may be at a return from guest code before the run
 /// is failed as broken. Not zero: a stint is up to 65,536 instructions, and a vCPU that was
-/// blocked on a condition variable (out of the minimum) while its waker was descheduled rejoins behind the
-/// others by however long that took on a loaded host; a runaway clock (a bug) goes past
-/// any bound.
+/// blocked in a condition variable (out of the minimum) while its waker was descheduled
+/// rejoins behind the others by however long that took on a loaded host; a runaway clock
+/// (a bug) goes past any bound.
 const DIVERGENCE_SLACK_NS: u64 = 1_000_000_000;
 
 /// Longest real sleep of a parked vCPU before it checks again (a safety net: wake-ups are
@@ -830,7 +833,8 @@ pub fn mark() -> Option<u64> {
 
 /// Leaves the time since `mark` out of the interval being timed (the rest of it is
 /// charged as usual): an uncontended lock acquisition, whose lock word on a host with more
-/// than one core is often in another core's cache. What that transfer costs is the line
+/// than one core is often in another core's cache, or a send's stores into another vCPU's
+/// queue and flags (`Accel::queue`, `Accel::signal`), likewise. What that transfer costs is the line
 /// cost's to charge (module doc), a parameter, not whatever the host's cores happen to be
 /// doing; on one core the acquisition is a few ns. A long span (the thread was
 /// descheduled meanwhile) is left to the CPU clock.
