@@ -834,9 +834,9 @@ pub fn mark() -> Option<u64> {
 /// Leaves the time since `mark` out of the interval being timed (the rest of it is
 /// charged as usual): an uncontended lock acquisition, whose lock word on a host with more
 /// than one core is often in another core's cache, or a send's stores into another vCPU's
-/// queue and flags (`Accel::queue`, `Accel::signal`), likewise. What that transfer costs is the line
-/// cost's to charge (module doc), a parameter, not whatever the host's cores happen to be
-/// doing; on one core the acquisition is a few ns. A long span (the thread was
+/// queue and flags (`Accel::queue`, `Accel::signal`), likewise. What that transfer costs is
+/// the line cost's to charge (module doc), a parameter, not whatever the host's cores happen
+/// to be doing; on one core the acquisition is a few ns. A long span (the thread was
 /// descheduled meanwhile) is left to the CPU clock.
 pub fn leave_out_since(mark: Option<u64>) {
     let Some(m) = mark else { return };
@@ -1504,8 +1504,8 @@ mod tests {
             }
             v.clock(0)
         });
-        // Wait until vCPU 0 is inside the acquisition.
-        while vt.slots[0].state.load(Ordering::SeqCst) == RUN {
+        // Wait until vCPU 0 is inside the acquisition (a slot starts idle, then runs).
+        while !matches!(vt.slots[0].state.load(Ordering::SeqCst), LOCK | OUT) {
             std::thread::sleep(Duration::from_millis(1));
         }
         let v = vt.clone();
@@ -1659,12 +1659,17 @@ mod tests {
         let (left, left_rx) = std::sync::mpsc::channel::<()>();
         let (running, running_rx) = std::sync::mpsc::channel::<()>();
         let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+        let (attached, attached_rx) = std::sync::mpsc::channel::<()>();
         let v0 = on_vcpu(&vt, 0, move || {
+            attached.send(()).unwrap();
             blocking(|| woken.recv().unwrap());
             left.send(()).unwrap();
             claim_core();
         });
-        // vCPU 0 holds the core until it blocks; vCPU 1 gets it then.
+        // vCPU 0 holds the core until it blocks; vCPU 1 gets it then. vCPU 1 starts once
+        // vCPU 0 has the core: started together, vCPU 1 attached first one time in two
+        // beside the other tests, took the core and kept it.
+        attached_rx.recv().unwrap();
         let v1 = on_vcpu(&vt, 1, move || {
             running.send(()).unwrap();
             finish_rx.recv().unwrap();
