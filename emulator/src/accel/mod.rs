@@ -261,21 +261,23 @@ impl<S: Strategy, C: Send + 'static, D: Send> Accel<S, C, D> {
     fn queue(&self, i: usize, mut item: WorkItem<C>) {
         item.sent_at = vclock::stamp().unwrap_or(0);
         let v = &self.vcpus[i];
+        let site = if S::BQL_OUTSIDE_GUEST {
+            Site::WorkQueue
+        } else {
+            Site::CpuLockRemote
+        };
+        let mut q = v.lock.lock(site);
+        let lines = vclock::mark();
+        q.work.push_back(item);
+        v.work_pending.store(true, Ordering::SeqCst);
+        vclock::leave_out_since(lines);
         if S::BQL_OUTSIDE_GUEST {
-            {
-                let mut q = v.lock.lock(Site::WorkQueue);
-                let lines = vclock::mark();
-                q.work.push_back(item);
-                v.work_pending.store(true, Ordering::SeqCst);
-                vclock::leave_out_since(lines);
-            }
+            // Baseline: the sleeper waits with the BQL, which the caller holds.
+            drop(q);
             self.kick(i);
         } else {
-            let mut q = v.lock.lock(Site::CpuLockRemote);
-            let lines = vclock::mark();
-            q.work.push_back(item);
-            v.work_pending.store(true, Ordering::SeqCst);
-            vclock::leave_out_since(lines);
+            // Under the target's lock, so a sleeper between its check and its wait cannot
+            // miss it.
             self.signal(v);
         }
     }
